@@ -1,0 +1,21 @@
+# levers9: the two commands a newcomer needs are `make quickstart` and `make test`.
+
+.PHONY: build test quickstart bench lint
+
+build:
+	cargo build --release -p levers9-cli
+
+# Installs missing system packages, starts a throwaway PostgreSQL and Redis on
+# loopback, runs every test against both backends, and stops them.
+test:
+	scripts/test.sh
+
+quickstart:
+	scripts/quickstart.sh
+
+bench:
+	scripts/test-servers.sh cargo run --release -p levers9-bench
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings

@@ -1,0 +1,29 @@
+//! Compiles `proto/levers9/v1/*.proto` with protox (pure Rust), so building
+//! levers9 needs no `protoc` on the machine.
+
+use std::path::PathBuf;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let proto_root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    let service_dir = proto_root.join("levers9/v1");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&service_dir)?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "proto"))
+        .collect();
+    files.sort();
+    println!("cargo:rerun-if-changed={}", service_dir.display());
+    for file in &files {
+        println!("cargo:rerun-if-changed={}", file.display());
+    }
+
+    let descriptors = protox::compile(&files, [&proto_root])?;
+    tonic_prost_build::configure()
+        // The REST mapping reads and writes these messages as JSON the way
+        // grpc-gateway does: lowerCamelCase names, absent fields are defaults.
+        .type_attribute(
+            ".levers9.v1",
+            "#[derive(serde::Serialize, serde::Deserialize)] #[serde(rename_all = \"camelCase\", default)]",
+        )
+        .compile_fds(descriptors)?;
+    Ok(())
+}

@@ -1,0 +1,12 @@
+//! The levers9 gRPC API, generated from `proto/levers9/v1` (one file per
+//! service).
+#![forbid(unsafe_code)]
+
+/// Version 1 of the API: messages, clients and servers.
+#[allow(missing_docs, clippy::all)]
+pub mod v1 {
+    tonic::include_proto!("levers9.v1");
+}
+
+/// gRPC metadata key that carries the bootstrap secret on the first Authorize.
+pub const BOOTSTRAP_SECRET_METADATA: &str = "x-levers9-bootstrap-secret";

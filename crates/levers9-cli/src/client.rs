@@ -1,0 +1,129 @@
+//! Connecting to a controlplane: where, with or without TLS, with which
+//! token, and with a deadline on every call.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use levers9_api::v1::{
+    auth_service_client::AuthServiceClient, token_service_client::TokenServiceClient,
+    workspace_service_client::WorkspaceServiceClient, AuthorizeRequest, AuthorizeResponse,
+};
+use levers9_api::BOOTSTRAP_SECRET_METADATA;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A controlplane and the token to call it with.
+#[derive(Clone, PartialEq)]
+pub struct Target {
+    /// Host name or address.
+    pub host: String,
+    /// gRPC port.
+    pub port: u16,
+    /// TLS asked for by the context or `LEVERS9_CONTROLPLANE_TLS`.
+    pub tls: bool,
+    /// Bearer token; empty for none.
+    pub token: String,
+}
+
+impl Target {
+    /// TLS on port 443 always (the load balancer), elsewhere only when asked:
+    /// plain gRPC to an in-cluster name keeps working.
+    pub fn uses_tls(&self) -> bool {
+        self.tls || self.port == 443
+    }
+
+    /// `host:port`, with brackets around IPv6 addresses.
+    pub fn address(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// Adds `authorization: Bearer <token>` to every call.
+#[derive(Clone)]
+pub struct BearerAuth(Option<MetadataValue<Ascii>>);
+
+impl tonic::service::Interceptor for BearerAuth {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(value) = &self.0 {
+            request
+                .metadata_mut()
+                .insert("authorization", value.clone());
+        }
+        Ok(request)
+    }
+}
+
+type Authed = InterceptedService<Channel, BearerAuth>;
+
+/// Clients of every service over one connection.
+pub struct Client {
+    channel: Channel,
+    auth: BearerAuth,
+}
+
+impl Client {
+    /// Connects (lazily: the first call dials) to the target.
+    pub fn new(target: &Target) -> Result<Client> {
+        let scheme = if target.uses_tls() { "https" } else { "http" };
+        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{}", target.address()))
+            .with_context(|| format!("{} is not a valid controlplane address", target.address()))?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(CALL_TIMEOUT);
+        if target.uses_tls() {
+            endpoint = endpoint
+                .tls_config(ClientTlsConfig::new().with_native_roots())
+                .context("cannot set up TLS")?;
+        }
+        let token = if target.token.is_empty() {
+            None
+        } else {
+            let value = format!("Bearer {}", target.token)
+                .parse()
+                .context("the token has characters a token never has: check it")?;
+            Some(value)
+        };
+        Ok(Client {
+            channel: endpoint.connect_lazy(),
+            auth: BearerAuth(token),
+        })
+    }
+
+    /// AuthService.
+    pub fn auth(&self) -> AuthServiceClient<Authed> {
+        AuthServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
+    /// TokenService.
+    pub fn tokens(&self) -> TokenServiceClient<Authed> {
+        TokenServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
+    /// WorkspaceService.
+    pub fn workspaces(&self) -> WorkspaceServiceClient<Authed> {
+        WorkspaceServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
+    /// Asks for the first admin token of an empty install.
+    pub async fn bootstrap(&self, secret: &str) -> Result<AuthorizeResponse> {
+        let mut request = tonic::Request::new(AuthorizeRequest {});
+        let value = secret
+            .parse()
+            .context("LEVERS9_BOOTSTRAP_SECRET must be printable ASCII")?;
+        request
+            .metadata_mut()
+            .insert(BOOTSTRAP_SECRET_METADATA, value);
+        let response = self.auth().authorize(request).await?;
+        Ok(response.into_inner())
+    }
+}

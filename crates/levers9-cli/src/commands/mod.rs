@@ -1,0 +1,68 @@
+//! The command line: processes and user commands.
+
+mod config;
+mod controlplane;
+mod token;
+mod workspace;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+/// levers9 runs Python functions on a fleet of machines, each call in its
+/// own sandboxed container. This one binary is the controlplane process and
+/// every user command.
+///
+/// On a machine with no CLI config yet, any command asks for the
+/// controlplane address and a token; leave the token empty with
+/// LEVERS9_BOOTSTRAP_SECRET set to get the first admin token of a new
+/// install.
+#[derive(Debug, Parser)]
+#[command(name = "levers9", version, propagate_version = true)]
+pub struct Cli {
+    /// The CLI context to use instead of the current one.
+    #[arg(long, global = true, env = "LEVERS9_CONTEXT")]
+    context: Option<String>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the controlplane: gRPC on 1993, HTTP (health, metrics, REST) on 1994.
+    Controlplane(controlplane::ControlplaneArgs),
+    /// Manage CLI contexts (~/.levers9/config.toml): which controlplane, which token.
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
+    /// Manage the tokens of your workspace.
+    #[command(subcommand)]
+    Token(token::TokenCommand),
+    /// Manage workspaces.
+    #[command(subcommand)]
+    Workspace(workspace::WorkspaceCommand),
+}
+
+impl Command {
+    /// Whether this runs a long-lived process (which logs at info).
+    pub fn is_process(&self) -> bool {
+        matches!(self, Command::Controlplane(_))
+    }
+}
+
+/// Runs the parsed command.
+pub async fn run(cli: Cli) -> Result<()> {
+    let context = cli.context.as_deref();
+    match cli.command {
+        Command::Controlplane(args) => controlplane::run(args).await,
+        Command::Config(command) => config::run(command, context).await,
+        Command::Token(command) => token::run(command, context).await,
+        Command::Workspace(command) => workspace::run(command, context).await,
+    }
+}
+
+/// A client for the context the user picked (first run if there is none).
+async fn connect(context: Option<&str>) -> Result<crate::client::Client> {
+    let target = crate::first_run::resolve(context).await?;
+    crate::client::Client::new(&target)
+}

@@ -1,0 +1,50 @@
+//! `levers9`: the controlplane process and every user command, in one binary.
+#![forbid(unsafe_code)]
+
+mod client;
+mod commands;
+mod context;
+mod first_run;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use commands::Cli;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.command.is_process());
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {}", output::describe(&error));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Processes log at info, user commands only at warn so their output stays
+/// readable. `LEVERS9_LOG` overrides the filter, `LEVERS9_LOG_FORMAT=json`
+/// gives one JSON object per line.
+fn init_logging(is_process: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = if is_process { "info" } else { "warn" };
+    let filter = EnvFilter::try_from_env("LEVERS9_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if std::env::var("LEVERS9_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}

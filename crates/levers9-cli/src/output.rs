@@ -1,0 +1,46 @@
+//! How results and errors are shown.
+
+/// The message of an error chain, with gRPC statuses shown as their code and
+/// message rather than tonic's debug form.
+pub fn describe(error: &anyhow::Error) -> String {
+    if let Some(status) = error.downcast_ref::<tonic::Status>() {
+        return format!("{} ({:?})", status.message(), status.code());
+    }
+    for cause in error.chain() {
+        if let Some(status) = cause.downcast_ref::<tonic::Status>() {
+            return format!("{error}: {} ({:?})", status.message(), status.code());
+        }
+    }
+    format!("{error:#}")
+}
+
+/// Prints rows as aligned columns under a header.
+pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+/// An empty time shown as a dash.
+pub fn or_dash(text: &str) -> String {
+    if text.is_empty() {
+        "-".to_owned()
+    } else {
+        text.to_owned()
+    }
+}

@@ -1,0 +1,27 @@
+//! levers9 configuration: the schema with the product's camelCase keys,
+//! layered loading (shipped defaults < file < `LEVERS9_*` environment),
+//! redaction for printing, and detection of the shipped, public defaults.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod env;
+mod error;
+mod load;
+mod schema;
+mod secret;
+mod shipped;
+
+pub use env::ENV_OVERRIDES;
+pub use error::ConfigError;
+pub use load::{load, ConfigSource};
+pub use schema::{
+    AuthConfig, Config, ControlplaneConfig, DatabaseConfig, ImageServiceConfig, ListenerConfig,
+    PostgresConfig, RedisConfig, RunnerConfig, SqliteConfig, StorageConfig, WorkerConfig,
+};
+pub use secret::Secret;
+pub use shipped::{ShippedDefault, SHIPPED_ENCRYPTION_KEY, SHIPPED_POSTGRES_PASSWORD};
+
+/// The configuration as YAML, as `--print-config` shows it.
+pub fn to_yaml(config: &Config) -> Result<String, serde_yaml::Error> {
+    serde_yaml::to_string(config)
+}

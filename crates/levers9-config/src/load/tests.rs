@@ -1,0 +1,161 @@
+use std::collections::HashMap;
+use std::io::Write;
+
+use super::*;
+use crate::{ShippedDefault, SHIPPED_ENCRYPTION_KEY};
+
+fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+fn file_with(text: &str) -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().expect("temp file");
+    file.write_all(text.as_bytes()).expect("write");
+    file
+}
+
+#[test]
+fn defaults_use_the_documented_ports_and_the_embedded_backends() {
+    let (config, source) = load(None, &no_env).expect("defaults load");
+    assert_eq!(source, ConfigSource::Defaults);
+    assert_eq!(config.controlplane.grpc.port, 1993);
+    assert_eq!(config.controlplane.http.port, 1994);
+    assert!(!config.database.postgres.is_configured());
+    assert!(!config.database.redis.is_configured());
+}
+
+#[test]
+fn file_overrides_defaults_and_keeps_what_it_leaves_out() {
+    let file = file_with(
+        "database:\n  postgres:\n    host: db.internal\n    password: s3cret\n    previousEncryptionKeys: [old1]\n",
+    );
+    let (config, _) = load(Some(file.path()), &no_env).expect("loads");
+    assert_eq!(config.database.postgres.host, "db.internal");
+    assert_eq!(config.database.postgres.password.expose(), "s3cret");
+    assert_eq!(config.database.postgres.port, 5432);
+    assert_eq!(config.database.postgres.previous_encryption_keys.len(), 1);
+}
+
+#[test]
+fn environment_beats_the_file() {
+    let file = file_with("controlplane:\n  grpc:\n    port: 2000\n");
+    let env = env_of(&[
+        ("LEVERS9_GRPC_PORT", "3000"),
+        ("LEVERS9_BOOTSTRAP_SECRET", "12345"),
+        ("LEVERS9_REDIS_ADDRS", "a:6379, b:6379"),
+    ]);
+    let (config, _) = load(Some(file.path()), &env).expect("loads");
+    assert_eq!(config.controlplane.grpc.port, 3000);
+    // Digits stay a string: a secret is never turned into a number.
+    assert_eq!(config.controlplane.auth.bootstrap_secret.expose(), "12345");
+    assert_eq!(config.database.redis.addrs, vec!["a:6379", "b:6379"]);
+}
+
+#[test]
+fn unknown_key_names_the_key_and_the_file() {
+    let file = file_with("database:\n  postgres:\n    hots: db\n");
+    let error = load(Some(file.path()), &no_env).expect_err("unknown key");
+    let text = error.to_string();
+    assert!(text.contains(&file.path().display().to_string()), "{text}");
+    assert!(text.contains("database.postgres"), "{text}");
+    assert!(text.contains("unknown field `hots`"), "{text}");
+}
+
+#[test]
+fn wrong_type_names_the_key_and_the_file() {
+    let file = file_with("controlplane:\n  http:\n    port: eighty\n");
+    let text = load(Some(file.path()), &no_env)
+        .expect_err("wrong type")
+        .to_string();
+    assert!(text.contains("controlplane.http.port"), "{text}");
+    assert!(text.contains(&file.path().display().to_string()), "{text}");
+}
+
+#[test]
+fn wrong_type_in_the_environment_names_the_variable() {
+    let env = env_of(&[("LEVERS9_HTTP_PORT", "http")]);
+    let text = load(None, &env).expect_err("wrong type").to_string();
+    assert!(text.contains("LEVERS9_HTTP_PORT"), "{text}");
+    assert!(text.contains("controlplane.http.port"), "{text}");
+}
+
+#[test]
+fn same_port_for_both_listeners_is_refused() {
+    let env = env_of(&[("LEVERS9_GRPC_PORT", "7000"), ("LEVERS9_HTTP_PORT", "7000")]);
+    let text = load(None, &env).expect_err("clash").to_string();
+    assert!(text.contains("different ports"), "{text}");
+}
+
+#[test]
+fn missing_file_is_a_clear_error() {
+    let text = load(Some(Path::new("/nonexistent/levers9.yaml")), &no_env)
+        .expect_err("missing")
+        .to_string();
+    assert!(
+        text.contains("cannot read config file /nonexistent/levers9.yaml"),
+        "{text}"
+    );
+}
+
+#[test]
+fn shipped_defaults_are_found_only_for_servers_in_use() {
+    let (embedded, _) = load(None, &no_env).expect("loads");
+    assert_eq!(
+        embedded.shipped_defaults_in_use(),
+        vec![ShippedDefault::EncryptionKey]
+    );
+    let env = env_of(&[
+        ("LEVERS9_POSTGRES_HOST", "db"),
+        ("LEVERS9_REDIS_ADDRS", "redis:6379"),
+    ]);
+    let (servers, _) = load(None, &env).expect("loads");
+    assert_eq!(
+        servers.shipped_defaults_in_use(),
+        vec![
+            ShippedDefault::EncryptionKey,
+            ShippedDefault::PostgresPassword,
+            ShippedDefault::RedisWithoutPassword
+        ]
+    );
+}
+
+#[test]
+fn redacted_config_prints_no_secret() {
+    let env = env_of(&[
+        ("LEVERS9_BOOTSTRAP_SECRET", "bootstrap-value"),
+        ("LEVERS9_POSTGRES_PASSWORD", "pg-value"),
+        ("LEVERS9_ENCRYPTION_KEY", "key-value"),
+        ("LEVERS9_PREVIOUS_ENCRYPTION_KEYS", "old-value"),
+        ("LEVERS9_REDIS_PASSWORD", "redis-value"),
+    ]);
+    let (config, _) = load(None, &env).expect("loads");
+    let printed = serde_yaml::to_string(&config.redacted()).expect("yaml");
+    for secret in [
+        "bootstrap-value",
+        "pg-value",
+        "key-value",
+        "old-value",
+        "redis-value",
+    ] {
+        assert!(!printed.contains(secret), "{secret} leaked:\n{printed}");
+    }
+    assert!(printed.contains("<redacted>"));
+    let debug = format!("{config:?}");
+    assert!(!debug.contains("pg-value"), "Debug leaks secrets: {debug}");
+}
+
+#[test]
+fn redacted_config_says_which_secrets_are_shipped_defaults() {
+    let (config, _) = load(None, &no_env).expect("loads");
+    let printed = serde_yaml::to_string(&config.redacted()).expect("yaml");
+    assert!(printed.contains("<redacted: shipped default>"), "{printed}");
+    assert!(!printed.contains(SHIPPED_ENCRYPTION_KEY));
+}

@@ -1,0 +1,222 @@
+//! The configuration schema. Keys are the camelCase YAML names of the product
+//! documentation; every struct takes its defaults for keys a file leaves out
+//! and refuses keys it does not know.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::secret::Secret;
+use crate::shipped::{SHIPPED_ENCRYPTION_KEY, SHIPPED_POSTGRES_PASSWORD};
+
+/// The whole configuration of a levers9 process.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct Config {
+    /// The controlplane process.
+    pub controlplane: ControlplaneConfig,
+    /// Durable records (Postgres or embedded SQLite) and hot state (Redis or in-process).
+    pub database: DatabaseConfig,
+    /// Workers.
+    pub worker: WorkerConfig,
+    /// The image service.
+    pub image_service: ImageServiceConfig,
+    /// Object storage and volumes.
+    pub storage: StorageConfig,
+}
+
+/// `controlplane.*`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ControlplaneConfig {
+    /// Address both listeners bind to.
+    pub bind_address: String,
+    /// The gRPC listener.
+    pub grpc: ListenerConfig,
+    /// The HTTP listener: health, metrics and the REST mapping.
+    pub http: ListenerConfig,
+    /// Authentication.
+    pub auth: AuthConfig,
+    /// Where the embedded default keeps its files; empty means `~/.levers9/data`.
+    pub data_dir: String,
+}
+
+impl Default for ControlplaneConfig {
+    fn default() -> Self {
+        Self {
+            bind_address: "0.0.0.0".into(),
+            grpc: ListenerConfig { port: 1993 },
+            http: ListenerConfig { port: 1994 },
+            auth: AuthConfig::default(),
+            data_dir: String::new(),
+        }
+    }
+}
+
+impl ControlplaneConfig {
+    /// The data directory with `~/.levers9/data` filled in for an empty value.
+    pub fn data_dir(&self) -> PathBuf {
+        if !self.data_dir.is_empty() {
+            return PathBuf::from(&self.data_dir);
+        }
+        let home = std::env::var_os("HOME").unwrap_or_else(|| ".".into());
+        PathBuf::from(home).join(".levers9").join("data")
+    }
+}
+
+/// A listener's port.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListenerConfig {
+    /// TCP port; 0 picks a free one.
+    pub port: u16,
+}
+
+/// `controlplane.auth.*`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// The secret a caller must send to get the first admin token of an
+    /// empty install. Empty turns bootstrap off.
+    pub bootstrap_secret: Secret,
+    /// How long a token check is cached, in seconds: a revoked token stops
+    /// working on every replica within this time.
+    pub token_cache_seconds: u64,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        Self {
+            bootstrap_secret: Secret::default(),
+            token_cache_seconds: 5,
+        }
+    }
+}
+
+/// `database.*`
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// Postgres; used when `host` is set.
+    pub postgres: PostgresConfig,
+    /// Redis; used when `addrs` is not empty.
+    pub redis: RedisConfig,
+    /// The embedded SQLite file, used when Postgres is not configured.
+    pub sqlite: SqliteConfig,
+}
+
+/// `database.postgres.*`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct PostgresConfig {
+    /// Host name; empty means "use the embedded SQLite file".
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// Database name.
+    pub name: String,
+    /// User.
+    pub user: String,
+    /// Password.
+    pub password: Secret,
+    /// libpq `sslmode`: disable, prefer or require.
+    pub ssl_mode: String,
+    /// Connections per controlplane replica.
+    pub max_connections: u32,
+    /// Key that seals workspace storage credentials and secrets at rest.
+    pub encryption_key: Secret,
+    /// Older keys still accepted while values are re-sealed with the new one.
+    pub previous_encryption_keys: Vec<Secret>,
+}
+
+impl Default for PostgresConfig {
+    fn default() -> Self {
+        Self {
+            host: String::new(),
+            port: 5432,
+            name: "levers9".into(),
+            user: "levers9".into(),
+            password: Secret::new(SHIPPED_POSTGRES_PASSWORD),
+            ssl_mode: "disable".into(),
+            max_connections: 20,
+            encryption_key: Secret::new(SHIPPED_ENCRYPTION_KEY),
+            previous_encryption_keys: Vec::new(),
+        }
+    }
+}
+
+impl PostgresConfig {
+    /// Whether Postgres is configured (otherwise the embedded SQLite is used).
+    pub fn is_configured(&self) -> bool {
+        !self.host.is_empty()
+    }
+}
+
+/// `database.redis.*`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct RedisConfig {
+    /// `host:port` addresses; empty means the in-process hot state.
+    pub addrs: Vec<String>,
+    /// Password; empty means none.
+    pub password: Secret,
+    /// Database number.
+    pub db: i64,
+    /// Prefix of every key and channel, so installs can share a server.
+    pub key_prefix: String,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        Self {
+            addrs: Vec::new(),
+            password: Secret::default(),
+            db: 0,
+            key_prefix: "levers9:".into(),
+        }
+    }
+}
+
+impl RedisConfig {
+    /// Whether Redis is configured (otherwise the in-process hot state is used).
+    pub fn is_configured(&self) -> bool {
+        !self.addrs.is_empty()
+    }
+}
+
+/// `database.sqlite.*`
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct SqliteConfig {
+    /// The database file; empty means `<controlplane.dataDir>/levers9.db`.
+    pub path: String,
+}
+
+/// `worker.*`
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct WorkerConfig {
+    /// Registry that built images are pushed to and workers pull from.
+    pub image_registry: String,
+}
+
+/// `imageService.*`
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ImageServiceConfig {
+    /// The runner base image.
+    pub runner: RunnerConfig,
+}
+
+/// `imageService.runner.*`
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct RunnerConfig {
+    /// Registry that base images come from.
+    pub base_image_registry: String,
+}
+
+/// `storage.*`: object storage and volumes, filled in by the volumes work.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct StorageConfig {}

@@ -1,0 +1,86 @@
+//! The one place where controlplane errors become gRPC statuses. Handlers
+//! return [`ApiError`]; nothing else builds a `tonic::Status`.
+
+use levers9_state::StateError;
+use levers9_store::StoreError;
+use tonic::{Code, Status};
+
+/// An error a caller sees. Messages say what was wrong and what to do; they
+/// never carry a token, a secret or a database detail.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// No usable credentials.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// Credentials are fine but may not do this.
+    #[error("{0}")]
+    PermissionDenied(String),
+    /// The request itself is malformed.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// Nothing with that id in the caller's workspace.
+    #[error("{0}")]
+    NotFound(String),
+    /// The thing to create is there already.
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// The system is not in a state that allows the call.
+    #[error("{0}")]
+    FailedPrecondition(String),
+    /// The durable records failed.
+    #[error("record store: {0}")]
+    Store(#[from] StoreError),
+    /// The hot state failed.
+    #[error("hot state: {0}")]
+    State(#[from] StateError),
+}
+
+impl From<ApiError> for Status {
+    fn from(error: ApiError) -> Self {
+        match error {
+            ApiError::Unauthenticated(m) => Status::unauthenticated(m),
+            ApiError::PermissionDenied(m) => Status::permission_denied(m),
+            ApiError::InvalidArgument(m) => Status::invalid_argument(m),
+            ApiError::NotFound(m) => Status::not_found(m),
+            ApiError::AlreadyExists(m) => Status::already_exists(m),
+            ApiError::FailedPrecondition(m) => Status::failed_precondition(m),
+            ApiError::Store(StoreError::AlreadyExists(m)) => Status::already_exists(m),
+            // Store and state details stay in the log: they can name hosts and
+            // queries, and the caller can do nothing with them but retry.
+            ApiError::Store(e) => {
+                tracing::error!(error = %e, "record store call failed");
+                Status::new(
+                    Code::Unavailable,
+                    "the controlplane could not reach its database; try again shortly",
+                )
+            }
+            ApiError::State(e) => {
+                tracing::error!(error = %e, "hot state call failed");
+                Status::new(
+                    Code::Unavailable,
+                    "the controlplane could not reach its hot state; try again shortly",
+                )
+            }
+        }
+    }
+}
+
+/// The HTTP status grpc-gateway gives a gRPC code, so REST callers see the
+/// same answers as gRPC callers.
+pub fn http_status_of(code: Code) -> http::StatusCode {
+    use http::StatusCode as H;
+    match code {
+        Code::Ok => H::OK,
+        Code::Cancelled => H::from_u16(499).unwrap_or(H::BAD_REQUEST),
+        Code::InvalidArgument | Code::FailedPrecondition | Code::OutOfRange => H::BAD_REQUEST,
+        Code::DeadlineExceeded => H::GATEWAY_TIMEOUT,
+        Code::NotFound => H::NOT_FOUND,
+        Code::AlreadyExists | Code::Aborted => H::CONFLICT,
+        Code::PermissionDenied => H::FORBIDDEN,
+        Code::Unauthenticated => H::UNAUTHORIZED,
+        Code::ResourceExhausted => H::TOO_MANY_REQUESTS,
+        Code::Unimplemented => H::NOT_IMPLEMENTED,
+        Code::Unavailable => H::SERVICE_UNAVAILABLE,
+        Code::Unknown | Code::Internal | Code::DataLoss => H::INTERNAL_SERVER_ERROR,
+    }
+}

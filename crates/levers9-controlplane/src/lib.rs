@@ -1,0 +1,33 @@
+//! The levers9 controlplane: gRPC services on one port, health, metrics and
+//! the REST mapping on another, over a record store and a hot state.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod backends;
+pub mod error;
+pub mod http;
+pub mod metrics;
+pub mod rest;
+pub mod server;
+pub mod services;
+
+use std::sync::Arc;
+
+use levers9_config::Secret;
+use levers9_state::HotState;
+use levers9_store::RecordStore;
+
+pub use server::{start, RunningControlplane, StartError};
+
+/// What every service of one controlplane shares.
+pub struct Shared {
+    /// Durable records.
+    pub store: Arc<dyn RecordStore>,
+    /// Hot state.
+    pub state: Arc<dyn HotState>,
+    /// Token checks.
+    pub auth: auth::Authenticator,
+    /// The bootstrap secret; empty turns bootstrap off.
+    pub bootstrap_secret: Secret,
+}

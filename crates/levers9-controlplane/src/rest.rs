@@ -1,0 +1,158 @@
+//! The REST mapping of the gRPC API, grpc-gateway style: JSON bodies with
+//! lowerCamelCase names, gRPC metadata arriving as `Grpc-Metadata-<Name>`
+//! headers (and `Authorization` as itself), gRPC codes mapped to HTTP
+//! statuses, errors as `{"code", "message", "details"}`.
+
+use std::future::Future;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use levers9_api::v1::{
+    auth_service_server::AuthService, token_service_server::TokenService,
+    workspace_service_server::WorkspaceService, AuthorizeRequest, CreateTokenRequest,
+    CreateWorkspaceRequest, GetWorkspaceRequest, ListTokensRequest, RevokeTokenRequest,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
+use tonic::Status;
+
+use crate::error::http_status_of;
+use crate::services::Services;
+
+const METADATA_HEADER_PREFIX: &str = "grpc-metadata-";
+
+/// Routes under `/api/v1/controlplane`.
+pub fn router(services: Services) -> Router {
+    Router::new()
+        .route(
+            "/api/v1/controlplane/auth/authorize",
+            post(|State(s): State<Services>, headers: HeaderMap, body: Bytes| async move {
+                unary(&headers, &body, |r: tonic::Request<AuthorizeRequest>| async move {
+                    s.auth.authorize(r).await
+                })
+                .await
+            }),
+        )
+        .route(
+            "/api/v1/controlplane/tokens",
+            post(|State(s): State<Services>, headers: HeaderMap, body: Bytes| async move {
+                unary(&headers, &body, |r: tonic::Request<CreateTokenRequest>| async move {
+                    s.token.create_token(r).await
+                })
+                .await
+            })
+            .get(|State(s): State<Services>, headers: HeaderMap| async move {
+                unary(&headers, b"", |r: tonic::Request<ListTokensRequest>| async move {
+                    s.token.list_tokens(r).await
+                })
+                .await
+            }),
+        )
+        .route(
+            "/api/v1/controlplane/tokens/{token_id}",
+            delete(
+                |State(s): State<Services>, Path(token_id): Path<String>, headers: HeaderMap| async move {
+                    let body = RevokeTokenRequest { token_id };
+                    call(&headers, body, |r| async move { s.token.revoke_token(r).await }).await
+                },
+            ),
+        )
+        .route(
+            "/api/v1/controlplane/workspaces",
+            post(|State(s): State<Services>, headers: HeaderMap, body: Bytes| async move {
+                unary(&headers, &body, |r: tonic::Request<CreateWorkspaceRequest>| async move {
+                    s.workspace.create_workspace(r).await
+                })
+                .await
+            }),
+        )
+        .route(
+            "/api/v1/controlplane/workspace",
+            get(|State(s): State<Services>, headers: HeaderMap| async move {
+                unary(&headers, b"", |r: tonic::Request<GetWorkspaceRequest>| async move {
+                    s.workspace.get_workspace(r).await
+                })
+                .await
+            }),
+        )
+        .with_state(services)
+}
+
+/// Parses the JSON body (empty means all defaults), then [`call`]s.
+async fn unary<Req, Resp, F, Fut>(headers: &HeaderMap, body: &[u8], handler: F) -> Response
+where
+    Req: DeserializeOwned + Default,
+    Resp: Serialize,
+    F: FnOnce(tonic::Request<Req>) -> Fut,
+    Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
+{
+    let message = if body.iter().all(u8::is_ascii_whitespace) {
+        Req::default()
+    } else {
+        match serde_json::from_slice(body) {
+            Ok(message) => message,
+            Err(error) => {
+                return error_response(&Status::invalid_argument(format!(
+                    "the request body is not valid JSON for this call: {error}"
+                )))
+            }
+        }
+    };
+    call(headers, message, handler).await
+}
+
+/// Runs the gRPC handler with the headers as metadata and maps its answer.
+async fn call<Req, Resp, F, Fut>(headers: &HeaderMap, message: Req, handler: F) -> Response
+where
+    Resp: Serialize,
+    F: FnOnce(tonic::Request<Req>) -> Fut,
+    Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
+{
+    let mut request = tonic::Request::new(message);
+    *request.metadata_mut() = metadata_from_headers(headers);
+    match handler(request).await {
+        Ok(response) => Json(response.into_inner()).into_response(),
+        Err(status) => error_response(&status),
+    }
+}
+
+fn metadata_from_headers(headers: &HeaderMap) -> MetadataMap {
+    let mut metadata = MetadataMap::new();
+    for (name, value) in headers {
+        let name = name.as_str();
+        let key = if name == "authorization" {
+            name
+        } else if let Some(stripped) = name.strip_prefix(METADATA_HEADER_PREFIX) {
+            stripped
+        } else {
+            continue;
+        };
+        let (Ok(key), Ok(value)) = (
+            MetadataKey::from_bytes(key.as_bytes()),
+            MetadataValue::try_from(value.as_bytes()),
+        ) else {
+            continue;
+        };
+        metadata.append(key, value);
+    }
+    metadata
+}
+
+fn error_response(status: &Status) -> Response {
+    let http_status = http_status_of(status.code());
+    let body = serde_json::json!({
+        "code": status.code() as i32,
+        "message": status.message(),
+        "details": [],
+    });
+    (
+        StatusCode::from_u16(http_status.as_u16()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        Json(body),
+    )
+        .into_response()
+}

@@ -1,0 +1,172 @@
+//! Starting and stopping a controlplane: both listeners over one shared state.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use levers9_api::v1::{
+    auth_service_server::AuthServiceServer, token_service_server::TokenServiceServer,
+    workspace_service_server::WorkspaceServiceServer,
+};
+use levers9_config::Config;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::TcpListenerStream;
+
+use crate::auth::Authenticator;
+use crate::backends::{self, BackendError};
+use crate::metrics::{GrpcMetricsLayer, Metrics};
+use crate::services::Services;
+use crate::Shared;
+
+/// Why the controlplane could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A backend could not be opened.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// A listener could not bind.
+    #[error("cannot listen on {addr} ({what}): {source}")]
+    Bind {
+        /// gRPC or HTTP.
+        what: &'static str,
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The metrics registry refused a metric (a programming error).
+    #[error("cannot register metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+}
+
+/// A running controlplane.
+pub struct RunningControlplane {
+    /// Where gRPC listens.
+    pub grpc_addr: SocketAddr,
+    /// Where HTTP listens.
+    pub http_addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl RunningControlplane {
+    /// Stops accepting calls, lets running ones finish, and returns.
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Opens the backends, binds both listeners and serves until stopped.
+pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
+    for default in config.shipped_defaults_in_use() {
+        tracing::warn!(key = default.key(), "{}", default.advice());
+    }
+    let store = backends::open_store(&config).await?;
+    let state = backends::open_state(&config).await?;
+    match store.backend() {
+        "sqlite" => tracing::info!(
+            path = %backends::sqlite_path(&config).display(),
+            "records: embedded SQLite (set database.postgres.host to use Postgres)"
+        ),
+        backend => tracing::info!(backend, "records: Postgres"),
+    }
+    match state.backend() {
+        "memory" => tracing::info!(
+            "hot state: in-process (set database.redis.addrs to use Redis; needed for more than one replica)"
+        ),
+        backend => tracing::info!(backend, "hot state: Redis"),
+    }
+
+    let metrics = Arc::new(Metrics::new(store.backend(), state.backend())?);
+    let cache_ttl = Duration::from_secs(config.controlplane.auth.token_cache_seconds);
+    let shared = Arc::new(Shared {
+        auth: Authenticator::new(store.clone(), cache_ttl),
+        store,
+        state,
+        bootstrap_secret: config.controlplane.auth.bootstrap_secret.clone(),
+    });
+    if shared.bootstrap_secret.is_empty() {
+        tracing::info!("bootstrap is off (no LEVERS9_BOOTSTRAP_SECRET)");
+    }
+    let services = Services::new(shared.clone());
+
+    let cp = &config.controlplane;
+    let grpc_listener = bind("gRPC", &cp.bind_address, cp.grpc.port).await?;
+    let http_listener = bind("HTTP", &cp.bind_address, cp.http.port).await?;
+    let grpc_addr = local_addr("gRPC", &grpc_listener)?;
+    let http_addr = local_addr("HTTP", &http_listener)?;
+    let (shutdown, stopped) = watch::channel(false);
+
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    health_reporter
+        .set_serving::<AuthServiceServer<crate::services::AuthApi>>()
+        .await;
+    health_reporter
+        .set_serving::<TokenServiceServer<crate::services::TokenApi>>()
+        .await;
+    health_reporter
+        .set_serving::<WorkspaceServiceServer<crate::services::WorkspaceApi>>()
+        .await;
+    let grpc = tonic::transport::Server::builder()
+        .layer(GrpcMetricsLayer(metrics.clone()))
+        .add_service(health_service)
+        .add_service(AuthServiceServer::from_arc(services.auth.clone()))
+        .add_service(TokenServiceServer::from_arc(services.token.clone()))
+        .add_service(WorkspaceServiceServer::from_arc(services.workspace.clone()))
+        .serve_with_incoming_shutdown(
+            TcpListenerStream::new(grpc_listener),
+            wait_for(stopped.clone()),
+        );
+    let http = axum::serve(
+        http_listener,
+        crate::http::router(shared, services, metrics),
+    )
+    .with_graceful_shutdown(wait_for(stopped));
+
+    let tasks = vec![
+        tokio::spawn(async move {
+            if let Err(error) = grpc.await {
+                tracing::error!(%error, "gRPC listener stopped");
+            }
+        }),
+        tokio::spawn(async move {
+            if let Err(error) = http.await {
+                tracing::error!(%error, "HTTP listener stopped");
+            }
+        }),
+    ];
+    tracing::info!(grpc = %grpc_addr, http = %http_addr, "controlplane listening");
+    Ok(RunningControlplane {
+        grpc_addr,
+        http_addr,
+        shutdown,
+        tasks,
+    })
+}
+
+async fn bind(what: &'static str, host: &str, port: u16) -> Result<TcpListener, StartError> {
+    TcpListener::bind((host, port))
+        .await
+        .map_err(|source| StartError::Bind {
+            what,
+            addr: format!("{host}:{port}"),
+            source,
+        })
+}
+
+fn local_addr(what: &'static str, listener: &TcpListener) -> Result<SocketAddr, StartError> {
+    listener.local_addr().map_err(|source| StartError::Bind {
+        what,
+        addr: "bound socket".into(),
+        source,
+    })
+}
+
+async fn wait_for(mut stopped: watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|stop| *stop).await;
+}

@@ -1,0 +1,33 @@
+//! Records to API messages.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use levers9_api::v1;
+use levers9_store::{TokenRecord, Workspace};
+
+fn rfc3339(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn rfc3339_or_empty(at: Option<DateTime<Utc>>) -> String {
+    at.map(rfc3339).unwrap_or_default()
+}
+
+pub(super) fn token(record: TokenRecord) -> v1::Token {
+    v1::Token {
+        id: record.id,
+        workspace_id: record.workspace_id,
+        token_type: record.token_type.to_string(),
+        description: record.description,
+        created_at: rfc3339(record.created_at),
+        last_used_at: rfc3339_or_empty(record.last_used_at),
+        revoked_at: rfc3339_or_empty(record.revoked_at),
+    }
+}
+
+pub(super) fn workspace(record: Workspace) -> v1::Workspace {
+    v1::Workspace {
+        id: record.id,
+        name: record.name,
+        created_at: rfc3339(record.created_at),
+    }
+}

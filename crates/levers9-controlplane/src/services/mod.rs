@@ -1,0 +1,68 @@
+//! The gRPC services, one file each. The REST mapping calls the same
+//! implementations.
+
+mod auth;
+mod convert;
+mod token;
+mod workspace;
+
+pub use auth::AuthApi;
+pub use token::TokenApi;
+pub use workspace::WorkspaceApi;
+
+use std::sync::Arc;
+
+use levers9_store::{NewToken, NewWorkspace, TokenType};
+
+use crate::auth::token::{mint, MintedToken};
+use crate::Shared;
+
+/// A new record id: uuid v7, so ids sort by creation time.
+fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// A new workspace and its admin token, not yet stored.
+fn new_workspace_with_admin(
+    name: &str,
+    description: &str,
+) -> (NewWorkspace, NewToken, MintedToken) {
+    let now = chrono::Utc::now();
+    let workspace = NewWorkspace {
+        id: new_id(),
+        name: name.to_owned(),
+        created_at: now,
+    };
+    let minted = mint();
+    let record = NewToken {
+        id: new_id(),
+        workspace_id: workspace.id.clone(),
+        token_type: TokenType::Admin,
+        description: description.to_owned(),
+        hash: minted.hash.clone(),
+        created_at: now,
+    };
+    (workspace, record, minted)
+}
+
+/// All three services, sharing one [`Shared`].
+#[derive(Clone)]
+pub struct Services {
+    /// AuthService.
+    pub auth: Arc<AuthApi>,
+    /// TokenService.
+    pub token: Arc<TokenApi>,
+    /// WorkspaceService.
+    pub workspace: Arc<WorkspaceApi>,
+}
+
+impl Services {
+    /// Builds every service over the shared state.
+    pub fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            auth: Arc::new(AuthApi::new(shared.clone())),
+            token: Arc::new(TokenApi::new(shared.clone())),
+            workspace: Arc::new(WorkspaceApi::new(shared)),
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! In-process hot state: the embedded default of a single-machine install.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::stream::{BoxStream, StreamExt};
+use tokio::sync::{broadcast, Mutex, Notify};
+use tokio::time::Instant;
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tokio_stream::wrappers::BroadcastStream;
+
+use crate::{HotState, StateError};
+
+/// Messages a subscriber may fall behind by before it starts losing the oldest ones.
+const CHANNEL_CAPACITY: usize = 1024;
+
+/// Expired entries nobody reads again are swept at most this often, on a write.
+const PURGE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Hot state kept in this process; clones share the same state.
+///
+/// Only tokio mutexes are used, so no lock can be poisoned and none is held
+/// across an await point. A subscriber that falls more than 1024 messages
+/// behind skips the messages it lost (with a warning) and carries on with the
+/// oldest one still buffered.
+#[derive(Clone, Default)]
+pub struct MemoryState {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    keys: Mutex<Expiring<Vec<u8>>>,
+    leases: Mutex<Expiring<String>>,
+    queues: Mutex<HashMap<String, Queue>>,
+    channels: Mutex<HashMap<String, broadcast::Sender<Vec<u8>>>>,
+}
+
+/// A map whose entries expire: checked on every read, swept now and then on a write.
+struct Expiring<V> {
+    entries: HashMap<String, (V, Instant)>,
+    next_purge: Option<Instant>,
+}
+
+impl<V> Default for Expiring<V> {
+    fn default() -> Self {
+        Self {
+            entries: HashMap::new(),
+            next_purge: None,
+        }
+    }
+}
+
+impl<V> Expiring<V> {
+    fn get(&self, key: &str, now: Instant) -> Option<&V> {
+        self.entries
+            .get(key)
+            .filter(|(_, expires_at)| *expires_at > now)
+            .map(|(value, _)| value)
+    }
+
+    fn insert(&mut self, key: &str, value: V, ttl: Duration, now: Instant) {
+        self.purge(now);
+        self.entries.insert(key.to_owned(), (value, now + ttl));
+    }
+
+    /// Removes key; the value only if it had not expired yet.
+    fn remove(&mut self, key: &str, now: Instant) -> Option<V> {
+        self.purge(now);
+        self.entries
+            .remove(key)
+            .filter(|(_, expires_at)| *expires_at > now)
+            .map(|(value, _)| value)
+    }
+
+    /// A full sweep, but rate-limited so that writes stay O(1) amortised.
+    fn purge(&mut self, now: Instant) {
+        if self.next_purge.is_some_and(|at| at > now) {
+            return;
+        }
+        self.entries.retain(|_, (_, expires_at)| *expires_at > now);
+        self.next_purge = Some(now + PURGE_INTERVAL);
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    items: VecDeque<Vec<u8>>,
+    /// Woken once per push, so each item wakes at most one waiting pop.
+    pushed: Arc<Notify>,
+}
+
+/// Drops a queue that holds nothing and that no pop is waiting on, so that
+/// names used once do not pile up.
+fn forget_if_idle(queues: &mut HashMap<String, Queue>, name: &str) {
+    let idle = queues
+        .get(name)
+        .is_some_and(|q| q.items.is_empty() && Arc::strong_count(&q.pushed) == 1);
+    if idle {
+        queues.remove(name);
+    }
+}
+
+impl MemoryState {
+    /// An empty state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait::async_trait]
+impl HotState for MemoryState {
+    fn backend(&self) -> &'static str {
+        "memory"
+    }
+
+    async fn ping(&self) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    async fn set_with_ttl(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StateError> {
+        let mut keys = self.inner.keys.lock().await;
+        keys.insert(key, value.to_vec(), ttl, Instant::now());
+        Ok(())
+    }
+
+    async fn set_if_absent(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl: Duration,
+    ) -> Result<bool, StateError> {
+        let mut keys = self.inner.keys.lock().await;
+        let now = Instant::now();
+        if keys.get(key, now).is_some() {
+            return Ok(false);
+        }
+        keys.insert(key, value.to_vec(), ttl, now);
+        Ok(true)
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StateError> {
+        let keys = self.inner.keys.lock().await;
+        Ok(keys.get(key, Instant::now()).cloned())
+    }
+
+    async fn delete(&self, key: &str) -> Result<bool, StateError> {
+        let mut keys = self.inner.keys.lock().await;
+        Ok(keys.remove(key, Instant::now()).is_some())
+    }
+
+    async fn acquire_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, StateError> {
+        let mut leases = self.inner.leases.lock().await;
+        let now = Instant::now();
+        if leases
+            .get(name, now)
+            .is_some_and(|current| current != holder)
+        {
+            return Ok(false);
+        }
+        leases.insert(name, holder.to_owned(), ttl, now);
+        Ok(true)
+    }
+
+    async fn release_lease(&self, name: &str, holder: &str) -> Result<bool, StateError> {
+        let mut leases = self.inner.leases.lock().await;
+        let now = Instant::now();
+        if leases
+            .get(name, now)
+            .is_some_and(|current| current == holder)
+        {
+            leases.remove(name, now);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    async fn push(&self, queue: &str, value: &[u8]) -> Result<(), StateError> {
+        let mut queues = self.inner.queues.lock().await;
+        let q = queues.entry(queue.to_owned()).or_default();
+        q.items.push_back(value.to_vec());
+        q.pushed.notify_one();
+        Ok(())
+    }
+
+    async fn pop(&self, queue: &str, wait: Duration) -> Result<Option<Vec<u8>>, StateError> {
+        let deadline = Instant::now() + wait;
+        loop {
+            let pushed = {
+                let mut queues = self.inner.queues.lock().await;
+                let q = queues.entry(queue.to_owned()).or_default();
+                if let Some(item) = q.items.pop_front() {
+                    if q.items.is_empty() {
+                        forget_if_idle(&mut queues, queue);
+                    } else {
+                        // A stale wake-up or a waiter that timed out may have
+                        // swallowed the notification meant for these items.
+                        q.pushed.notify_one();
+                    }
+                    return Ok(Some(item));
+                }
+                // Registered before the lock is released, so a push between
+                // here and the await below still wakes this pop.
+                let mut pushed = Box::pin(Arc::clone(&q.pushed).notified_owned());
+                pushed.as_mut().enable();
+                pushed
+            };
+            if tokio::time::timeout_at(deadline, pushed).await.is_err() {
+                forget_if_idle(&mut *self.inner.queues.lock().await, queue);
+                return Ok(None);
+            }
+        }
+    }
+
+    async fn queue_len(&self, queue: &str) -> Result<u64, StateError> {
+        let queues = self.inner.queues.lock().await;
+        let len = queues.get(queue).map_or(0, |q| q.items.len());
+        Ok(u64::try_from(len).unwrap_or(u64::MAX))
+    }
+
+    async fn publish(&self, channel: &str, message: &[u8]) -> Result<(), StateError> {
+        let mut channels = self.inner.channels.lock().await;
+        if let Some(sender) = channels.get(channel) {
+            if sender.send(message.to_vec()).is_err() {
+                // Every subscriber is gone.
+                channels.remove(channel);
+            }
+        }
+        Ok(())
+    }
+
+    async fn subscribe(&self, channel: &str) -> Result<BoxStream<'static, Vec<u8>>, StateError> {
+        let mut channels = self.inner.channels.lock().await;
+        // Channels whose subscribers all left without a publish since.
+        channels.retain(|_, sender| sender.receiver_count() > 0);
+        let receiver = channels
+            .entry(channel.to_owned())
+            .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
+            .subscribe();
+        let channel = channel.to_owned();
+        let messages = BroadcastStream::new(receiver).filter_map(move |received| {
+            let message = match received {
+                Ok(message) => Some(message),
+                Err(BroadcastStreamRecvError::Lagged(skipped)) => {
+                    tracing::warn!(%channel, skipped, "slow subscriber skipped messages");
+                    None
+                }
+            };
+            futures::future::ready(message)
+        });
+        Ok(messages.boxed())
+    }
+}

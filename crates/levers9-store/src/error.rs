@@ -1,0 +1,64 @@
+//! What can go wrong in the store.
+
+use std::path::PathBuf;
+
+use crate::model::{NewToken, NewWorkspace};
+
+/// An error from a [`RecordStore`](crate::RecordStore). Messages never contain token hashes.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A record with the same unique key already exists; the text names it.
+    #[error("{0} already exists")]
+    AlreadyExists(String),
+    /// The database refused or failed the operation.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The schema could not be brought up to date.
+    #[error("migration error: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+    /// A stored row could not be read back as a record.
+    #[error("corrupt record: {0}")]
+    Corrupt(String),
+    /// The directory for the SQLite file could not be created.
+    #[error("cannot create directory {}: {source}", path.display())]
+    CreateDir {
+        /// The directory that could not be created.
+        path: PathBuf,
+        /// Why it could not.
+        source: std::io::Error,
+    },
+}
+
+/// Maps a failed workspace insert, telling a name clash from an id clash.
+pub(crate) fn workspace_insert_error(err: sqlx::Error, workspace: &NewWorkspace) -> StoreError {
+    match unique_violation_hint(&err) {
+        Some(hint) if hint.contains("name") => {
+            StoreError::AlreadyExists(format!("workspace named {:?}", workspace.name))
+        }
+        Some(_) => StoreError::AlreadyExists(format!("workspace with id {:?}", workspace.id)),
+        None => StoreError::Database(err),
+    }
+}
+
+/// Maps a failed token insert; a hash clash is described without the hash.
+pub(crate) fn token_insert_error(err: sqlx::Error, token: &NewToken) -> StoreError {
+    match unique_violation_hint(&err) {
+        Some(hint) if hint.contains("hash") => {
+            StoreError::AlreadyExists("a token with the same secret".to_owned())
+        }
+        Some(_) => StoreError::AlreadyExists(format!("token with id {:?}", token.id)),
+        None => StoreError::Database(err),
+    }
+}
+
+/// For a unique violation, text naming the violated key; None for any other error.
+fn unique_violation_hint(err: &sqlx::Error) -> Option<&str> {
+    match err {
+        // Postgres names the constraint (e.g. `workspaces_name_key`); SQLite has no
+        // constraint names and only says `UNIQUE constraint failed: workspaces.name`.
+        sqlx::Error::Database(db) if db.is_unique_violation() => {
+            Some(db.constraint().unwrap_or_else(|| db.message()))
+        }
+        _ => None,
+    }
+}

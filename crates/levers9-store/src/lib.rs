@@ -1,0 +1,72 @@
+//! The durable records of levers9 behind one trait, [`RecordStore`], with a Postgres
+//! backend for production and an embedded SQLite backend for single-machine installs.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod error;
+mod model;
+mod postgres;
+mod sql;
+mod sqlite;
+
+pub use error::StoreError;
+pub use model::{NewToken, NewWorkspace, TokenRecord, TokenType, UnknownTokenType, Workspace};
+pub use postgres::{PostgresSettings, PostgresStore};
+pub use sqlite::SqliteStore;
+
+use chrono::{DateTime, Utc};
+
+/// The durable records of levers9, whichever database holds them.
+#[async_trait::async_trait]
+pub trait RecordStore: Send + Sync + 'static {
+    /// "postgres" or "sqlite", for the start-up log.
+    fn backend(&self) -> &'static str;
+
+    /// A cheap round trip, for readiness checks.
+    async fn ping(&self) -> Result<(), StoreError>;
+
+    /// Creates the first workspace and its first token, atomically, only if the install has
+    /// no workspace yet; None when one exists or a concurrent caller won the race.
+    async fn bootstrap_first_workspace(
+        &self,
+        workspace: NewWorkspace,
+        token: NewToken,
+    ) -> Result<Option<Workspace>, StoreError>;
+
+    /// Whether any workspace exists.
+    async fn has_workspace(&self) -> Result<bool, StoreError>;
+
+    /// Creates a workspace with its first token; AlreadyExists if the name is taken.
+    async fn create_workspace(
+        &self,
+        workspace: NewWorkspace,
+        token: NewToken,
+    ) -> Result<Workspace, StoreError>;
+
+    /// A workspace by id.
+    async fn get_workspace(&self, id: &str) -> Result<Option<Workspace>, StoreError>;
+
+    /// Stores a new token (its hash).
+    async fn insert_token(&self, token: NewToken) -> Result<TokenRecord, StoreError>;
+
+    /// The token with this hash and its workspace, revoked ones included (the caller decides).
+    async fn find_token_by_hash(
+        &self,
+        hash: &[u8],
+    ) -> Result<Option<(TokenRecord, Workspace)>, StoreError>;
+
+    /// The tokens of one workspace, oldest first.
+    async fn list_tokens(&self, workspace_id: &str) -> Result<Vec<TokenRecord>, StoreError>;
+
+    /// Revokes a token of this workspace, keeping the first revocation time if revoked twice;
+    /// None if the workspace has no such token (another workspace's token looks missing).
+    async fn revoke_token(
+        &self,
+        workspace_id: &str,
+        token_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<TokenRecord>, StoreError>;
+
+    /// Records that a token was used at this time.
+    async fn touch_token(&self, token_id: &str, at: DateTime<Utc>) -> Result<(), StoreError>;
+}

@@ -1,0 +1,394 @@
+//! The behaviour every `RecordStore` backend must show, run by `tests/postgres.rs`
+//! and `tests/sqlite.rs` through `record_store_suite!`.
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use futures::future::join_all;
+use levers9_store::{NewToken, NewWorkspace, RecordStore, StoreError, TokenRecord, TokenType};
+use uuid::Uuid;
+
+/// Generates one `#[tokio::test]` per check, each on a fresh store from `$fresh`,
+/// an async fn returning `(store, guard)` where the guard must outlive the test.
+macro_rules! record_store_suite {
+    ($fresh:path) => {
+        $crate::suite::record_store_suite!(@tests $fresh;
+            ping_answers,
+            empty_install_has_no_workspace,
+            bootstrap_creates_the_first_workspace_and_its_token,
+            bootstrap_does_nothing_once_a_workspace_exists,
+            bootstrap_creates_exactly_one_workspace_under_a_race,
+            created_workspace_reads_back_as_returned,
+            unknown_workspace_is_none,
+            workspace_name_clash_is_already_exists,
+            workspace_is_not_created_when_its_token_clashes,
+            duplicate_token_hash_is_already_exists_without_the_hash,
+            token_of_unknown_workspace_is_rejected,
+            token_is_found_by_hash_with_its_workspace,
+            unknown_hash_finds_nothing,
+            list_tokens_shows_only_that_workspace_oldest_first,
+            revoked_token_is_found_with_its_revocation_time,
+            revoking_twice_keeps_the_first_revocation_time,
+            token_of_another_workspace_cannot_be_revoked,
+            touch_records_last_use,
+            touch_never_moves_last_use_backwards,
+            times_are_kept_to_the_microsecond,
+        );
+    };
+    (@tests $fresh:path; $($check:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $check() {
+                let (store, _guard) = $fresh().await;
+                suite::$check(&store).await;
+            }
+        )*
+    };
+}
+pub(crate) use record_store_suite;
+
+/// A fixed, whole-second instant plus `seconds`, so comparisons are exact on both backends.
+fn at(seconds: i64) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2025, 3, 14, 15, 9, 26).unwrap() + Duration::seconds(seconds)
+}
+
+fn new_workspace(name: &str) -> NewWorkspace {
+    NewWorkspace {
+        id: Uuid::now_v7().to_string(),
+        name: name.to_owned(),
+        created_at: at(0),
+    }
+}
+
+/// A token with a random 32-byte hash, as a real SHA-256 would look.
+fn new_token(workspace_id: &str, token_type: TokenType, created_at: DateTime<Utc>) -> NewToken {
+    let hash = [Uuid::new_v4().into_bytes(), Uuid::new_v4().into_bytes()].concat();
+    NewToken {
+        id: Uuid::now_v7().to_string(),
+        workspace_id: workspace_id.to_owned(),
+        token_type,
+        description: format!("{token_type} token"),
+        hash,
+        created_at,
+    }
+}
+
+/// A workspace with its admin token, created through `create_workspace`.
+async fn workspace_with_token(store: &dyn RecordStore, name: &str) -> (String, NewToken) {
+    let workspace = new_workspace(name);
+    let token = new_token(&workspace.id, TokenType::Admin, at(0));
+    store
+        .create_workspace(workspace.clone(), token.clone())
+        .await
+        .unwrap();
+    (workspace.id, token)
+}
+
+/// The stored token with this hash, if any (its workspace left out).
+async fn stored(store: &dyn RecordStore, token: &NewToken) -> Option<TokenRecord> {
+    let found = store.find_token_by_hash(&token.hash).await.unwrap();
+    found.map(|(record, _)| record)
+}
+
+pub async fn ping_answers(store: &dyn RecordStore) {
+    store.ping().await.unwrap();
+}
+
+pub async fn empty_install_has_no_workspace(store: &dyn RecordStore) {
+    assert!(!store.has_workspace().await.unwrap());
+}
+
+pub async fn bootstrap_creates_the_first_workspace_and_its_token(store: &dyn RecordStore) {
+    let workspace = new_workspace("main");
+    let token = new_token(&workspace.id, TokenType::Admin, at(1));
+
+    let created = store
+        .bootstrap_first_workspace(workspace.clone(), token.clone())
+        .await
+        .unwrap()
+        .expect("an empty install is bootstrapped");
+
+    assert_eq!(created.id, workspace.id);
+    assert_eq!(created.name, "main");
+    assert!(store.has_workspace().await.unwrap());
+    assert_eq!(
+        store.get_workspace(&workspace.id).await.unwrap(),
+        Some(created.clone())
+    );
+    let (found, its_workspace) = store
+        .find_token_by_hash(&token.hash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.id, token.id);
+    assert_eq!(found.token_type, TokenType::Admin);
+    assert_eq!(its_workspace, created);
+}
+
+pub async fn bootstrap_does_nothing_once_a_workspace_exists(store: &dyn RecordStore) {
+    workspace_with_token(store, "existing").await;
+    let workspace = new_workspace("second");
+    let token = new_token(&workspace.id, TokenType::Admin, at(0));
+
+    let outcome = store
+        .bootstrap_first_workspace(workspace.clone(), token.clone())
+        .await
+        .unwrap();
+
+    assert_eq!(outcome, None);
+    assert_eq!(store.get_workspace(&workspace.id).await.unwrap(), None);
+    assert_eq!(stored(store, &token).await, None);
+}
+
+pub async fn bootstrap_creates_exactly_one_workspace_under_a_race(store: &dyn RecordStore) {
+    let attempts: Vec<(NewWorkspace, NewToken)> = (0..16)
+        .map(|_| {
+            let workspace = new_workspace("main");
+            let token = new_token(&workspace.id, TokenType::Admin, at(0));
+            (workspace, token)
+        })
+        .collect();
+
+    let outcomes = join_all(
+        attempts
+            .iter()
+            .map(|(w, t)| store.bootstrap_first_workspace(w.clone(), t.clone())),
+    )
+    .await;
+
+    let winners: Vec<_> = outcomes
+        .into_iter()
+        .filter_map(|outcome| outcome.unwrap())
+        .collect();
+    assert_eq!(winners.len(), 1, "exactly one bootstrap wins: {winners:?}");
+    assert!(store.has_workspace().await.unwrap());
+    let mut stored_tokens = 0;
+    for (workspace, token) in &attempts {
+        let won = workspace.id == winners[0].id;
+        assert_eq!(
+            store.get_workspace(&workspace.id).await.unwrap().is_some(),
+            won
+        );
+        stored_tokens += store.list_tokens(&workspace.id).await.unwrap().len();
+        assert_eq!(stored(store, token).await.is_some(), won);
+    }
+    assert_eq!(stored_tokens, 1);
+}
+
+pub async fn created_workspace_reads_back_as_returned(store: &dyn RecordStore) {
+    let workspace = new_workspace("team");
+    let token = new_token(&workspace.id, TokenType::Admin, at(0));
+
+    let created = store
+        .create_workspace(workspace.clone(), token)
+        .await
+        .unwrap();
+
+    assert_eq!(created.id, workspace.id);
+    assert_eq!(created.name, workspace.name);
+    assert_eq!(created.created_at, workspace.created_at);
+    assert_eq!(
+        store.get_workspace(&workspace.id).await.unwrap(),
+        Some(created)
+    );
+}
+
+pub async fn unknown_workspace_is_none(store: &dyn RecordStore) {
+    let missing = Uuid::now_v7().to_string();
+    assert_eq!(store.get_workspace(&missing).await.unwrap(), None);
+}
+
+pub async fn workspace_name_clash_is_already_exists(store: &dyn RecordStore) {
+    workspace_with_token(store, "team").await;
+    let workspace = new_workspace("team");
+    let token = new_token(&workspace.id, TokenType::Admin, at(0));
+
+    let err = store
+        .create_workspace(workspace.clone(), token.clone())
+        .await
+        .unwrap_err();
+
+    assert!(matches!(err, StoreError::AlreadyExists(_)), "{err:?}");
+    assert!(err.to_string().contains("\"team\""), "{err}");
+    assert_eq!(stored(store, &token).await, None);
+}
+
+pub async fn workspace_is_not_created_when_its_token_clashes(store: &dyn RecordStore) {
+    let (_, taken) = workspace_with_token(store, "first").await;
+    let workspace = new_workspace("second");
+    let mut token = new_token(&workspace.id, TokenType::Admin, at(0));
+    token.hash = taken.hash;
+
+    let err = store
+        .create_workspace(workspace.clone(), token)
+        .await
+        .unwrap_err();
+
+    assert!(matches!(err, StoreError::AlreadyExists(_)), "{err:?}");
+    assert_eq!(store.get_workspace(&workspace.id).await.unwrap(), None);
+}
+
+pub async fn duplicate_token_hash_is_already_exists_without_the_hash(store: &dyn RecordStore) {
+    let (workspace_id, taken) = workspace_with_token(store, "team").await;
+    let mut token = new_token(&workspace_id, TokenType::Worker, at(1));
+    token.hash = taken.hash.clone();
+
+    let err = store.insert_token(token).await.unwrap_err();
+
+    assert!(matches!(err, StoreError::AlreadyExists(_)), "{err:?}");
+    let shown = format!("{err} {err:?}");
+    let hex: String = taken.hash.iter().map(|b| format!("{b:02x}")).collect();
+    assert!(!shown.to_lowercase().contains(&hex), "{shown}");
+    assert!(!shown.contains(&format!("{:?}", taken.hash)), "{shown}");
+}
+
+pub async fn token_of_unknown_workspace_is_rejected(store: &dyn RecordStore) {
+    let token = new_token(&Uuid::now_v7().to_string(), TokenType::Admin, at(0));
+
+    assert!(store.insert_token(token.clone()).await.is_err());
+    assert_eq!(stored(store, &token).await, None);
+}
+
+pub async fn token_is_found_by_hash_with_its_workspace(store: &dyn RecordStore) {
+    let (workspace_id, _) = workspace_with_token(store, "team").await;
+    let token = new_token(&workspace_id, TokenType::Machine, at(5));
+
+    let inserted = store.insert_token(token.clone()).await.unwrap();
+    let (found, workspace) = store
+        .find_token_by_hash(&token.hash)
+        .await
+        .unwrap()
+        .unwrap();
+
+    assert_eq!(found, inserted);
+    assert_eq!(found.token_type, TokenType::Machine);
+    assert_eq!(found.description, "machine token");
+    assert_eq!(found.created_at, at(5));
+    assert_eq!(found.last_used_at, None);
+    assert_eq!(found.revoked_at, None);
+    assert_eq!(workspace.id, workspace_id);
+    assert_eq!(workspace.name, "team");
+}
+
+pub async fn unknown_hash_finds_nothing(store: &dyn RecordStore) {
+    workspace_with_token(store, "team").await;
+    assert!(store.find_token_by_hash(&[7; 32]).await.unwrap().is_none());
+}
+
+pub async fn list_tokens_shows_only_that_workspace_oldest_first(store: &dyn RecordStore) {
+    let (mine, first) = workspace_with_token(store, "mine").await;
+    let (theirs, _) = workspace_with_token(store, "theirs").await;
+    let newest = new_token(&mine, TokenType::Worker, at(20));
+    let middle = new_token(&mine, TokenType::Workspace, at(10));
+    store.insert_token(newest.clone()).await.unwrap();
+    store.insert_token(middle.clone()).await.unwrap();
+    store
+        .insert_token(new_token(&theirs, TokenType::Worker, at(15)))
+        .await
+        .unwrap();
+
+    let ids: Vec<String> = store
+        .list_tokens(&mine)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+
+    assert_eq!(ids, [first.id, middle.id, newest.id]);
+    assert!(store
+        .list_tokens("no-such-workspace")
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+pub async fn revoked_token_is_found_with_its_revocation_time(store: &dyn RecordStore) {
+    let (workspace_id, token) = workspace_with_token(store, "team").await;
+
+    let revoked = store
+        .revoke_token(&workspace_id, &token.id, at(60))
+        .await
+        .unwrap()
+        .unwrap();
+
+    assert_eq!(revoked.revoked_at, Some(at(60)));
+    let found = stored(store, &token).await.unwrap();
+    assert_eq!(found.revoked_at, Some(at(60)));
+    assert_eq!(found, revoked);
+}
+
+pub async fn revoking_twice_keeps_the_first_revocation_time(store: &dyn RecordStore) {
+    let (workspace_id, token) = workspace_with_token(store, "team").await;
+    store
+        .revoke_token(&workspace_id, &token.id, at(60))
+        .await
+        .unwrap();
+
+    let again = store
+        .revoke_token(&workspace_id, &token.id, at(120))
+        .await
+        .unwrap()
+        .unwrap();
+
+    assert_eq!(again.revoked_at, Some(at(60)));
+}
+
+pub async fn token_of_another_workspace_cannot_be_revoked(store: &dyn RecordStore) {
+    let (mine, _) = workspace_with_token(store, "mine").await;
+    let (_, theirs) = workspace_with_token(store, "theirs").await;
+
+    let foreign = store.revoke_token(&mine, &theirs.id, at(60)).await.unwrap();
+    let missing = store
+        .revoke_token(&mine, "no-such-token", at(60))
+        .await
+        .unwrap();
+
+    assert_eq!(foreign, None);
+    assert_eq!(missing, None);
+    let found = stored(store, &theirs).await.unwrap();
+    assert_eq!(found.revoked_at, None);
+}
+
+pub async fn touch_records_last_use(store: &dyn RecordStore) {
+    let (_, token) = workspace_with_token(store, "team").await;
+
+    store.touch_token(&token.id, at(30)).await.unwrap();
+
+    let found = stored(store, &token).await.unwrap();
+    assert_eq!(found.last_used_at, Some(at(30)));
+    store.touch_token("no-such-token", at(30)).await.unwrap();
+}
+
+pub async fn touch_never_moves_last_use_backwards(store: &dyn RecordStore) {
+    let (_, token) = workspace_with_token(store, "team").await;
+    store.touch_token(&token.id, at(30)).await.unwrap();
+    let later = at(30) + Duration::milliseconds(1);
+    store.touch_token(&token.id, later).await.unwrap();
+
+    store.touch_token(&token.id, at(30)).await.unwrap();
+
+    let found = stored(store, &token).await.unwrap();
+    assert_eq!(found.last_used_at, Some(later));
+}
+
+pub async fn times_are_kept_to_the_microsecond(store: &dyn RecordStore) {
+    let precise = at(0) + Duration::nanoseconds(123_456_789);
+    let micros = at(0) + Duration::microseconds(123_456);
+    let mut workspace = new_workspace("team");
+    workspace.created_at = precise;
+    let token = new_token(&workspace.id, TokenType::Admin, precise);
+
+    let created = store
+        .create_workspace(workspace.clone(), token.clone())
+        .await
+        .unwrap();
+    store.touch_token(&token.id, precise).await.unwrap();
+
+    assert_eq!(created.created_at, micros);
+    assert_eq!(
+        store.get_workspace(&workspace.id).await.unwrap(),
+        Some(created)
+    );
+    let found = stored(store, &token).await.unwrap();
+    assert_eq!(found.created_at, micros);
+    assert_eq!(found.last_used_at, Some(micros));
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the system packages the tests need, and only those that are missing.
+set -euo pipefail
+
+wanted=(redis-server redis-tools postgresql python3)
+missing=()
+for p in "${wanted[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-test-packages: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
