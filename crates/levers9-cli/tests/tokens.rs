@@ -285,7 +285,36 @@ async fn revocation_reaches_another_replica_within_the_cache_time() {
     }
 }
 
+/// A controlplane killed and started again on the same records keeps every
+/// workspace and token, and bootstrap stays done.
+async fn records_survive_a_controlplane_restart(backend: Backend) {
+    let data = tempfile::tempdir().expect("data dir");
+    let mut env = common::backend_env(backend);
+    env.push(("LEVERS9_BOOTSTRAP_SECRET".into(), common::SECRET.into()));
+    env.push(("LEVERS9_DATA_DIR".into(), data.path().display().to_string()));
+    let admin = {
+        let first = Controlplane::start_with(env.clone());
+        first.admin_token().await
+        // Dropping it kills the process (SIGKILL): nothing gets to shut down cleanly.
+    };
+    let second = Controlplane::start_with(env);
+    let answer = second
+        .auth()
+        .await
+        .authorize(with_token(AuthorizeRequest {}, &admin))
+        .await
+        .expect("the token survives the restart")
+        .into_inner();
+    assert_eq!(answer.workspace_name, "default");
+    let again = second
+        .bootstrap(common::SECRET)
+        .await
+        .expect_err("bootstrap stays done");
+    assert_eq!(again.code(), Code::FailedPrecondition);
+}
+
 on_both_backends!(
+    records_survive_a_controlplane_restart,
     missing_token_is_unauthenticated_with_a_way_out,
     revoked_token_is_refused,
     token_of_one_workspace_cannot_touch_another,

@@ -21,9 +21,6 @@ pub enum ApiError {
     /// Nothing with that id in the caller's workspace.
     #[error("{0}")]
     NotFound(String),
-    /// The thing to create is there already.
-    #[error("{0}")]
-    AlreadyExists(String),
     /// The system is not in a state that allows the call.
     #[error("{0}")]
     FailedPrecondition(String),
@@ -42,7 +39,6 @@ impl From<ApiError> for Status {
             ApiError::PermissionDenied(m) => Status::permission_denied(m),
             ApiError::InvalidArgument(m) => Status::invalid_argument(m),
             ApiError::NotFound(m) => Status::not_found(m),
-            ApiError::AlreadyExists(m) => Status::already_exists(m),
             ApiError::FailedPrecondition(m) => Status::failed_precondition(m),
             ApiError::Store(StoreError::AlreadyExists(m)) => Status::already_exists(m),
             // Store and state details stay in the log: they can name hosts and

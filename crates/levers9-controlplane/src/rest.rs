@@ -7,7 +7,7 @@ use std::future::Future;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
@@ -144,15 +144,10 @@ fn metadata_from_headers(headers: &HeaderMap) -> MetadataMap {
 }
 
 fn error_response(status: &Status) -> Response {
-    let http_status = http_status_of(status.code());
     let body = serde_json::json!({
         "code": status.code() as i32,
         "message": status.message(),
         "details": [],
     });
-    (
-        StatusCode::from_u16(http_status.as_u16()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        Json(body),
-    )
-        .into_response()
+    (http_status_of(status.code()), Json(body)).into_response()
 }
