@@ -2,7 +2,11 @@
 # Installs the system packages the tests need, and only those that are missing.
 set -euo pipefail
 
-wanted=(redis-server redis-tools postgresql python3)
+wanted=(
+  redis-server redis-tools postgresql python3
+  # containers: runtimes, a registry, and the tools that build test images
+  runc runsc busybox-static umoci skopeo docker-registry
+)
 missing=()
 for p in "${wanted[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Runs a command with a throwaway PostgreSQL and Redis on 127.0.0.1 (random free
-# ports, data in a temporary directory) and stops both by PID afterwards.
+# Runs a command with a throwaway PostgreSQL, Redis and OCI registry on
+# 127.0.0.1 (random free ports, data in a temporary directory) and stops them
+# by PID afterwards.
 #
 #   scripts/test-servers.sh cargo test --workspace
 #
 # The command sees LEVERS9_TEST_DATABASE_URL (an admin URL: tests create a fresh
-# database each) and LEVERS9_TEST_REDIS_URL. Servers the caller already gives
+# database each), LEVERS9_TEST_REDIS_URL and LEVERS9_TEST_REGISTRY (host:port of
+# a plain-HTTP registry). Servers the caller already gives
 # through those variables are used as they are and not started.
 set -euo pipefail
 
@@ -16,6 +18,7 @@ work=$(mktemp -d /tmp/levers9-test.XXXXXX)
 chmod 755 "$work"
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 redis_pid=""
+registry_pid=""
 pg_started=""
 
 cleanup() {
@@ -23,10 +26,10 @@ cleanup() {
   if [ -n "$pg_started" ]; then
     runuser -u postgres -- "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate stop >/dev/null 2>&1
   fi
-  if [ -n "$redis_pid" ]; then
-    kill "$redis_pid" 2>/dev/null
-    wait "$redis_pid" 2>/dev/null
-  fi
+  for pid in $registry_pid $redis_pid; do
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
@@ -59,6 +62,27 @@ if [ -z "${LEVERS9_TEST_REDIS_URL:-}" ]; then
   done
   export LEVERS9_TEST_REDIS_URL="redis://127.0.0.1:$redis_port"
   echo "test-servers: Redis on 127.0.0.1:$redis_port"
+fi
+
+if [ -z "${LEVERS9_TEST_REGISTRY:-}" ]; then
+  registry_port=$(free_port)
+  mkdir -p "$work/registry/data"
+  cat >"$work/registry/config.yml" <<YAML
+version: 0.1
+log: {level: warn}
+storage:
+  filesystem: {rootdirectory: $work/registry/data}
+  delete: {enabled: true}
+http: {addr: 127.0.0.1:$registry_port}
+YAML
+  docker-registry serve "$work/registry/config.yml" >"$work/registry/log" 2>&1 &
+  registry_pid=$!
+  for _ in $(seq 1 100); do
+    python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$registry_port/v2/', timeout=1)" 2>/dev/null && break
+    sleep 0.05
+  done
+  export LEVERS9_TEST_REGISTRY="127.0.0.1:$registry_port"
+  echo "test-servers: OCI registry on 127.0.0.1:$registry_port"
 fi
 
 "$@"

@@ -21,8 +21,19 @@ use tonic::transport::Channel;
 const SECRET: &str = "bench-bootstrap-secret";
 const CONCURRENT_CALLERS: usize = 16;
 
-#[tokio::main]
-async fn main() -> Result<()> {
+/// The client side runs on this thread's own single-threaded runtime and the
+/// controlplane on a separate multi-threaded one, as two processes would.
+fn main() -> Result<()> {
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let client = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    client.block_on(run(server.handle()))
+}
+
+async fn run(server: &tokio::runtime::Handle) -> Result<()> {
     let calls: usize = std::env::var("LEVERS9_BENCH_CALLS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -35,7 +46,7 @@ async fn main() -> Result<()> {
         setups.push(("postgres+redis", config));
     }
     for (name, config) in setups {
-        bench_backend(name, config, calls).await?;
+        bench_backend(server, name, config, calls).await?;
     }
     Ok(())
 }
@@ -90,13 +101,40 @@ async fn servers_config() -> Result<Option<Config>> {
     Ok(Some(config))
 }
 
-async fn bench_backend(name: &str, config: Config, calls: usize) -> Result<()> {
-    let running = levers9_controlplane::start(config.clone()).await?;
+async fn bench_backend(
+    server: &tokio::runtime::Handle,
+    name: &str,
+    config: Config,
+    calls: usize,
+) -> Result<()> {
+    let running = server
+        .spawn(levers9_controlplane::start(config.clone()))
+        .await??;
     let channel = Channel::from_shared(format!("http://{}", running.grpc_addr))?
         .timeout(Duration::from_secs(10))
         .connect()
         .await?;
     let token = bootstrap(channel.clone()).await?;
+
+    // Baseline: the unauthenticated health check on the same connection
+    // shows what the transport alone costs.
+    let health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
+    let mut samples = Vec::with_capacity(calls);
+    let started = Instant::now();
+    for _ in 0..calls {
+        let t = Instant::now();
+        health
+            .clone()
+            .check(tonic_health::pb::HealthCheckRequest::default())
+            .await?;
+        samples.push(t.elapsed());
+    }
+    report(
+        name,
+        "gRPC health Check (baseline, no token)",
+        &mut samples,
+        started.elapsed(),
+    );
 
     let client = WorkspaceServiceClient::new(channel.clone());
     for _ in 0..500 {
@@ -158,7 +196,7 @@ async fn bench_backend(name: &str, config: Config, calls: usize) -> Result<()> {
         started.elapsed(),
     );
 
-    running.stop().await;
+    server.spawn(running.stop()).await?;
     Ok(())
 }
 

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use levers9_api::v1::{
     auth_service_server::AuthServiceServer, token_service_server::TokenServiceServer,
     workspace_service_server::WorkspaceServiceServer,
@@ -12,7 +13,7 @@ use levers9_config::Config;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::server::TcpIncoming;
 
 use crate::auth::Authenticator;
 use crate::backends::{self, BackendError};
@@ -119,9 +120,16 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         .add_service(TokenServiceServer::from_arc(services.token.clone()))
         .add_service(WorkspaceServiceServer::from_arc(services.workspace.clone()))
         .serve_with_incoming_shutdown(
-            TcpListenerStream::new(grpc_listener),
+            // Small unary answers must not wait on Nagle's algorithm; our own
+            // listener does not get tonic's default, so set it here.
+            TcpIncoming::from(grpc_listener).with_nodelay(Some(true)),
             wait_for(stopped.clone()),
         );
+    let http_listener = http_listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY on an HTTP connection");
+        }
+    });
     let http = axum::serve(
         http_listener,
         crate::http::router(shared, services, metrics),
