@@ -7,7 +7,7 @@
 #
 # The command sees LEVERS9_TEST_DATABASE_URL (an admin URL: tests create a fresh
 # database each), LEVERS9_TEST_REDIS_URL and LEVERS9_TEST_REGISTRY (host:port of
-# a plain-HTTP registry). Servers the caller already gives
+# a plain-HTTP registry; LEVERS9_TEST_REGISTRY_DIR is its storage). Servers the caller already gives
 # through those variables are used as they are and not started.
 set -euo pipefail
 
@@ -82,6 +82,8 @@ YAML
     sleep 0.05
   done
   export LEVERS9_TEST_REGISTRY="127.0.0.1:$registry_port"
+  # Its storage, so tests can tamper with a stored blob.
+  export LEVERS9_TEST_REGISTRY_DIR="$work/registry/data"
   echo "test-servers: OCI registry on 127.0.0.1:$registry_port"
 fi
 
