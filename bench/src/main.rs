@@ -179,7 +179,7 @@ async fn bench_backend(
     report(name, &label, &mut samples, started.elapsed());
 
     // The token check alone, over the same store, cache warm.
-    let store = backends::open_store(&config).await?;
+    let store = backends::open_store(&config).await?.records;
     let auth = Arc::new(Authenticator::new(store, Duration::from_secs(5)));
     auth.authenticate_secret(&token).await?;
     let mut samples = Vec::with_capacity(calls);

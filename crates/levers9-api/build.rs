@@ -3,6 +3,15 @@
 
 use std::path::PathBuf;
 
+/// Messages with a field that must never be printed.
+const SECRET_BEARING: [&str; 5] = [
+    ".levers9.v1.AuthorizeResponse",
+    ".levers9.v1.CreateTokenResponse",
+    ".levers9.v1.CreateWorkspaceResponse",
+    ".levers9.v1.CreateSecretRequest",
+    ".levers9.v1.UpdateSecretRequest",
+];
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto_root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
     let service_dir = proto_root.join("levers9/v1");
@@ -24,6 +33,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ".levers9.v1",
             "#[derive(serde::Serialize, serde::Deserialize)] #[serde(rename_all = \"camelCase\", default)]",
         )
+        // Messages that carry a secret value get a hand-written Debug that
+        // hides it (src/redact.rs), so no log line can print one.
+        .skip_debug(SECRET_BEARING)
         .compile_fds(descriptors)?;
     Ok(())
 }

@@ -8,5 +8,7 @@ pub mod v1 {
     tonic::include_proto!("levers9.v1");
 }
 
+mod redact;
+
 /// gRPC metadata key that carries the bootstrap secret on the first Authorize.
 pub const BOOTSTRAP_SECRET_METADATA: &str = "x-levers9-bootstrap-secret";

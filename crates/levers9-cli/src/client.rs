@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use levers9_api::v1::{
-    auth_service_client::AuthServiceClient, token_service_client::TokenServiceClient,
-    workspace_service_client::WorkspaceServiceClient, AuthorizeRequest, AuthorizeResponse,
+    auth_service_client::AuthServiceClient, secret_service_client::SecretServiceClient,
+    token_service_client::TokenServiceClient, workspace_service_client::WorkspaceServiceClient,
+    AuthorizeRequest, AuthorizeResponse,
 };
 use levers9_api::BOOTSTRAP_SECRET_METADATA;
 use tonic::metadata::{Ascii, MetadataValue};
@@ -112,6 +113,11 @@ impl Client {
     /// WorkspaceService.
     pub fn workspaces(&self) -> WorkspaceServiceClient<Authed> {
         WorkspaceServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
+    /// SecretService.
+    pub fn secrets(&self) -> SecretServiceClient<Authed> {
+        SecretServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
     }
 
     /// Asks for the first admin token of an empty install.

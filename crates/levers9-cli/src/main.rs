@@ -7,6 +7,7 @@ mod context;
 mod first_run;
 mod output;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -41,6 +42,8 @@ fn init_logging(is_process: bool) {
     let filter = EnvFilter::try_from_env("LEVERS9_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        // Colour codes only for a person at a terminal, never in log files.
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     if std::env::var("LEVERS9_LOG_FORMAT").is_ok_and(|f| f == "json") {
         builder.json().init();

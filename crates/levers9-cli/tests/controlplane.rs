@@ -72,11 +72,52 @@ fn print_config_redacts_every_secret() {
 fn shipped_encryption_key_is_refused_when_asked() {
     let out = controlplane_output(&[], &[("LEVERS9_REFUSE_DEFAULT_ENCRYPTION_KEY", "true")]);
     assert!(!out.status.success());
+    let message = text(&out.stderr);
     assert!(
-        text(&out.stderr).contains("shipped database encryption key"),
-        "{}",
-        text(&out.stderr)
+        message.contains("shipped database encryption key"),
+        "{message}"
     );
+    assert!(
+        message.contains("previousEncryptionKeys"),
+        "says how to rotate: {message}"
+    );
+}
+
+#[test]
+fn malformed_encryption_key_is_refused_without_repeating_it() {
+    let out = controlplane_output(&[], &[("LEVERS9_ENCRYPTION_KEY", "dG9vLXNob3J0")]);
+    assert!(!out.status.success());
+    let message = text(&out.stderr);
+    assert!(
+        message.contains("database.postgres.encryptionKey"),
+        "{message}"
+    );
+    assert!(message.contains("32 random bytes"), "{message}");
+    assert!(!message.contains("dG9vLXNob3J0"), "{message}");
+}
+
+/// The refuse flag is off unless it is exactly `true`, and with a key of
+/// one's own the controlplane starts with the flag on.
+#[tokio::test]
+async fn refuse_flag_lets_a_key_of_ones_own_through() {
+    let own_key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    for env in [
+        vec![
+            (
+                "LEVERS9_REFUSE_DEFAULT_ENCRYPTION_KEY".to_owned(),
+                "true".to_owned(),
+            ),
+            ("LEVERS9_ENCRYPTION_KEY".to_owned(), own_key.to_owned()),
+        ],
+        vec![(
+            "LEVERS9_REFUSE_DEFAULT_ENCRYPTION_KEY".to_owned(),
+            "false".to_owned(),
+        )],
+    ] {
+        let cp = Controlplane::start_with(env);
+        let ready = reqwest::get(cp.http("/readyz")).await.expect("readyz");
+        assert_eq!(ready.status(), 200);
+    }
 }
 
 async fn shipped_defaults_are_warned_about_one_by_one(backend: Backend) {

@@ -21,6 +21,10 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("LEVERS9_GRPC_PORT", "controlplane.grpc.port"),
     ("LEVERS9_HTTP_PORT", "controlplane.http.port"),
     ("LEVERS9_DATA_DIR", "controlplane.dataDir"),
+    (
+        "LEVERS9_KEY_ROTATION_BATCH_SIZE",
+        "controlplane.keyRotation.batchSize",
+    ),
     ("LEVERS9_POSTGRES_HOST", "database.postgres.host"),
     ("LEVERS9_POSTGRES_PORT", "database.postgres.port"),
     ("LEVERS9_POSTGRES_NAME", "database.postgres.name"),

@@ -64,6 +64,12 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             message: "is empty: set a key (see docs/configuration.md)".into(),
         });
     }
+    if cp.key_rotation.batch_size == 0 {
+        return Err(ConfigError::Invalid {
+            key: "controlplane.keyRotation.batchSize",
+            message: "is 0: rotation would never progress; use at least 1".into(),
+        });
+    }
     if cp.auth.token_cache_seconds > 300 {
         return Err(ConfigError::Invalid {
             key: "controlplane.auth.tokenCacheSeconds",

@@ -39,6 +39,22 @@ pub struct ControlplaneConfig {
     pub auth: AuthConfig,
     /// Where the embedded default keeps its files; empty means `~/.levers9/data`.
     pub data_dir: String,
+    /// Re-sealing stored values onto the current encryption key at start.
+    pub key_rotation: KeyRotationConfig,
+}
+
+/// `controlplane.keyRotation.*`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct KeyRotationConfig {
+    /// Rows re-sealed per batch.
+    pub batch_size: u32,
+}
+
+impl Default for KeyRotationConfig {
+    fn default() -> Self {
+        Self { batch_size: 500 }
+    }
 }
 
 impl Default for ControlplaneConfig {
@@ -49,6 +65,7 @@ impl Default for ControlplaneConfig {
             http: ListenerConfig { port: 1994 },
             auth: AuthConfig::default(),
             data_dir: String::new(),
+            key_rotation: KeyRotationConfig::default(),
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::secret::Secret;
 
 /// The shipped `database.postgres.encryptionKey` (base64 of 32 bytes).
 /// Public: it is in this source file.
-pub const SHIPPED_ENCRYPTION_KEY: &str = "bGV2ZXJzOS1zaGlwcGVkLWRlZmF1bHQta2V5LTMyYg==";
+pub const SHIPPED_ENCRYPTION_KEY: &str = "bGV2ZXJzOS1zaGlwcGVkLWRlZmF1bHQta2V5LTMyYnk=";
 
 /// The shipped `database.postgres.password`.
 pub const SHIPPED_POSTGRES_PASSWORD: &str = "password";

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use levers9_config::Config;
 use levers9_state::{HotState, MemoryState, RedisState, StateError};
-use levers9_store::{PostgresSettings, PostgresStore, RecordStore, SqliteStore, StoreError};
+use levers9_store::{
+    PostgresSettings, PostgresStore, RecordStore, SealedStore, SqliteStore, StoreError,
+};
 
 /// Why a backend could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -29,8 +31,27 @@ pub enum BackendError {
     },
 }
 
+/// One database seen through its two traits.
+#[derive(Clone)]
+pub struct Stores {
+    /// Workspaces and tokens.
+    pub records: Arc<dyn RecordStore>,
+    /// Sealed values.
+    pub sealed: Arc<dyn SealedStore>,
+}
+
+impl Stores {
+    fn of<S: RecordStore + SealedStore>(store: S) -> Stores {
+        let store = Arc::new(store);
+        Stores {
+            records: store.clone(),
+            sealed: store,
+        }
+    }
+}
+
 /// Opens the record store the configuration asks for.
-pub async fn open_store(config: &Config) -> Result<Arc<dyn RecordStore>, BackendError> {
+pub async fn open_store(config: &Config) -> Result<Stores, BackendError> {
     let pg = &config.database.postgres;
     if pg.is_configured() {
         let settings = PostgresSettings {
@@ -47,7 +68,7 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn RecordStore>, Backend
                 backend: "postgres",
                 source,
             })?;
-        return Ok(Arc::new(store));
+        return Ok(Stores::of(store));
     }
     let path = sqlite_path(config);
     let store = SqliteStore::open(&path)
@@ -56,7 +77,7 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn RecordStore>, Backend
             backend: "sqlite",
             source,
         })?;
-    Ok(Arc::new(store))
+    Ok(Stores::of(store))
 }
 
 /// The embedded database file.

@@ -9,14 +9,16 @@ pub mod error;
 pub mod http;
 pub mod metrics;
 pub mod rest;
+pub mod sealing;
 pub mod server;
 pub mod services;
 
 use std::sync::Arc;
 
 use levers9_config::Secret;
+use levers9_seal::Keyring;
 use levers9_state::HotState;
-use levers9_store::RecordStore;
+use levers9_store::{RecordStore, SealedStore};
 
 pub use server::{start, RunningControlplane, StartError};
 
@@ -24,6 +26,10 @@ pub use server::{start, RunningControlplane, StartError};
 pub struct Shared {
     /// Durable records.
     pub store: Arc<dyn RecordStore>,
+    /// Values sealed at rest, in the same database.
+    pub sealed: Arc<dyn SealedStore>,
+    /// The keys values are sealed with.
+    pub keyring: Keyring,
     /// Hot state.
     pub state: Arc<dyn HotState>,
     /// Token checks.

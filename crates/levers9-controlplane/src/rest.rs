@@ -9,12 +9,14 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use levers9_api::v1::{
-    auth_service_server::AuthService, token_service_server::TokenService,
-    workspace_service_server::WorkspaceService, AuthorizeRequest, CreateTokenRequest,
-    CreateWorkspaceRequest, GetWorkspaceRequest, ListTokensRequest, RevokeTokenRequest,
+    auth_service_server::AuthService, secret_service_server::SecretService,
+    token_service_server::TokenService, workspace_service_server::WorkspaceService,
+    AuthorizeRequest, CreateSecretRequest, CreateTokenRequest, CreateWorkspaceRequest,
+    DeleteSecretRequest, GetWorkspaceRequest, ListSecretsRequest, ListTokensRequest,
+    RevokeTokenRequest, UpdateSecretRequest,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -79,6 +81,43 @@ pub fn router(services: Services) -> Router {
                 })
                 .await
             }),
+        )
+        .route(
+            "/api/v1/controlplane/secrets",
+            post(|State(s): State<Services>, headers: HeaderMap, body: Bytes| async move {
+                unary(&headers, &body, |r: tonic::Request<CreateSecretRequest>| async move {
+                    s.secret.create_secret(r).await
+                })
+                .await
+            })
+            .get(|State(s): State<Services>, headers: HeaderMap| async move {
+                unary(&headers, b"", |r: tonic::Request<ListSecretsRequest>| async move {
+                    s.secret.list_secrets(r).await
+                })
+                .await
+            }),
+        )
+        .route(
+            "/api/v1/controlplane/secrets/{name}",
+            put(
+                |State(s): State<Services>,
+                 Path(name): Path<String>,
+                 headers: HeaderMap,
+                 body: Bytes| async move {
+                    // The name comes from the path, as grpc-gateway binds it.
+                    unary(&headers, &body, |mut r: tonic::Request<UpdateSecretRequest>| {
+                        r.get_mut().name = name;
+                        async move { s.secret.update_secret(r).await }
+                    })
+                    .await
+                },
+            )
+            .delete(
+                |State(s): State<Services>, Path(name): Path<String>, headers: HeaderMap| async move {
+                    let body = DeleteSecretRequest { name };
+                    call(&headers, body, |r| async move { s.secret.delete_secret(r).await }).await
+                },
+            ),
         )
         .with_state(services)
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use axum::serve::ListenerExt;
 use levers9_api::v1::{
-    auth_service_server::AuthServiceServer, token_service_server::TokenServiceServer,
-    workspace_service_server::WorkspaceServiceServer,
+    auth_service_server::AuthServiceServer, secret_service_server::SecretServiceServer,
+    token_service_server::TokenServiceServer, workspace_service_server::WorkspaceServiceServer,
 };
 use levers9_config::Config;
 use tokio::net::TcpListener;
@@ -18,6 +18,7 @@ use tonic::transport::server::TcpIncoming;
 use crate::auth::Authenticator;
 use crate::backends::{self, BackendError};
 use crate::metrics::{GrpcMetricsLayer, Metrics};
+use crate::sealing;
 use crate::services::Services;
 use crate::Shared;
 
@@ -37,6 +38,9 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
+    /// An encryption key in the config is malformed.
+    #[error(transparent)]
+    Key(#[from] levers9_seal::KeyError),
     /// The metrics registry refused a metric (a programming error).
     #[error("cannot register metrics: {0}")]
     Metrics(#[from] prometheus::Error),
@@ -67,7 +71,9 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     for default in config.shipped_defaults_in_use() {
         tracing::warn!(key = default.key(), "{}", default.advice());
     }
-    let store = backends::open_store(&config).await?;
+    let keyring = sealing::keyring(&config)?;
+    let stores = backends::open_store(&config).await?;
+    let store = stores.records.clone();
     let state = backends::open_state(&config).await?;
     match store.backend() {
         "sqlite" => tracing::info!(
@@ -88,6 +94,8 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     let shared = Arc::new(Shared {
         auth: Authenticator::new(store.clone(), cache_ttl),
         store,
+        sealed: stores.sealed,
+        keyring,
         state,
         bootstrap_secret: config.controlplane.auth.bootstrap_secret.clone(),
     });
@@ -95,6 +103,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         tracing::info!("bootstrap is off (no LEVERS9_BOOTSTRAP_SECRET)");
     }
     let services = Services::new(shared.clone());
+    spawn_rotation(shared.clone(), config.controlplane.key_rotation.batch_size);
 
     let cp = &config.controlplane;
     let grpc_listener = bind("gRPC", &cp.bind_address, cp.grpc.port).await?;
@@ -113,12 +122,16 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     health_reporter
         .set_serving::<WorkspaceServiceServer<crate::services::WorkspaceApi>>()
         .await;
+    health_reporter
+        .set_serving::<SecretServiceServer<crate::services::SecretApi>>()
+        .await;
     let grpc = tonic::transport::Server::builder()
         .layer(GrpcMetricsLayer(metrics.clone()))
         .add_service(health_service)
         .add_service(AuthServiceServer::from_arc(services.auth.clone()))
         .add_service(TokenServiceServer::from_arc(services.token.clone()))
         .add_service(WorkspaceServiceServer::from_arc(services.workspace.clone()))
+        .add_service(SecretServiceServer::from_arc(services.secret.clone()))
         .serve_with_incoming_shutdown(
             // Small unary answers must not wait on Nagle's algorithm; our own
             // listener does not get tonic's default, so set it here.
@@ -177,4 +190,32 @@ fn local_addr(what: &'static str, listener: &TcpListener) -> Result<SocketAddr, 
 
 async fn wait_for(mut stopped: watch::Receiver<bool>) {
     let _ = stopped.wait_for(|stop| *stop).await;
+}
+
+/// Re-seals stored values onto the current key in the background, so the
+/// controlplane serves while it runs, and logs the outcome as one structured
+/// line operators can check before dropping an old key.
+fn spawn_rotation(shared: Arc<Shared>, batch_size: u32) {
+    tokio::spawn(async move {
+        let current_key_id = shared.keyring.current_id().to_string();
+        match sealing::rotate(shared.sealed.as_ref(), &shared.keyring, batch_size).await {
+            Ok(report) => tracing::info!(
+                all_rows_on_current_key = report.all_rows_on_current_key(),
+                current_key_id,
+                resealed = report.resealed,
+                changed_meanwhile = report.changed_meanwhile,
+                unknown_key = report.unknown_key,
+                tampered = report.tampered,
+                on_current_key = report.on_current_key,
+                on_other_keys = report.on_other_keys,
+                "encryption key rotation finished"
+            ),
+            Err(error) => tracing::error!(
+                all_rows_on_current_key = false,
+                current_key_id,
+                %error,
+                "encryption key rotation failed; it runs again at the next start"
+            ),
+        }
+    });
 }

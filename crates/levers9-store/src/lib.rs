@@ -6,12 +6,14 @@
 mod error;
 mod model;
 mod postgres;
+mod sealed;
 mod sql;
 mod sqlite;
 
 pub use error::StoreError;
 pub use model::{NewToken, NewWorkspace, TokenRecord, TokenType, UnknownTokenType, Workspace};
 pub use postgres::{PostgresSettings, PostgresStore};
+pub use sealed::{SealedId, SealedInfo, SealedKind, SealedStore, SealedValue};
 pub use sqlite::SqliteStore;
 
 use chrono::{DateTime, Utc};

@@ -21,7 +21,7 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Records kept in PostgreSQL.
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
-    pool: PgPool,
+    pub(crate) pool: PgPool,
 }
 
 /// Where and how to reach Postgres, given field by field so the password is

@@ -25,9 +25,9 @@ const READERS: u32 = 4;
 pub struct SqliteStore {
     /// Every write goes through this single connection, so writes queue inside the
     /// process and a deferred transaction can never deadlock upgrading its lock.
-    writer: SqlitePool,
+    pub(crate) writer: SqlitePool,
     /// Read-only connections for everything that does not write.
-    reader: SqlitePool,
+    pub(crate) reader: SqlitePool,
 }
 
 impl SqliteStore {

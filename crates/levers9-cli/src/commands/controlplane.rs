@@ -33,8 +33,11 @@ pub async fn run(args: ControlplaneArgs) -> Result<()> {
     {
         bail!(
             "refusing to start on the shipped database encryption key \
-             (LEVERS9_REFUSE_DEFAULT_ENCRYPTION_KEY=true): set database.postgres.encryptionKey \
-             to a key of your own"
+             (LEVERS9_REFUSE_DEFAULT_ENCRYPTION_KEY=true). Make a key with \
+             `head -c 32 /dev/urandom | base64`, set it as database.postgres.encryptionKey \
+             (or LEVERS9_ENCRYPTION_KEY) and list the shipped key under \
+             database.postgres.previousEncryptionKeys for one start, so stored values are \
+             re-sealed onto the new key; see docs/security.md"
         );
     }
     match &source {

@@ -2,6 +2,7 @@
 
 mod config;
 mod controlplane;
+mod secret;
 mod token;
 mod workspace;
 
@@ -41,6 +42,9 @@ pub enum Command {
     /// Manage workspaces.
     #[command(subcommand)]
     Workspace(workspace::WorkspaceCommand),
+    /// Manage the secrets of your workspace (values sealed at rest, never shown).
+    #[command(subcommand)]
+    Secret(secret::SecretCommand),
 }
 
 impl Command {
@@ -58,6 +62,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Config(command) => config::run(command, context).await,
         Command::Token(command) => token::run(command, context).await,
         Command::Workspace(command) => workspace::run(command, context).await,
+        Command::Secret(command) => secret::run(command, context).await,
     }
 }
 

@@ -9,6 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use levers9_api::v1::auth_service_client::AuthServiceClient;
+use levers9_api::v1::secret_service_client::SecretServiceClient;
 use levers9_api::v1::token_service_client::TokenServiceClient;
 use levers9_api::v1::workspace_service_client::WorkspaceServiceClient;
 use levers9_api::v1::{AuthorizeRequest, AuthorizeResponse};
@@ -56,6 +57,23 @@ pub fn backend_env(backend: Backend) -> Vec<(String, String)> {
             ]
         }
     }
+}
+
+/// The Postgres URL of a `Servers` environment from [`backend_env`].
+pub fn database_url(env: &[(String, String)]) -> String {
+    let get = |name: &str| {
+        env.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("{name} is not in the environment"))
+    };
+    format!(
+        "postgres://{}@{}:{}/{}",
+        get("LEVERS9_POSTGRES_USER"),
+        get("LEVERS9_POSTGRES_HOST"),
+        get("LEVERS9_POSTGRES_PORT"),
+        get("LEVERS9_POSTGRES_NAME")
+    )
 }
 
 fn required(name: &str) -> String {
@@ -108,6 +126,13 @@ impl Controlplane {
 
     /// Starts one with exactly this extra environment.
     pub fn start_with(env: Vec<(String, String)>) -> Controlplane {
+        let mut cp = Self::spawn_with(env);
+        cp.wait_healthy();
+        cp
+    }
+
+    /// Starts the process and returns at once, before it listens.
+    pub fn spawn_with(env: Vec<(String, String)>) -> Controlplane {
         let dir = tempfile::tempdir().expect("temp dir");
         let grpc_port = free_port();
         let http_port = free_port();
@@ -128,18 +153,17 @@ impl Controlplane {
             .stderr(log_file)
             .spawn()
             .expect("spawn levers9 controlplane");
-        let mut cp = Controlplane {
+        Controlplane {
             child,
             grpc_port,
             http_port,
             dir,
             log,
-        };
-        cp.wait_healthy();
-        cp
+        }
     }
 
-    fn wait_healthy(&mut self) {
+    /// Waits until both listeners accept connections.
+    pub fn wait_healthy(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -157,6 +181,27 @@ impl Controlplane {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The process id, to look at its /proc entries.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for a log line containing `needle` and returns it.
+    pub async fn wait_for_log(&self, needle: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(line) = self.log().lines().find(|l| l.contains(needle)) {
+                return line.to_owned();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no log line with {needle:?} within {within:?}:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     pub fn http(&self, path: &str) -> String {
@@ -178,6 +223,10 @@ impl Controlplane {
 
     pub async fn tokens(&self) -> TokenServiceClient<Channel> {
         TokenServiceClient::new(self.channel().await)
+    }
+
+    pub async fn secrets(&self) -> SecretServiceClient<Channel> {
+        SecretServiceClient::new(self.channel().await)
     }
 
     pub async fn workspaces(&self) -> WorkspaceServiceClient<Channel> {

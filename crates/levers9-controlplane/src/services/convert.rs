@@ -31,3 +31,17 @@ pub(super) fn workspace(record: Workspace) -> v1::Workspace {
         created_at: rfc3339(record.created_at),
     }
 }
+
+pub(super) fn secret(
+    name: &str,
+    key_id: &str,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+) -> v1::Secret {
+    v1::Secret {
+        name: name.to_owned(),
+        key_id: key_id.to_owned(),
+        created_at: rfc3339(created_at),
+        updated_at: rfc3339(updated_at),
+    }
+}

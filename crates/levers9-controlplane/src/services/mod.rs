@@ -3,10 +3,12 @@
 
 mod auth;
 mod convert;
+mod secret;
 mod token;
 mod workspace;
 
 pub use auth::AuthApi;
+pub use secret::SecretApi;
 pub use token::TokenApi;
 pub use workspace::WorkspaceApi;
 
@@ -54,6 +56,8 @@ pub struct Services {
     pub token: Arc<TokenApi>,
     /// WorkspaceService.
     pub workspace: Arc<WorkspaceApi>,
+    /// SecretService.
+    pub secret: Arc<SecretApi>,
 }
 
 impl Services {
@@ -62,7 +66,8 @@ impl Services {
         Self {
             auth: Arc::new(AuthApi::new(shared.clone())),
             token: Arc::new(TokenApi::new(shared.clone())),
-            workspace: Arc::new(WorkspaceApi::new(shared)),
+            workspace: Arc::new(WorkspaceApi::new(shared.clone())),
+            secret: Arc::new(SecretApi::new(shared)),
         }
     }
 }

@@ -6,6 +6,9 @@ use futures::future::join_all;
 use levers9_store::{NewToken, NewWorkspace, RecordStore, StoreError, TokenRecord, TokenType};
 use uuid::Uuid;
 
+mod sealed;
+pub use sealed::*;
+
 /// Generates one `#[tokio::test]` per check, each on a fresh store from `$fresh`,
 /// an async fn returning `(store, guard)` where the guard must outlive the test.
 macro_rules! record_store_suite {
@@ -31,6 +34,12 @@ macro_rules! record_store_suite {
             touch_records_last_use,
             touch_never_moves_last_use_backwards,
             times_are_kept_to_the_microsecond,
+            sealed_value_round_trips,
+            sealed_values_are_listed_per_workspace_and_kind,
+            update_and_delete_touch_only_their_row,
+            rows_not_on_a_key_are_walked_in_pages,
+            reseal_swaps_only_an_unchanged_row,
+            concurrent_reseals_of_one_row_have_one_winner,
         );
     };
     (@tests $fresh:path; $($check:ident),* $(,)?) => {

@@ -1,0 +1,81 @@
+//! Debug forms of the messages that carry a secret: every other field is
+//! shown, the secret is not.
+
+use std::fmt;
+
+use crate::v1::{
+    AuthorizeResponse, CreateSecretRequest, CreateTokenResponse, CreateWorkspaceResponse,
+    UpdateSecretRequest,
+};
+
+const HIDDEN: &str = "<redacted>";
+
+impl fmt::Debug for AuthorizeResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthorizeResponse")
+            .field("workspace_id", &self.workspace_id)
+            .field("workspace_name", &self.workspace_name)
+            .field("token_type", &self.token_type)
+            .field("new_token", &HIDDEN)
+            .finish()
+    }
+}
+
+impl fmt::Debug for CreateTokenResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CreateTokenResponse")
+            .field("token", &self.token)
+            .field("secret", &HIDDEN)
+            .finish()
+    }
+}
+
+impl fmt::Debug for CreateWorkspaceResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CreateWorkspaceResponse")
+            .field("workspace", &self.workspace)
+            .field("admin_token", &HIDDEN)
+            .finish()
+    }
+}
+
+impl fmt::Debug for CreateSecretRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CreateSecretRequest")
+            .field("name", &self.name)
+            .field("value", &HIDDEN)
+            .finish()
+    }
+}
+
+impl fmt::Debug for UpdateSecretRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UpdateSecretRequest")
+            .field("name", &self.name)
+            .field("value", &HIDDEN)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_fields_never_show_in_debug() {
+        let request = CreateSecretRequest {
+            name: "DB".into(),
+            value: "hunter2".into(),
+        };
+        let shown = format!("{request:?}");
+        assert!(
+            shown.contains("DB") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+        let response = AuthorizeResponse {
+            new_token: "l9_secret".into(),
+            ..Default::default()
+        };
+        assert!(!format!("{response:?}").contains("l9_secret"));
+    }
+}

@@ -1,0 +1,12 @@
+//! Sealing values at rest: AES-256-GCM under the configured encryption key,
+//! each sealed value tagged with the id of the key that sealed it, and bound
+//! to its row by associated data so a ciphertext copied elsewhere does not
+//! open.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod key;
+mod keyring;
+
+pub use key::{Key, KeyError, KeyId};
+pub use keyring::{Keyring, OpenError, Sealed};
