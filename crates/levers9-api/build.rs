@@ -4,12 +4,13 @@
 use std::path::PathBuf;
 
 /// Messages with a field that must never be printed.
-const SECRET_BEARING: [&str; 5] = [
+const SECRET_BEARING: [&str; 6] = [
     ".levers9.v1.AuthorizeResponse",
     ".levers9.v1.CreateTokenResponse",
     ".levers9.v1.CreateWorkspaceResponse",
     ".levers9.v1.CreateSecretRequest",
     ".levers9.v1.UpdateSecretRequest",
+    ".levers9.v1.StorageCredentials",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::v1::{
     AuthorizeResponse, CreateSecretRequest, CreateTokenResponse, CreateWorkspaceResponse,
-    UpdateSecretRequest,
+    StorageCredentials, UpdateSecretRequest,
 };
 
 const HIDDEN: &str = "<redacted>";
@@ -53,6 +53,17 @@ impl fmt::Debug for UpdateSecretRequest {
         f.debug_struct("UpdateSecretRequest")
             .field("name", &self.name)
             .field("value", &HIDDEN)
+            .finish()
+    }
+}
+
+impl fmt::Debug for StorageCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StorageCredentials")
+            .field("endpoint", &self.endpoint)
+            .field("bucket", &self.bucket)
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &HIDDEN)
             .finish()
     }
 }

@@ -415,7 +415,94 @@ async fn a_missing_old_key_is_named_and_nothing_is_lost(backend: Backend) {
     assert_all_open(store.as_ref(), &old, &workspace_id, 20).await;
 }
 
+async fn storage_credentials_are_sealed_and_the_secret_key_never_shown(backend: Backend) {
+    const SECRET_KEY: &str = "wJalrXUtnFEMI-storage-secret-key";
+    let cp = Controlplane::start(backend);
+    let admin = cp.admin_token().await;
+    let home = tempfile::tempdir().expect("home");
+    let port = cp.grpc_port.to_string();
+    let env = [
+        ("LEVERS9_TOKEN", admin.as_str()),
+        ("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1"),
+        ("LEVERS9_CONTROLPLANE_PORT", port.as_str()),
+    ];
+    let missing = cp.cli(home.path(), &["workspace", "storage", "show"], &env, None);
+    assert!(
+        text(&missing.stderr).contains("no storage credentials"),
+        "{}",
+        text(&missing.stderr)
+    );
+    let set = cp.cli(
+        home.path(),
+        &[
+            "workspace",
+            "storage",
+            "set",
+            "--endpoint",
+            "http://127.0.0.1:8333",
+            "--bucket",
+            "levers9",
+            "--access-key-id",
+            "AKIDEXAMPLE",
+        ],
+        &env,
+        Some(SECRET_KEY),
+    );
+    assert!(set.status.success(), "{}", text(&set.stderr));
+    let shown = cp.cli(home.path(), &["workspace", "storage", "show"], &env, None);
+    let shown = text(&shown.stdout);
+    assert!(
+        shown.contains("bucket: levers9") && shown.contains("AKIDEXAMPLE"),
+        "{shown}"
+    );
+    assert!(!shown.contains(SECRET_KEY), "{shown}");
+    let rest = reqwest::Client::new()
+        .get(cp.http("/api/v1/controlplane/workspace/storage"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("GET storage")
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        rest.contains("AKIDEXAMPLE") && !rest.contains(SECRET_KEY),
+        "{rest}"
+    );
+    assert!(!cp.log().contains(SECRET_KEY));
+    if backend == Backend::Embedded {
+        for entry in std::fs::read_dir(cp.dir.path().join("data")).expect("data dir") {
+            let bytes = std::fs::read(entry.expect("entry").path()).expect("read");
+            assert!(!bytes
+                .windows(SECRET_KEY.len())
+                .any(|w| w == SECRET_KEY.as_bytes()));
+        }
+    }
+    let bad = cp.cli(
+        home.path(),
+        &[
+            "workspace",
+            "storage",
+            "set",
+            "--endpoint",
+            "s3.example.com",
+            "--bucket",
+            "b",
+            "--access-key-id",
+            "a",
+        ],
+        &env,
+        Some("k"),
+    );
+    assert!(
+        text(&bad.stderr).contains("must start with https://"),
+        "{}",
+        text(&bad.stderr)
+    );
+}
+
 on_both_backends!(
+    storage_credentials_are_sealed_and_the_secret_key_never_shown,
     secrets_are_sealed_listed_by_name_and_never_shown,
     secrets_of_one_workspace_are_invisible_to_another,
     a_missing_old_key_is_named_and_nothing_is_lost,

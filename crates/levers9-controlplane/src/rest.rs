@@ -15,8 +15,8 @@ use levers9_api::v1::{
     auth_service_server::AuthService, secret_service_server::SecretService,
     token_service_server::TokenService, workspace_service_server::WorkspaceService,
     AuthorizeRequest, CreateSecretRequest, CreateTokenRequest, CreateWorkspaceRequest,
-    DeleteSecretRequest, GetWorkspaceRequest, ListSecretsRequest, ListTokensRequest,
-    RevokeTokenRequest, UpdateSecretRequest,
+    DeleteSecretRequest, GetStorageCredentialsRequest, GetWorkspaceRequest, ListSecretsRequest,
+    ListTokensRequest, RevokeTokenRequest, SetStorageCredentialsRequest, UpdateSecretRequest,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -78,6 +78,21 @@ pub fn router(services: Services) -> Router {
             get(|State(s): State<Services>, headers: HeaderMap| async move {
                 unary(&headers, b"", |r: tonic::Request<GetWorkspaceRequest>| async move {
                     s.workspace.get_workspace(r).await
+                })
+                .await
+            }),
+        )
+        .route(
+            "/api/v1/controlplane/workspace/storage",
+            put(|State(s): State<Services>, headers: HeaderMap, body: Bytes| async move {
+                unary(&headers, &body, |r: tonic::Request<SetStorageCredentialsRequest>| async move {
+                    s.workspace.set_storage_credentials(r).await
+                })
+                .await
+            })
+            .get(|State(s): State<Services>, headers: HeaderMap| async move {
+                unary(&headers, b"", |r: tonic::Request<GetStorageCredentialsRequest>| async move {
+                    s.workspace.get_storage_credentials(r).await
                 })
                 .await
             }),

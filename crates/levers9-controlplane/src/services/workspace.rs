@@ -4,14 +4,20 @@ use std::sync::Arc;
 
 use levers9_api::v1::{
     workspace_service_server::WorkspaceService, CreateWorkspaceRequest, CreateWorkspaceResponse,
-    GetWorkspaceRequest, GetWorkspaceResponse,
+    GetStorageCredentialsRequest, GetStorageCredentialsResponse, GetWorkspaceRequest,
+    GetWorkspaceResponse, SetStorageCredentialsRequest, SetStorageCredentialsResponse,
+    StorageCredentials,
 };
-use levers9_store::TokenType;
+use levers9_store::{SealedId, SealedKind, SealedValue, TokenType};
 use tonic::{Request, Response, Status};
 
 use super::convert;
 use crate::error::ApiError;
+use crate::sealing;
 use crate::Shared;
+
+/// A workspace has one set of storage credentials, stored under this name.
+const STORAGE_NAME: &str = "default";
 
 /// The WorkspaceService implementation.
 pub struct WorkspaceApi {
@@ -40,6 +46,35 @@ fn validate_name(name: &str) -> Result<(), ApiError> {
         "invalid workspace name {name:?}: use 1 to 63 lower-case letters, digits and dashes, \
          not starting or ending with a dash"
     )))
+}
+
+fn storage_id(workspace_id: &str) -> SealedId {
+    SealedId {
+        kind: SealedKind::StorageCredentials,
+        workspace_id: workspace_id.to_owned(),
+        name: STORAGE_NAME.to_owned(),
+    }
+}
+
+fn validate_storage(c: &StorageCredentials) -> Result<(), ApiError> {
+    let missing = [
+        ("endpoint", c.endpoint.is_empty()),
+        ("bucket", c.bucket.is_empty()),
+        ("access_key_id", c.access_key_id.is_empty()),
+        ("secret_access_key", c.secret_access_key.is_empty()),
+    ];
+    if let Some((field, _)) = missing.iter().find(|(_, empty)| *empty) {
+        return Err(ApiError::InvalidArgument(format!(
+            "storage credentials need {field}"
+        )));
+    }
+    if !(c.endpoint.starts_with("https://") || c.endpoint.starts_with("http://")) {
+        return Err(ApiError::InvalidArgument(format!(
+            "the storage endpoint {:?} must start with https:// (or http:// for a local server)",
+            c.endpoint
+        )));
+    }
+    Ok(())
 }
 
 #[tonic::async_trait]
@@ -74,6 +109,67 @@ impl WorkspaceService for WorkspaceApi {
         let caller = self.shared.auth.authenticate(request.metadata()).await?;
         Ok(Response::new(GetWorkspaceResponse {
             workspace: Some(convert::workspace(caller.workspace)),
+        }))
+    }
+
+    async fn set_storage_credentials(
+        &self,
+        request: Request<SetStorageCredentialsRequest>,
+    ) -> Result<Response<SetStorageCredentialsResponse>, Status> {
+        let caller = self.shared.auth.authenticate(request.metadata()).await?;
+        caller.require(&[TokenType::Admin], "set storage credentials")?;
+        let credentials = request.into_inner().credentials.unwrap_or_default();
+        validate_storage(&credentials)?;
+        let id = storage_id(&caller.workspace.id);
+        // Serialising the generated message cannot fail: it is plain strings.
+        let plaintext = serde_json::to_vec(&credentials)
+            .map_err(|e| ApiError::InvalidArgument(format!("unreadable credentials: {e}")))?;
+        let sealed = sealing::seal(&self.shared.keyring, &id, &plaintext);
+        let now = chrono::Utc::now();
+        self.shared
+            .sealed
+            .put_sealed(SealedValue {
+                id,
+                key_id: sealed.key_id.as_str().to_owned(),
+                sealed: sealed.bytes,
+                created_at: now,
+                updated_at: now,
+            })
+            .await
+            .map_err(ApiError::from)?;
+        tracing::info!(workspace_id = %caller.workspace.id, endpoint = %credentials.endpoint, bucket = %credentials.bucket, "storage credentials set");
+        Ok(Response::new(SetStorageCredentialsResponse {}))
+    }
+
+    async fn get_storage_credentials(
+        &self,
+        request: Request<GetStorageCredentialsRequest>,
+    ) -> Result<Response<GetStorageCredentialsResponse>, Status> {
+        let caller = self.shared.auth.authenticate(request.metadata()).await?;
+        caller.require(&[TokenType::Admin], "read storage credentials")?;
+        let value = self
+            .shared
+            .sealed
+            .get_sealed(&storage_id(&caller.workspace.id))
+            .await
+            .map_err(ApiError::from)?
+            .ok_or_else(|| {
+                ApiError::NotFound(
+                    "this workspace has no storage credentials: set them with \
+                     levers9 workspace storage set"
+                        .into(),
+                )
+            })?;
+        let plaintext = sealing::open(&self.shared.keyring, &value)
+            .map_err(|e| ApiError::FailedPrecondition(e.to_string()))?;
+        let mut credentials: StorageCredentials =
+            serde_json::from_slice(&plaintext).map_err(|e| {
+                ApiError::FailedPrecondition(format!("stored credentials are unreadable: {e}"))
+            })?;
+        credentials.secret_access_key.clear();
+        Ok(Response::new(GetStorageCredentialsResponse {
+            credentials: Some(credentials),
+            key_id: value.key_id,
         }))
     }
 }
