@@ -30,9 +30,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         // The REST mapping reads and writes these messages as JSON the way
         // grpc-gateway does: lowerCamelCase names, absent fields are defaults.
-        .type_attribute(
+        .message_attribute(
             ".levers9.v1",
             "#[derive(serde::Serialize, serde::Deserialize)] #[serde(rename_all = \"camelCase\", default)]",
+        )
+        .enum_attribute(
+            ".levers9.v1",
+            "#[derive(serde::Serialize, serde::Deserialize)] #[serde(rename_all = \"camelCase\")]",
         )
         // Messages that carry a secret value get a hand-written Debug that
         // hides it (src/redact.rs), so no log line can print one.

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use levers9_api::v1::{
-    auth_service_client::AuthServiceClient, secret_service_client::SecretServiceClient,
-    token_service_client::TokenServiceClient, workspace_service_client::WorkspaceServiceClient,
+    auth_service_client::AuthServiceClient, container_service_client::ContainerServiceClient,
+    secret_service_client::SecretServiceClient, token_service_client::TokenServiceClient,
+    worker_service_client::WorkerServiceClient, workspace_service_client::WorkspaceServiceClient,
     AuthorizeRequest, AuthorizeResponse,
 };
 use levers9_api::BOOTSTRAP_SECRET_METADATA;
@@ -113,6 +114,16 @@ impl Client {
     /// WorkspaceService.
     pub fn workspaces(&self) -> WorkspaceServiceClient<Authed> {
         WorkspaceServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
+    /// WorkerService.
+    pub fn workers(&self) -> WorkerServiceClient<Authed> {
+        WorkerServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
+    /// ContainerService.
+    pub fn containers(&self) -> ContainerServiceClient<Authed> {
+        ContainerServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
     }
 
     /// SecretService.

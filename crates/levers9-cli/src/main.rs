@@ -26,10 +26,13 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(commands::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {}", output::describe(&error));
-            ExitCode::FAILURE
-        }
+        Err(error) => match error.downcast_ref::<output::ExitWith>() {
+            Some(output::ExitWith(code)) => ExitCode::from(*code),
+            None => {
+                eprintln!("error: {}", output::describe(&error));
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 

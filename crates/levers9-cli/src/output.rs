@@ -1,5 +1,18 @@
 //! How results and errors are shown.
 
+/// Ends the process with this exit code and nothing more printed: the
+/// command already said what happened (a container's own exit code).
+#[derive(Debug)]
+pub struct ExitWith(pub u8);
+
+impl std::fmt::Display for ExitWith {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit code {}", self.0)
+    }
+}
+
+impl std::error::Error for ExitWith {}
+
 /// The message of an error chain, with gRPC statuses shown as their code and
 /// message rather than tonic's debug form.
 pub fn describe(error: &anyhow::Error) -> String {

@@ -43,6 +43,10 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("LEVERS9_SQLITE_PATH", "database.sqlite.path"),
     ("LEVERS9_WORKER_IMAGE_REGISTRY", "worker.imageRegistry"),
     (
+        "LEVERS9_WORKER_HEARTBEAT_TTL_SECONDS",
+        "worker.heartbeatTtlSeconds",
+    ),
+    (
         "LEVERS9_BASE_IMAGE_REGISTRY",
         "imageService.runner.baseImageRegistry",
     ),

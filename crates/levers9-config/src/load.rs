@@ -64,6 +64,13 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             message: "is empty: set a key (see docs/configuration.md)".into(),
         });
     }
+    if config.worker.heartbeat_ttl_seconds < 2 {
+        return Err(ConfigError::Invalid {
+            key: "worker.heartbeatTtlSeconds",
+            message: "must be at least 2 seconds: workers send a heartbeat every quarter of it"
+                .into(),
+        });
+    }
     if cp.key_rotation.batch_size == 0 {
         return Err(ConfigError::Invalid {
             key: "controlplane.keyRotation.batchSize",

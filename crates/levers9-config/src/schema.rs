@@ -210,11 +210,23 @@ pub struct SqliteConfig {
 }
 
 /// `worker.*`
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct WorkerConfig {
     /// Registry that built images are pushed to and workers pull from.
     pub image_registry: String,
+    /// A worker that has not sent a heartbeat for this long is lost; workers
+    /// send one every quarter of it.
+    pub heartbeat_ttl_seconds: u64,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            image_registry: String::new(),
+            heartbeat_ttl_seconds: 10,
+        }
+    }
 }
 
 /// `imageService.*`

@@ -24,6 +24,9 @@ pub enum ApiError {
     /// The system is not in a state that allows the call.
     #[error("{0}")]
     FailedPrecondition(String),
+    /// A record the controlplane wrote cannot be read back.
+    #[error("corrupt record: {0}")]
+    Corrupt(String),
     /// The durable records failed.
     #[error("record store: {0}")]
     Store(#[from] StoreError),
@@ -41,6 +44,10 @@ impl From<ApiError> for Status {
             ApiError::NotFound(m) => Status::not_found(m),
             ApiError::FailedPrecondition(m) => Status::failed_precondition(m),
             ApiError::Store(StoreError::AlreadyExists(m)) => Status::already_exists(m),
+            ApiError::Corrupt(detail) => {
+                tracing::error!(%detail, "a stored record is unreadable");
+                Status::internal("a stored record is unreadable; the controlplane log has details")
+            }
             // Store and state details stay in the log: they can name hosts and
             // queries, and the caller can do nothing with them but retry.
             ApiError::Store(e) => {

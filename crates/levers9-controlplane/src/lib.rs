@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod backends;
 pub mod error;
+pub mod fleet;
 pub mod http;
 pub mod metrics;
 pub mod rest;
@@ -34,6 +35,8 @@ pub struct Shared {
     pub state: Arc<dyn HotState>,
     /// Token checks.
     pub auth: auth::Authenticator,
+    /// Workers and containers.
+    pub fleet: fleet::Fleet,
     /// The bootstrap secret; empty turns bootstrap off.
     pub bootstrap_secret: Secret,
 }

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use axum::serve::ListenerExt;
 use levers9_api::v1::{
-    auth_service_server::AuthServiceServer, secret_service_server::SecretServiceServer,
-    token_service_server::TokenServiceServer, workspace_service_server::WorkspaceServiceServer,
+    auth_service_server::AuthServiceServer, container_service_server::ContainerServiceServer,
+    secret_service_server::SecretServiceServer, token_service_server::TokenServiceServer,
+    worker_service_server::WorkerServiceServer, workspace_service_server::WorkspaceServiceServer,
 };
 use levers9_config::Config;
 use tokio::net::TcpListener;
@@ -96,6 +97,10 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         store,
         sealed: stores.sealed,
         keyring,
+        fleet: crate::fleet::Fleet::new(
+            state.clone(),
+            Duration::from_secs(config.worker.heartbeat_ttl_seconds),
+        ),
         state,
         bootstrap_secret: config.controlplane.auth.bootstrap_secret.clone(),
     });
@@ -125,6 +130,12 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     health_reporter
         .set_serving::<SecretServiceServer<crate::services::SecretApi>>()
         .await;
+    health_reporter
+        .set_serving::<WorkerServiceServer<crate::services::WorkerApi>>()
+        .await;
+    health_reporter
+        .set_serving::<ContainerServiceServer<crate::services::ContainerApi>>()
+        .await;
     let grpc = tonic::transport::Server::builder()
         .layer(GrpcMetricsLayer(metrics.clone()))
         .add_service(health_service)
@@ -132,6 +143,8 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         .add_service(TokenServiceServer::from_arc(services.token.clone()))
         .add_service(WorkspaceServiceServer::from_arc(services.workspace.clone()))
         .add_service(SecretServiceServer::from_arc(services.secret.clone()))
+        .add_service(WorkerServiceServer::from_arc(services.worker.clone()))
+        .add_service(ContainerServiceServer::from_arc(services.container.clone()))
         .serve_with_incoming_shutdown(
             // Small unary answers must not wait on Nagle's algorithm; our own
             // listener does not get tonic's default, so set it here.
@@ -145,11 +158,21 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     });
     let http = axum::serve(
         http_listener,
-        crate::http::router(shared, services, metrics),
+        crate::http::router(shared.clone(), services, metrics),
     )
-    .with_graceful_shutdown(wait_for(stopped));
+    .with_graceful_shutdown(wait_for(stopped.clone()));
 
+    let replica_id = uuid::Uuid::now_v7().to_string();
     let tasks = vec![
+        tokio::spawn(crate::fleet::scheduler::run(
+            shared.fleet.clone(),
+            stopped.clone(),
+        )),
+        tokio::spawn(crate::fleet::reaper::run(
+            shared.fleet.clone(),
+            replica_id,
+            stopped,
+        )),
         tokio::spawn(async move {
             if let Err(error) = grpc.await {
                 tracing::error!(%error, "gRPC listener stopped");

@@ -15,4 +15,13 @@ pub enum StateError {
     /// An address is not of the form "host:port".
     #[error("hot state: invalid redis address {0:?}, expected host:port")]
     InvalidAddress(String),
+    /// A reservation or release was asked for a negative amount, which would
+    /// turn it into its opposite.
+    #[error("hot state: negative amount {amount} for counter {counter:?}")]
+    NegativeAmount {
+        /// The counter the amount was for.
+        counter: String,
+        /// The amount given.
+        amount: i64,
+    },
 }

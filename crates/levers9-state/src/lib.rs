@@ -1,5 +1,6 @@
-//! Hot state of the levers9 controlplane: TTL keys, leases, FIFO queues and
-//! pub/sub that are fast, shared between controlplane replicas and may expire.
+//! Hot state of the levers9 controlplane: TTL keys, leases, FIFO queues,
+//! pub/sub, capacity counters, sets and bounded logs that are fast, shared
+//! between controlplane replicas and may expire.
 //!
 //! One trait, [`HotState`], with two implementations that pass the same test
 //! suite: [`RedisState`] for production and [`MemoryState`] for a
@@ -7,6 +8,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod amounts;
 mod error;
 mod memory;
 mod redis;
@@ -19,7 +21,9 @@ pub use crate::error::StateError;
 pub use crate::memory::MemoryState;
 pub use crate::redis::RedisState;
 
-/// Fast, shared, possibly expiring state; keys, leases, queues and channels are separate namespaces.
+/// Fast, shared, possibly expiring state; keys, leases, queues, channels,
+/// capacity records, sets and logs are separate namespaces, so one name may be
+/// used for each without collisions.
 #[async_trait::async_trait]
 pub trait HotState: Send + Sync + 'static {
     /// "redis" or "memory", for the start-up log.
@@ -70,4 +74,50 @@ pub trait HotState: Send + Sync + 'static {
 
     /// Subscribes to a channel: a stream of messages published after this call returns.
     async fn subscribe(&self, channel: &str) -> Result<BoxStream<'static, Vec<u8>>, StateError>;
+
+    /// Sets the named counters of the capacity record `key`, creating it if
+    /// needed; counters not named keep their values. With no amounts nothing
+    /// is written and a missing record stays missing.
+    async fn set_capacity(&self, key: &str, amounts: &[(&str, i64)]) -> Result<(), StateError>;
+
+    /// The scheduler's atomic step: if the record exists and every named
+    /// counter is at least its amount, subtracts all of them and returns true;
+    /// otherwise changes nothing and returns false. A missing record or counter
+    /// counts as 0; a counter named twice must fit the sum of its amounts.
+    /// Amounts must not be negative ([`StateError::NegativeAmount`]).
+    async fn try_reserve(&self, key: &str, amounts: &[(&str, i64)]) -> Result<bool, StateError>;
+
+    /// Adds the amounts back to the record, but only if it still exists: a
+    /// late release must not resurrect the record of a worker that is gone.
+    /// Amounts must not be negative ([`StateError::NegativeAmount`]).
+    async fn release(&self, key: &str, amounts: &[(&str, i64)]) -> Result<(), StateError>;
+
+    /// Every counter of the record, sorted by name; None if it does not exist.
+    async fn get_capacity(&self, key: &str) -> Result<Option<Vec<(String, i64)>>, StateError>;
+
+    /// Deletes the capacity record; true if it existed.
+    async fn delete_capacity(&self, key: &str) -> Result<bool, StateError>;
+
+    /// Adds member to the set; true if it was not there yet.
+    async fn set_add(&self, set: &str, member: &str) -> Result<bool, StateError>;
+
+    /// Removes member from the set; true if it was there. An emptied set no longer exists.
+    async fn set_remove(&self, set: &str, member: &str) -> Result<bool, StateError>;
+
+    /// The members of the set, sorted; empty if the set does not exist.
+    async fn set_members(&self, set: &str) -> Result<Vec<String>, StateError>;
+
+    /// Appends entry to the log `key`, keeps only its last `max_entries`
+    /// entries (none if 0: the log is deleted) and makes the whole log expire
+    /// after ttl from now.
+    async fn log_append(
+        &self,
+        key: &str,
+        entry: &[u8],
+        max_entries: u64,
+        ttl: Duration,
+    ) -> Result<(), StateError>;
+
+    /// The entries of the log, oldest first; empty if it does not exist or expired.
+    async fn log_range(&self, key: &str) -> Result<Vec<Vec<u8>>, StateError>;
 }

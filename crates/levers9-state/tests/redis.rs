@@ -106,3 +106,27 @@ async fn keys_are_namespaced_by_the_prefix() {
     assert!(other.acquire_lease("l", "other", ttl).await.unwrap());
     assert!(one.acquire_lease("l", "one", ttl).await.unwrap());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reserves_from_two_replicas_never_overcommit() {
+    // Two connections, as two controlplane replicas would have: the Lua
+    // script, not a shared client, is what keeps the reservation atomic.
+    let prefix = unique_prefix();
+    let one = RedisState::connect(&redis_url(), &prefix).await.unwrap();
+    let other = RedisState::connect(&redis_url(), &prefix).await.unwrap();
+    one.set_capacity("w", &[("cpu", 1000)]).await.unwrap();
+    let attempts = (0..20).map(|i| {
+        let replica = if i % 2 == 0 { &one } else { &other };
+        replica.try_reserve("w", &[("cpu", 100)])
+    });
+    let results = futures::future::join_all(attempts).await;
+    let won = results
+        .into_iter()
+        .filter(|won| *won.as_ref().unwrap())
+        .count();
+    assert_eq!(won, 10);
+    assert_eq!(
+        other.get_capacity("w").await.unwrap(),
+        Some(vec![("cpu".to_owned(), 0)])
+    );
+}

@@ -49,18 +49,8 @@ pub async fn run(args: ControlplaneArgs) -> Result<()> {
         }
     }
     let running = levers9_controlplane::start(config).await?;
-    shutdown_signal().await?;
+    super::shutdown_signal().await?;
     tracing::info!("shutting down");
     running.stop().await;
-    Ok(())
-}
-
-async fn shutdown_signal() -> Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut terminate = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
-    tokio::select! {
-        result = tokio::signal::ctrl_c() => result.context("cannot watch SIGINT")?,
-        _ = terminate.recv() => {}
-    }
     Ok(())
 }

@@ -1,9 +1,11 @@
 //! The command line: processes and user commands.
 
 mod config;
+mod container;
 mod controlplane;
 mod secret;
 mod token;
+mod worker;
 mod workspace;
 
 use anyhow::Result;
@@ -45,12 +47,21 @@ pub enum Command {
     /// Manage the secrets of your workspace (values sealed at rest, never shown).
     #[command(subcommand)]
     Secret(secret::SecretCommand),
+    /// Run a worker (levers9 worker --pool NAME), or list workers (levers9 worker list).
+    Worker(worker::WorkerArgs),
+    /// Run, list, stop containers and read their output.
+    #[command(subcommand)]
+    Container(container::ContainerCommand),
 }
 
 impl Command {
     /// Whether this runs a long-lived process (which logs at info).
     pub fn is_process(&self) -> bool {
-        matches!(self, Command::Controlplane(_))
+        match self {
+            Command::Controlplane(_) => true,
+            Command::Worker(args) => args.is_process(),
+            _ => false,
+        }
     }
 }
 
@@ -63,6 +74,8 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Token(command) => token::run(command, context).await,
         Command::Workspace(command) => workspace::run(command, context).await,
         Command::Secret(command) => secret::run(command, context).await,
+        Command::Worker(args) => worker::run(args, context).await,
+        Command::Container(command) => container::run(command, context).await,
     }
 }
 
@@ -70,4 +83,16 @@ pub async fn run(cli: Cli) -> Result<()> {
 async fn connect(context: Option<&str>) -> Result<crate::client::Client> {
     let target = crate::first_run::resolve(context).await?;
     crate::client::Client::new(&target)
+}
+
+/// Waits for SIGINT or SIGTERM.
+async fn shutdown_signal() -> Result<()> {
+    use anyhow::Context as _;
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result.context("cannot watch SIGINT")?,
+        _ = terminate.recv() => {}
+    }
+    Ok(())
 }

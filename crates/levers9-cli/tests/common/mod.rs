@@ -8,9 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod fleet;
+
 use levers9_api::v1::auth_service_client::AuthServiceClient;
+use levers9_api::v1::container_service_client::ContainerServiceClient;
 use levers9_api::v1::secret_service_client::SecretServiceClient;
 use levers9_api::v1::token_service_client::TokenServiceClient;
+use levers9_api::v1::worker_service_client::WorkerServiceClient;
 use levers9_api::v1::workspace_service_client::WorkspaceServiceClient;
 use levers9_api::v1::{AuthorizeRequest, AuthorizeResponse};
 use tonic::transport::Channel;
@@ -134,8 +138,13 @@ impl Controlplane {
     /// Starts the process and returns at once, before it listens.
     pub fn spawn_with(env: Vec<(String, String)>) -> Controlplane {
         let dir = tempfile::tempdir().expect("temp dir");
-        let grpc_port = free_port();
-        let http_port = free_port();
+        let port_from_env = |name: &str| {
+            env.iter()
+                .find(|(k, _)| k == name)
+                .and_then(|(_, v)| v.parse().ok())
+        };
+        let grpc_port = port_from_env("LEVERS9_GRPC_PORT").unwrap_or_else(free_port);
+        let http_port = port_from_env("LEVERS9_HTTP_PORT").unwrap_or_else(free_port);
         let log = dir.path().join("controlplane.log");
         let log_file = std::fs::File::create(&log).expect("log file");
         let child = Command::new(BIN)
@@ -223,6 +232,14 @@ impl Controlplane {
 
     pub async fn tokens(&self) -> TokenServiceClient<Channel> {
         TokenServiceClient::new(self.channel().await)
+    }
+
+    pub async fn workers(&self) -> WorkerServiceClient<Channel> {
+        WorkerServiceClient::new(self.channel().await)
+    }
+
+    pub async fn containers(&self) -> ContainerServiceClient<Channel> {
+        ContainerServiceClient::new(self.channel().await)
     }
 
     pub async fn secrets(&self) -> SecretServiceClient<Channel> {

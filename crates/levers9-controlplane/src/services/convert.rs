@@ -4,6 +4,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use levers9_api::v1;
 use levers9_store::{TokenRecord, Workspace};
 
+use crate::fleet::records::ContainerRecord;
+
 fn rfc3339(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
@@ -43,5 +45,20 @@ pub(super) fn secret(
         key_id: key_id.to_owned(),
         created_at: rfc3339(created_at),
         updated_at: rfc3339(updated_at),
+    }
+}
+
+pub(super) fn container(c: &ContainerRecord) -> v1::Container {
+    v1::Container {
+        container_id: c.id.clone(),
+        image: c.image.clone(),
+        pool: c.pool.clone(),
+        worker_id: c.worker_id.clone(),
+        state: c.state.clone(),
+        exit_code: c.exit_code,
+        oom_killed: c.oom_killed,
+        message: c.message.clone(),
+        created_at: rfc3339(c.created_at),
+        args: c.args.clone(),
     }
 }

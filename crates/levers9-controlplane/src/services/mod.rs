@@ -2,14 +2,18 @@
 //! implementations.
 
 mod auth;
+mod container;
 mod convert;
 mod secret;
 mod token;
+mod worker;
 mod workspace;
 
 pub use auth::AuthApi;
+pub use container::ContainerApi;
 pub use secret::SecretApi;
 pub use token::TokenApi;
+pub use worker::WorkerApi;
 pub use workspace::WorkspaceApi;
 
 use std::sync::Arc;
@@ -58,6 +62,10 @@ pub struct Services {
     pub workspace: Arc<WorkspaceApi>,
     /// SecretService.
     pub secret: Arc<SecretApi>,
+    /// WorkerService.
+    pub worker: Arc<WorkerApi>,
+    /// ContainerService.
+    pub container: Arc<ContainerApi>,
 }
 
 impl Services {
@@ -67,7 +75,9 @@ impl Services {
             auth: Arc::new(AuthApi::new(shared.clone())),
             token: Arc::new(TokenApi::new(shared.clone())),
             workspace: Arc::new(WorkspaceApi::new(shared.clone())),
-            secret: Arc::new(SecretApi::new(shared)),
+            secret: Arc::new(SecretApi::new(shared.clone())),
+            worker: Arc::new(WorkerApi::new(shared.clone())),
+            container: Arc::new(ContainerApi::new(shared)),
         }
     }
 }

@@ -10,6 +10,10 @@ use futures::stream::{BoxStream, StreamExt};
 use levers9_state::HotState;
 use tokio::time::{sleep, timeout, Instant};
 
+// The checks on capacity records, sets and logs, listed in the macro with the rest.
+mod records;
+pub use records::*;
+
 /// One `#[tokio::test]` per check below, each on a fresh state made by `$make().await`.
 macro_rules! hot_state_suite {
     ($make:path) => {
@@ -43,6 +47,21 @@ macro_rules! hot_state_suite {
             subscriber_does_not_receive_other_channels,
             publish_without_subscribers_succeeds,
             resubscribing_after_dropping_a_subscription_works,
+            reserve_takes_capacity_only_when_every_counter_fits,
+            reserve_on_a_missing_record_fails,
+            reserve_counts_a_counter_named_twice_once_summed,
+            negative_amounts_are_rejected,
+            release_gives_capacity_back,
+            release_after_delete_does_not_recreate,
+            concurrent_reserves_never_overcommit,
+            set_capacity_overwrites_counters,
+            delete_capacity_reports_whether_the_record_existed,
+            sets_add_remove_and_list,
+            log_keeps_the_last_entries_in_order,
+            log_expires_after_its_ttl,
+            log_append_renews_the_ttl,
+            log_with_zero_max_entries_keeps_nothing,
+            kinds_do_not_collide,
         );
     };
     (@each $make:path; $($check:ident),+ $(,)?) => {

@@ -1,6 +1,6 @@
 //! In-process hot state: the embedded default of a single-machine install.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,11 +12,14 @@ use tokio_stream::wrappers::BroadcastStream;
 
 use crate::{HotState, StateError};
 
+use self::capacity::Capacities;
+use self::expiring::Expiring;
+
+mod capacity;
+mod expiring;
+
 /// Messages a subscriber may fall behind by before it starts losing the oldest ones.
 const CHANNEL_CAPACITY: usize = 1024;
-
-/// Expired entries nobody reads again are swept at most this often, on a write.
-const PURGE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Hot state kept in this process; clones share the same state.
 ///
@@ -35,53 +38,10 @@ struct Inner {
     leases: Mutex<Expiring<String>>,
     queues: Mutex<HashMap<String, Queue>>,
     channels: Mutex<HashMap<String, broadcast::Sender<Vec<u8>>>>,
-}
-
-/// A map whose entries expire: checked on every read, swept now and then on a write.
-struct Expiring<V> {
-    entries: HashMap<String, (V, Instant)>,
-    next_purge: Option<Instant>,
-}
-
-impl<V> Default for Expiring<V> {
-    fn default() -> Self {
-        Self {
-            entries: HashMap::new(),
-            next_purge: None,
-        }
-    }
-}
-
-impl<V> Expiring<V> {
-    fn get(&self, key: &str, now: Instant) -> Option<&V> {
-        self.entries
-            .get(key)
-            .filter(|(_, expires_at)| *expires_at > now)
-            .map(|(value, _)| value)
-    }
-
-    fn insert(&mut self, key: &str, value: V, ttl: Duration, now: Instant) {
-        self.purge(now);
-        self.entries.insert(key.to_owned(), (value, now + ttl));
-    }
-
-    /// Removes key; the value only if it had not expired yet.
-    fn remove(&mut self, key: &str, now: Instant) -> Option<V> {
-        self.purge(now);
-        self.entries
-            .remove(key)
-            .filter(|(_, expires_at)| *expires_at > now)
-            .map(|(value, _)| value)
-    }
-
-    /// A full sweep, but rate-limited so that writes stay O(1) amortised.
-    fn purge(&mut self, now: Instant) {
-        if self.next_purge.is_some_and(|at| at > now) {
-            return;
-        }
-        self.entries.retain(|_, (_, expires_at)| *expires_at > now);
-        self.next_purge = Some(now + PURGE_INTERVAL);
-    }
+    capacities: Mutex<Capacities>,
+    /// Emptied sets are removed, as Redis does.
+    sets: Mutex<HashMap<String, BTreeSet<String>>>,
+    logs: Mutex<Expiring<VecDeque<Vec<u8>>>>,
 }
 
 #[derive(Default)]
@@ -255,5 +215,83 @@ impl HotState for MemoryState {
             futures::future::ready(message)
         });
         Ok(messages.boxed())
+    }
+
+    async fn set_capacity(&self, key: &str, amounts: &[(&str, i64)]) -> Result<(), StateError> {
+        self.inner.capacities.lock().await.set(key, amounts);
+        Ok(())
+    }
+
+    async fn try_reserve(&self, key: &str, amounts: &[(&str, i64)]) -> Result<bool, StateError> {
+        self.inner.capacities.lock().await.try_reserve(key, amounts)
+    }
+
+    async fn release(&self, key: &str, amounts: &[(&str, i64)]) -> Result<(), StateError> {
+        self.inner.capacities.lock().await.release(key, amounts)
+    }
+
+    async fn get_capacity(&self, key: &str) -> Result<Option<Vec<(String, i64)>>, StateError> {
+        Ok(self.inner.capacities.lock().await.get(key))
+    }
+
+    async fn delete_capacity(&self, key: &str) -> Result<bool, StateError> {
+        Ok(self.inner.capacities.lock().await.delete(key))
+    }
+
+    async fn set_add(&self, set: &str, member: &str) -> Result<bool, StateError> {
+        let mut sets = self.inner.sets.lock().await;
+        let members = sets.entry(set.to_owned()).or_default();
+        Ok(members.insert(member.to_owned()))
+    }
+
+    async fn set_remove(&self, set: &str, member: &str) -> Result<bool, StateError> {
+        let mut sets = self.inner.sets.lock().await;
+        let Some(members) = sets.get_mut(set) else {
+            return Ok(false);
+        };
+        let removed = members.remove(member);
+        if members.is_empty() {
+            sets.remove(set);
+        }
+        Ok(removed)
+    }
+
+    async fn set_members(&self, set: &str) -> Result<Vec<String>, StateError> {
+        let sets = self.inner.sets.lock().await;
+        Ok(sets
+            .get(set)
+            .map(|members| members.iter().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn log_append(
+        &self,
+        key: &str,
+        entry: &[u8],
+        max_entries: u64,
+        ttl: Duration,
+    ) -> Result<(), StateError> {
+        let mut logs = self.inner.logs.lock().await;
+        let now = Instant::now();
+        // An expired log starts afresh, as it would on Redis.
+        let mut entries = logs.remove(key, now).unwrap_or_default();
+        if max_entries == 0 {
+            return Ok(());
+        }
+        entries.push_back(entry.to_vec());
+        let keep = usize::try_from(max_entries).unwrap_or(usize::MAX);
+        if entries.len() > keep {
+            entries.drain(..entries.len() - keep);
+        }
+        logs.insert(key, entries, ttl, now);
+        Ok(())
+    }
+
+    async fn log_range(&self, key: &str) -> Result<Vec<Vec<u8>>, StateError> {
+        let logs = self.inner.logs.lock().await;
+        Ok(logs
+            .get(key, Instant::now())
+            .map(|entries| entries.iter().cloned().collect())
+            .unwrap_or_default())
     }
 }

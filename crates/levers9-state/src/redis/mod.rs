@@ -3,15 +3,17 @@
 use std::future::Future;
 use std::time::Duration;
 
-use ::redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
-use ::redis::{
-    AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo,
-    RedisError, Script,
-};
+use ::redis::aio::{ConnectionManager, MultiplexedConnection};
+use ::redis::{Client, RedisError, Script};
 use futures::stream::{BoxStream, StreamExt};
 use tokio::sync::Mutex;
 
 use crate::{HotState, StateError};
+
+mod capacity;
+mod collections;
+mod connect;
+mod queue;
 
 /// Deadline of establishing a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -43,8 +45,9 @@ return 0
 /// Hot state in one Redis server (cluster mode is not supported yet).
 ///
 /// Every key and channel is namespaced by the key prefix, then by kind
-/// (`kv:`, `lease:`, `queue:`, `channel:`), so one Redis can serve several
-/// installs and a key, a lease and a queue of the same name never collide.
+/// (`kv:`, `lease:`, `queue:`, `channel:`, `capacity:`, `set:`, `log:`), so
+/// one Redis can serve several installs and a key, a lease and a queue of the
+/// same name never collide.
 pub struct RedisState {
     client: Client,
     commands: ConnectionManager,
@@ -57,60 +60,11 @@ pub struct RedisState {
     key_prefix: String,
     acquire_lease: Script,
     release_lease: Script,
+    try_reserve: Script,
+    release: Script,
 }
 
 impl RedisState {
-    /// Connects to the Redis at `url` (redis://[:password@]host:port[/db]); `key_prefix` namespaces every key and channel.
-    pub async fn connect(url: &str, key_prefix: &str) -> Result<RedisState, StateError> {
-        Self::from_client(Client::open(url)?, key_prefix).await
-    }
-
-    /// Connects to the first of `addrs` ("host:port"); cluster mode is not supported yet, so the others are ignored.
-    ///
-    /// The password goes straight into the connection settings and is never
-    /// formatted into a URL or any other string that could end up in a log.
-    pub async fn connect_with(
-        addrs: &[String],
-        password: Option<&str>,
-        db: i64,
-        key_prefix: &str,
-    ) -> Result<RedisState, StateError> {
-        let addr = addrs.first().ok_or(StateError::NoAddress)?;
-        let (host, port) = parse_host_port(addr)?;
-        let mut settings = RedisConnectionInfo::default().set_db(db);
-        if let Some(password) = password {
-            settings = settings.set_password(password);
-        }
-        let info = ConnectionAddr::Tcp(host, port)
-            .into_connection_info()?
-            .set_redis_settings(settings);
-        Self::from_client(Client::open(info)?, key_prefix).await
-    }
-
-    async fn from_client(client: Client, key_prefix: &str) -> Result<RedisState, StateError> {
-        // Three retries back off for about 0.7 s in all, so an unreachable
-        // server reports its real error (e.g. connection refused) rather than
-        // running into the connect deadline below.
-        let config = ConnectionManagerConfig::new()
-            .set_number_of_retries(3)
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            .set_response_timeout(Some(COMMAND_TIMEOUT));
-        let commands = deadline(
-            "connect",
-            CONNECT_TIMEOUT,
-            ConnectionManager::new_with_config(client.clone(), config),
-        )
-        .await?;
-        Ok(RedisState {
-            client,
-            commands,
-            blocking: Mutex::new(Vec::new()),
-            key_prefix: key_prefix.to_owned(),
-            acquire_lease: Script::new(ACQUIRE_LEASE),
-            release_lease: Script::new(RELEASE_LEASE),
-        })
-    }
-
     fn name(&self, kind: &str, name: &str) -> String {
         format!("{}{kind}:{name}", self.key_prefix)
     }
@@ -119,40 +73,6 @@ impl RedisState {
     fn commands(&self) -> ConnectionManager {
         self.commands.clone()
     }
-
-    async fn blocking_connection(&self) -> Result<MultiplexedConnection, StateError> {
-        // No response timeout: each BLPOP gets its own deadline from its wait.
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            .set_response_timeout(None);
-        deadline(
-            "connect",
-            CONNECT_TIMEOUT,
-            self.client
-                .get_multiplexed_async_connection_with_config(&config),
-        )
-        .await
-    }
-
-    async fn blocking_pop(
-        &self,
-        conn: &mut MultiplexedConnection,
-        key: &str,
-        wait: Duration,
-    ) -> Result<Option<Vec<u8>>, StateError> {
-        // BLPOP takes fractional seconds (Redis >= 6); 0 would mean forever.
-        let seconds = millis(wait) as f64 / 1000.0;
-        let popped: Option<(Vec<u8>, Vec<u8>)> = deadline(
-            "pop",
-            wait + COMMAND_TIMEOUT,
-            ::redis::cmd("BLPOP")
-                .arg(key)
-                .arg(seconds)
-                .query_async(conn),
-        )
-        .await?;
-        Ok(popped.map(|(_, value)| value))
-    }
 }
 
 /// Milliseconds for PX and BLPOP, rounded up and at least 1: Redis rejects PX 0 and reads a 0 wait as forever.
@@ -160,21 +80,6 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos().div_ceil(1_000_000))
         .unwrap_or(u64::MAX)
         .max(1)
-}
-
-/// Splits "host:port", accepting "[v6]:port" too.
-fn parse_host_port(addr: &str) -> Result<(String, u16), StateError> {
-    let invalid = || StateError::InvalidAddress(addr.to_owned());
-    let (host, port) = addr.rsplit_once(':').ok_or_else(invalid)?;
-    let host = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
-    let port = port.parse().map_err(|_| invalid())?;
-    if host.is_empty() {
-        return Err(invalid());
-    }
-    Ok((host.to_owned(), port))
 }
 
 /// Runs a Redis future under a deadline of our own, on top of any the client sets.
@@ -288,31 +193,7 @@ impl HotState for RedisState {
                 .query_async(&mut self.commands())
                 .await?);
         }
-        let pooled = self.blocking.lock().await.pop();
-        let (conn, popped) = match pooled {
-            Some(mut conn) => match self.blocking_pop(&mut conn, &key, wait).await {
-                // The server may have closed an idle pooled connection; a
-                // dropped connection served no BLPOP, so one retry on a fresh
-                // connection cannot pop an item twice.
-                Err(StateError::Redis(e)) if e.is_connection_dropped() || e.is_io_error() => {
-                    let mut conn = self.blocking_connection().await?;
-                    let popped = self.blocking_pop(&mut conn, &key, wait).await?;
-                    (conn, popped)
-                }
-                popped => (conn, popped?),
-            },
-            None => {
-                let mut conn = self.blocking_connection().await?;
-                let popped = self.blocking_pop(&mut conn, &key, wait).await?;
-                (conn, popped)
-            }
-        };
-        let mut idle = self.blocking.lock().await;
-        // Beyond the cap, the connection is closed here by being dropped.
-        if idle.len() < IDLE_BLOCKING_CONNECTIONS {
-            idle.push(conn);
-        }
-        Ok(popped)
+        self.pop_blocking(&key, wait).await
     }
 
     async fn queue_len(&self, queue: &str) -> Result<u64, StateError> {
@@ -347,29 +228,57 @@ impl HotState for RedisState {
             .map(|message| message.get_payload_bytes().to_vec())
             .boxed())
     }
+
+    async fn set_capacity(&self, key: &str, amounts: &[(&str, i64)]) -> Result<(), StateError> {
+        self.capacity_set(key, amounts).await
+    }
+
+    async fn try_reserve(&self, key: &str, amounts: &[(&str, i64)]) -> Result<bool, StateError> {
+        self.capacity_try_reserve(key, amounts).await
+    }
+
+    async fn release(&self, key: &str, amounts: &[(&str, i64)]) -> Result<(), StateError> {
+        self.capacity_release(key, amounts).await
+    }
+
+    async fn get_capacity(&self, key: &str) -> Result<Option<Vec<(String, i64)>>, StateError> {
+        self.capacity_get(key).await
+    }
+
+    async fn delete_capacity(&self, key: &str) -> Result<bool, StateError> {
+        self.capacity_delete(key).await
+    }
+
+    async fn set_add(&self, set: &str, member: &str) -> Result<bool, StateError> {
+        self.set_insert(set, member).await
+    }
+
+    async fn set_remove(&self, set: &str, member: &str) -> Result<bool, StateError> {
+        self.set_delete(set, member).await
+    }
+
+    async fn set_members(&self, set: &str) -> Result<Vec<String>, StateError> {
+        self.set_list(set).await
+    }
+
+    async fn log_append(
+        &self,
+        key: &str,
+        entry: &[u8],
+        max_entries: u64,
+        ttl: Duration,
+    ) -> Result<(), StateError> {
+        self.log_push(key, entry, max_entries, ttl).await
+    }
+
+    async fn log_range(&self, key: &str) -> Result<Vec<Vec<u8>>, StateError> {
+        self.log_entries(key).await
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_port_is_parsed() {
-        let parsed = parse_host_port("redis.internal:6380").unwrap();
-        assert_eq!(parsed, ("redis.internal".to_owned(), 6380));
-        let parsed = parse_host_port("[::1]:6379").unwrap();
-        assert_eq!(parsed, ("::1".to_owned(), 6379));
-    }
-
-    #[test]
-    fn address_without_a_port_is_rejected() {
-        for bad in ["redis.internal", "redis.internal:", ":6379", "host:port"] {
-            assert!(
-                matches!(parse_host_port(bad), Err(StateError::InvalidAddress(_))),
-                "{bad}"
-            );
-        }
-    }
 
     #[test]
     fn millis_rounds_up_and_is_never_zero() {

@@ -1,0 +1,260 @@
+//! `levers9 container`.
+
+use std::io::Write;
+
+use anyhow::{bail, Context as _, Result};
+use clap::Subcommand;
+use futures::StreamExt;
+use levers9_api::v1::{
+    container_log_event, Container, GetContainerRequest, ListContainersRequest,
+    RunContainerRequest, StopContainerRequest, StreamContainerLogsRequest,
+};
+
+use crate::client::Client;
+use crate::output::{self, ExitWith};
+
+/// Container commands.
+#[derive(Debug, Subcommand)]
+pub enum ContainerCommand {
+    /// Run a container, print its output, and exit with its exit code.
+    Run {
+        /// Image reference, e.g. registry.example.com/team/app@sha256:….
+        image: String,
+        /// Pool to run in.
+        #[arg(long, default_value = "default")]
+        pool: String,
+        /// CPU: cores (1, 0.5) or millicores (500m).
+        #[arg(long, default_value = "1")]
+        cpu: String,
+        /// Memory: 512Mi, 2Gi or MiB as a number.
+        #[arg(long, default_value = "512Mi")]
+        memory: String,
+        /// Environment variable NAME=value (repeatable).
+        #[arg(long = "env", short = 'e')]
+        env: Vec<String>,
+        /// Return as soon as it is scheduled; print its id.
+        #[arg(long, short = 'd')]
+        detach: bool,
+        /// The command, after --; the image's own command if omitted.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// List your containers, recent ended ones included.
+    List,
+    /// Stop a container.
+    Stop {
+        /// Container id.
+        id: String,
+    },
+    /// Print a container's output.
+    Logs {
+        /// Follow the output until the container ends.
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// Container id.
+        id: String,
+    },
+}
+
+/// `500m` → 500, `0.5` → 500, `2` → 2000.
+fn parse_cpu(text: &str) -> Result<u64> {
+    let invalid = || format!("--cpu {text:?} must be cores (1, 0.5) or millicores (500m)");
+    let millicores = match text.strip_suffix('m') {
+        Some(m) => m.parse::<u64>().with_context(invalid)?,
+        None => {
+            let cores: f64 = text.parse().with_context(invalid)?;
+            (cores * 1000.0).round() as u64
+        }
+    };
+    if millicores == 0 {
+        bail!("--cpu must be more than 0");
+    }
+    Ok(millicores)
+}
+
+/// `512Mi` → 512, `2Gi` → 2048, `300` → 300.
+fn parse_memory(text: &str) -> Result<u64> {
+    let invalid = || format!("--memory {text:?} must be like 512Mi, 2Gi or a number of MiB");
+    let mib = if let Some(gi) = text.strip_suffix("Gi") {
+        gi.parse::<u64>().with_context(invalid)? * 1024
+    } else {
+        text.strip_suffix("Mi")
+            .unwrap_or(text)
+            .parse::<u64>()
+            .with_context(invalid)?
+    };
+    if mib == 0 {
+        bail!("--memory must be more than 0");
+    }
+    Ok(mib)
+}
+
+/// Runs a container command.
+pub async fn run(command: ContainerCommand, context: Option<&str>) -> Result<()> {
+    let client = super::connect(context).await?;
+    match command {
+        ContainerCommand::Run {
+            image,
+            pool,
+            cpu,
+            memory,
+            env,
+            detach,
+            command,
+        } => {
+            let env = env
+                .iter()
+                .map(|kv| {
+                    kv.split_once('=')
+                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                        .with_context(|| format!("--env {kv:?} must be NAME=value"))
+                })
+                .collect::<Result<_>>()?;
+            let container = client
+                .containers()
+                .run_container(RunContainerRequest {
+                    image,
+                    args: command,
+                    env,
+                    pool,
+                    cpu_millicores: parse_cpu(&cpu)?,
+                    memory_mib: parse_memory(&memory)?,
+                })
+                .await?
+                .into_inner()
+                .container
+                .context("the controlplane sent no container")?;
+            if detach {
+                println!("{}", container.container_id);
+                return Ok(());
+            }
+            eprintln!("container {}", container.container_id);
+            let ended = print_logs(&client, &container.container_id, true).await?;
+            finish(ended)
+        }
+        ContainerCommand::List => {
+            let containers = client
+                .containers()
+                .list_containers(ListContainersRequest {})
+                .await?
+                .into_inner()
+                .containers;
+            let rows: Vec<Vec<String>> = containers
+                .into_iter()
+                .map(|c| {
+                    let exit = if c.state == "exited" {
+                        c.exit_code.to_string()
+                    } else {
+                        "-".into()
+                    };
+                    vec![
+                        c.container_id,
+                        c.image,
+                        c.pool,
+                        output::or_dash(&c.worker_id),
+                        c.state,
+                        exit,
+                        c.created_at,
+                    ]
+                })
+                .collect();
+            output::table(
+                &["ID", "IMAGE", "POOL", "WORKER", "STATE", "EXIT", "CREATED"],
+                &rows,
+            );
+            Ok(())
+        }
+        ContainerCommand::Stop { id } => {
+            client
+                .containers()
+                .stop_container(StopContainerRequest {
+                    container_id: id.clone(),
+                })
+                .await?;
+            eprintln!("Stopping container {id}");
+            Ok(())
+        }
+        ContainerCommand::Logs { follow, id } => {
+            client
+                .containers()
+                .get_container(GetContainerRequest {
+                    container_id: id.clone(),
+                })
+                .await?;
+            print_logs(&client, &id, follow).await?;
+            Ok(())
+        }
+    }
+}
+
+/// Copies the container's output to ours; returns the container if it ended.
+async fn print_logs(client: &Client, id: &str, follow: bool) -> Result<Option<Container>> {
+    let mut stream = client
+        .containers()
+        .stream_container_logs(StreamContainerLogsRequest {
+            container_id: id.to_owned(),
+            follow,
+        })
+        .await?
+        .into_inner();
+    let mut ended = None;
+    while let Some(event) = stream.next().await {
+        match event?.kind {
+            Some(container_log_event::Kind::Log(chunk)) => {
+                if chunk.stream == "stderr" {
+                    std::io::stderr().write_all(&chunk.data)?;
+                } else {
+                    std::io::stdout().write_all(&chunk.data)?;
+                }
+            }
+            Some(container_log_event::Kind::Exited(container)) => ended = Some(container),
+            None => {}
+        }
+    }
+    std::io::stdout().flush()?;
+    Ok(ended)
+}
+
+/// Exits like the container did: its exit code, or 125 when it never ran
+/// (docker's convention), with the reason on stderr.
+fn finish(ended: Option<Container>) -> Result<()> {
+    let Some(container) = ended else {
+        bail!("the log stream ended before the container did: see levers9 container list");
+    };
+    match container.state.as_str() {
+        "exited" if container.exit_code == 0 => Ok(()),
+        "exited" => {
+            if container.oom_killed {
+                eprintln!(
+                    "container {}: {}",
+                    container.container_id, container.message
+                );
+            }
+            Err(ExitWith(u8::try_from(container.exit_code).unwrap_or(1)).into())
+        }
+        state => {
+            eprintln!(
+                "container {} {state}: {}",
+                container.container_id, container.message
+            );
+            Err(ExitWith(125).into())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_cpu, parse_memory};
+
+    #[test]
+    fn resources_parse_like_kubernetes_quantities() {
+        assert_eq!(parse_cpu("500m").unwrap(), 500);
+        assert_eq!(parse_cpu("0.5").unwrap(), 500);
+        assert_eq!(parse_cpu("2").unwrap(), 2000);
+        assert!(parse_cpu("lots").is_err());
+        assert_eq!(parse_memory("512Mi").unwrap(), 512);
+        assert_eq!(parse_memory("2Gi").unwrap(), 2048);
+        assert_eq!(parse_memory("300").unwrap(), 300);
+        assert!(parse_memory("1TB").is_err());
+    }
+}

@@ -1,0 +1,220 @@
+//! Workers and test images for end-to-end container tests.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use levers9_api::v1::{CreateTokenRequest, GetContainerRequest, ListWorkersRequest};
+
+use super::{text, with_token, Controlplane, BIN};
+
+/// The busybox test image, built and pushed once per test binary; its
+/// reference by digest.
+pub fn busybox_image() -> String {
+    static IMAGE: OnceLock<String> = OnceLock::new();
+    IMAGE
+        .get_or_init(|| {
+            let registry = std::env::var("LEVERS9_TEST_REGISTRY").unwrap_or_else(|_| {
+                panic!("LEVERS9_TEST_REGISTRY is not set: run the tests with scripts/test-servers.sh (make test)")
+            });
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/push-busybox-image.sh");
+            let tag = format!("{registry}/levers9-e2e/busybox:{}", std::process::id());
+            let out = Command::new(script).arg(&tag).output().expect("push the test image");
+            assert!(out.status.success(), "push failed: {}", text(&out.stderr));
+            text(&out.stdout).trim().to_owned()
+        })
+        .clone()
+}
+
+/// A worker process; stopped with SIGTERM (containers stopped too) on drop.
+pub struct Worker {
+    child: Option<Child>,
+    pub state_dir: tempfile::TempDir,
+    log: std::path::PathBuf,
+}
+
+impl Worker {
+    /// Starts a worker of `pool` on `runtime` (runc or gvisor) and waits
+    /// until the controlplane lists it.
+    pub async fn start(cp: &Controlplane, admin: &str, pool: &str, runtime: &str) -> Worker {
+        let state_dir = tempfile::Builder::new()
+            .prefix("l9w-")
+            .tempdir()
+            .expect("state dir");
+        Self::start_in(cp, admin, pool, runtime, state_dir).await
+    }
+
+    /// Like [`Worker::start`], reusing a state dir (a restarted worker).
+    pub async fn start_in(
+        cp: &Controlplane,
+        admin: &str,
+        pool: &str,
+        runtime: &str,
+        state_dir: tempfile::TempDir,
+    ) -> Worker {
+        let token = cp
+            .tokens()
+            .await
+            .create_token(with_token(
+                CreateTokenRequest {
+                    token_type: "worker".into(),
+                    description: "e2e".into(),
+                },
+                admin,
+            ))
+            .await
+            .expect("worker token")
+            .into_inner()
+            .secret;
+        let log = state_dir.path().join("worker.log");
+        let log_file = std::fs::File::create(&log).expect("log");
+        let worker_id = format!("w-{}-{}", pool, uuid_suffix());
+        let child = Command::new(BIN)
+            .args([
+                "worker",
+                "--pool",
+                pool,
+                "--runtime",
+                runtime,
+                "--worker-id",
+                &worker_id,
+            ])
+            .args(["--cpu-millicores", "2000", "--memory-mib", "2048"])
+            .arg("--controlplane")
+            .arg(format!("127.0.0.1:{}", cp.grpc_port))
+            .arg("--state-dir")
+            .arg(state_dir.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("LEVERS9_TOKEN", token)
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().expect("log"))
+            .stderr(log_file)
+            .spawn()
+            .expect("spawn levers9 worker");
+        let worker = Worker {
+            child: Some(child),
+            state_dir,
+            log,
+        };
+        worker.wait_listed(cp, admin, &worker_id).await;
+        worker
+    }
+
+    async fn wait_listed(&self, cp: &Controlplane, admin: &str, worker_id: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let workers = cp
+                .workers()
+                .await
+                .list_workers(with_token(ListWorkersRequest {}, admin))
+                .await
+                .expect("list workers")
+                .into_inner()
+                .workers;
+            if workers
+                .iter()
+                .any(|w| w.worker_id == worker_id && w.status == "ready")
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "worker never registered:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Kills the process with SIGKILL, leaving its containers behind.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Stops it with SIGTERM and hands back its state dir.
+    pub fn stop(mut self) -> tempfile::TempDir {
+        self.terminate();
+        let dir = tempfile::Builder::new().tempdir().expect("dir");
+        std::mem::replace(&mut self.state_dir, dir)
+    }
+
+    fn terminate(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.terminate();
+    }
+}
+
+fn uuid_suffix() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Waits until the container is in `state` and returns it.
+pub async fn wait_for_state(
+    cp: &Controlplane,
+    admin: &str,
+    container_id: &str,
+    state: &str,
+    within: Duration,
+) -> levers9_api::v1::Container {
+    let deadline = Instant::now() + within;
+    loop {
+        let container = cp
+            .containers()
+            .await
+            .get_container(with_token(
+                GetContainerRequest {
+                    container_id: container_id.into(),
+                },
+                admin,
+            ))
+            .await
+            .expect("get container")
+            .into_inner()
+            .container
+            .expect("container");
+        if container.state == state {
+            return container;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "container {container_id} is {} ({}), not {state}",
+            container.state,
+            container.message
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

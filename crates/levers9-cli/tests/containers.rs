@@ -1,0 +1,296 @@
+//! Containers end to end: a controlplane, workers running real runc and
+//! runsc, images pulled from the test registry, the CLI.
+
+mod common;
+
+use std::time::Duration;
+
+use common::fleet::{busybox_image, wait_for_state, Worker};
+use common::{text, with_token, Backend, Controlplane};
+use levers9_api::v1::{RunContainerRequest, StopContainerRequest};
+
+fn cli_env(cp: &Controlplane, token: &str) -> Vec<(String, String)> {
+    vec![
+        ("LEVERS9_TOKEN".into(), token.into()),
+        ("LEVERS9_CONTROLPLANE_HOST".into(), "127.0.0.1".into()),
+        ("LEVERS9_CONTROLPLANE_PORT".into(), cp.grpc_port.to_string()),
+    ]
+}
+
+fn run_cli(cp: &Controlplane, token: &str, args: &[&str]) -> std::process::Output {
+    let home = tempfile::tempdir().expect("home");
+    let env = cli_env(cp, token);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    cp.cli(home.path(), args, &env, None)
+}
+
+async fn detached(cp: &Controlplane, admin: &str, args: &[&str], memory_mib: u64) -> String {
+    cp.containers()
+        .await
+        .run_container(with_token(
+            RunContainerRequest {
+                image: busybox_image(),
+                args: args.iter().map(|a| a.to_string()).collect(),
+                memory_mib,
+                ..Default::default()
+            },
+            admin,
+        ))
+        .await
+        .expect("run")
+        .into_inner()
+        .container
+        .expect("container")
+        .container_id
+}
+
+async fn run_prints_output_and_exits_with_the_code(backend: Backend) {
+    let cp = Controlplane::start(backend);
+    let admin = cp.admin_token().await;
+    let _worker = Worker::start(&cp, &admin, "default", "runc").await;
+    let image = busybox_image();
+    let out = run_cli(
+        &cp,
+        &admin,
+        &[
+            "container",
+            "run",
+            &image,
+            "--",
+            "sh",
+            "-c",
+            "echo hello from levers9; echo oops >&2; exit 3",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "hello from levers9\n");
+    assert!(text(&out.stderr).contains("oops"));
+
+    let listed = text(&run_cli(&cp, &admin, &["container", "list"]).stdout);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.contains("exited") && l.contains(" 3 ")),
+        "{listed}"
+    );
+    let workers = text(&run_cli(&cp, &admin, &["worker", "list"]).stdout);
+    assert!(
+        workers.contains("2000m/2000m") && workers.contains("ready"),
+        "capacity given back: {workers}"
+    );
+}
+
+#[tokio::test]
+async fn gvisor_runs_the_same_container() {
+    let cp = Controlplane::start(Backend::Embedded);
+    let admin = cp.admin_token().await;
+    let _worker = Worker::start(&cp, &admin, "sandboxed", "gvisor").await;
+    let image = busybox_image();
+    let out = run_cli(
+        &cp,
+        &admin,
+        &[
+            "container",
+            "run",
+            "--pool",
+            "sandboxed",
+            &image,
+            "--",
+            "sh",
+            "-c",
+            "echo from gvisor; exit 5",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(5), "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "from gvisor\n");
+}
+
+#[tokio::test]
+async fn unknown_pools_and_missing_images_are_named() {
+    let cp = Controlplane::start(Backend::Embedded);
+    let admin = cp.admin_token().await;
+    let _worker = Worker::start(&cp, &admin, "default", "runc").await;
+    let image = busybox_image();
+    let out = run_cli(
+        &cp,
+        &admin,
+        &["container", "run", "--pool", "h200", &image, "--", "true"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("unknown pool \"h200\""),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let registry = std::env::var("LEVERS9_TEST_REGISTRY").expect("registry");
+    let missing = format!("{registry}/levers9-e2e/not-pushed:1");
+    let out = run_cli(&cp, &admin, &["container", "run", &missing, "--", "true"]);
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&missing),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn an_oom_kill_is_reported_as_such() {
+    let cp = Controlplane::start(Backend::Embedded);
+    let admin = cp.admin_token().await;
+    let _worker = Worker::start(&cp, &admin, "default", "runc").await;
+    let image = busybox_image();
+    // The shell holds the whole output of the substitution in memory.
+    let out = run_cli(
+        &cp,
+        &admin,
+        &[
+            "container",
+            "run",
+            "--memory",
+            "16Mi",
+            &image,
+            "--",
+            "sh",
+            "-c",
+            "x=$(yes | head -c 67108864); echo survived",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(137),
+        "stderr: {}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stderr).contains("OOM"), "{}", text(&out.stderr));
+    assert!(!text(&out.stdout).contains("survived"));
+}
+
+#[tokio::test]
+async fn stop_ends_a_running_container_and_leaves_nothing_behind() {
+    let cp = Controlplane::start(Backend::Embedded);
+    let admin = cp.admin_token().await;
+    let worker = Worker::start(&cp, &admin, "default", "runc").await;
+    // PID 1 gets no default signal handling: the shell traps SIGTERM itself.
+    let id = detached(
+        &cp,
+        &admin,
+        &[
+            "sh",
+            "-c",
+            "trap 'echo got TERM; exit 143' TERM; echo ready; sleep 100 & wait",
+        ],
+        64,
+    )
+    .await;
+    wait_for_state(&cp, &admin, &id, "running", Duration::from_secs(30)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !text(&run_cli(&cp, &admin, &["container", "logs", &id]).stdout).contains("ready") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the trap was never set"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    cp.containers()
+        .await
+        .stop_container(with_token(
+            StopContainerRequest {
+                container_id: id.clone(),
+            },
+            &admin,
+        ))
+        .await
+        .expect("stop");
+    let ended = wait_for_state(&cp, &admin, &id, "exited", Duration::from_secs(30)).await;
+    assert_eq!(
+        ended.exit_code, 143,
+        "ended by SIGTERM, before the grace ran out"
+    );
+    let logs = text(&run_cli(&cp, &admin, &["container", "logs", &id]).stdout);
+    assert!(logs.contains("got TERM"), "{logs}");
+    let state_dir = worker.state_dir.path().display().to_string();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    assert!(
+        !mounts.contains(&state_dir),
+        "a mount is left under {state_dir}"
+    );
+    let runc_root = worker.state_dir.path().join("runtime/runc");
+    let listed = std::process::Command::new("runc")
+        .arg("--root")
+        .arg(&runc_root)
+        .args(["list", "-q"])
+        .output()
+        .expect("runc list");
+    assert_eq!(
+        text(&listed.stdout).trim(),
+        "",
+        "runc still lists containers"
+    );
+}
+
+/// A worker killed with SIGKILL stops heartbeating: within its TTL it is
+/// declared lost, and so are its containers.
+#[tokio::test]
+async fn a_killed_worker_is_marked_lost_within_its_ttl() {
+    let mut env = common::backend_env(Backend::Servers);
+    env.push(("LEVERS9_BOOTSTRAP_SECRET".into(), common::SECRET.into()));
+    env.push(("LEVERS9_WORKER_HEARTBEAT_TTL_SECONDS".into(), "2".into()));
+    let cp = Controlplane::start_with(env);
+    let admin = cp.admin_token().await;
+    let mut worker = Worker::start(&cp, &admin, "default", "runc").await;
+    let id = detached(&cp, &admin, &["sleep", "100"], 64).await;
+    wait_for_state(&cp, &admin, &id, "running", Duration::from_secs(30)).await;
+    worker.kill();
+    let lost = wait_for_state(&cp, &admin, &id, "lost", Duration::from_secs(8)).await;
+    assert!(
+        lost.message.contains("stopped sending heartbeats"),
+        "{}",
+        lost.message
+    );
+    let workers = text(&run_cli(&cp, &admin, &["worker", "list"]).stdout);
+    assert!(!workers.contains("ready"), "{workers}");
+    // A worker started again on the same state dir reaps what was left.
+    let dir = std::mem::replace(&mut worker.state_dir, tempfile::tempdir().expect("dir"));
+    let again = Worker::start_in(&cp, &admin, "default", "runc", dir).await;
+    assert!(
+        again
+            .log()
+            .contains("removed containers left by a previous run"),
+        "{}",
+        again.log()
+    );
+}
+
+/// The controlplane dies while a container runs; the container goes on,
+/// the worker reconnects to the restarted controlplane, and the end of the
+/// container (exit code and output) is still reported.
+#[tokio::test]
+async fn a_container_outlives_a_controlplane_restart() {
+    let mut env = common::backend_env(Backend::Servers);
+    env.push(("LEVERS9_BOOTSTRAP_SECRET".into(), common::SECRET.into()));
+    let grpc_port = common::free_port();
+    let http_port = common::free_port();
+    env.push(("LEVERS9_GRPC_PORT".into(), grpc_port.to_string()));
+    env.push(("LEVERS9_HTTP_PORT".into(), http_port.to_string()));
+    let first = Controlplane::start_with(env.clone());
+    let admin = first.admin_token().await;
+    let _worker = Worker::start(&first, &admin, "default", "runc").await;
+    let id = detached(
+        &first,
+        &admin,
+        &["sh", "-c", "sleep 3; echo done; exit 4"],
+        64,
+    )
+    .await;
+    wait_for_state(&first, &admin, &id, "running", Duration::from_secs(30)).await;
+    drop(first);
+
+    let second = Controlplane::start_with(env);
+    let ended = wait_for_state(&second, &admin, &id, "exited", Duration::from_secs(30)).await;
+    assert_eq!(ended.exit_code, 4);
+    let logs = run_cli(&second, &admin, &["container", "logs", &id]);
+    assert_eq!(text(&logs.stdout), "done\n", "{}", text(&logs.stderr));
+}
+
+on_both_backends!(run_prints_output_and_exits_with_the_code);

@@ -1,0 +1,301 @@
+//! One worker's stream, on the replica it dialled: registration, heartbeats,
+//! container events and logs in; run and stop requests out.
+//!
+//! Requests for a worker may be placed by any replica: they go to the
+//! worker's inbox queue in the hot state, and the replica holding its stream
+//! pumps them out. A run request not acknowledged when the stream ends is
+//! put back in the backlog, its capacity released, so it runs elsewhere.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use chrono::Utc;
+use levers9_api::v1::{
+    controlplane_message, worker_message, ContainerEvent, ControlplaneMessage, LogChunk, Register,
+    Registered, WorkerMessage,
+};
+use prost::Message;
+use tokio::sync::mpsc;
+use tonic::{Status, Streaming};
+
+use super::records::{state, WorkerRecord};
+use super::scheduler::BACKLOG;
+use super::Fleet;
+use crate::error::ApiError;
+
+/// How long a new stream may take to send its Register.
+const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one pop of an inbox waits.
+const INBOX_WAIT: Duration = Duration::from_secs(1);
+
+/// The inbox queue of a worker.
+pub fn inbox(worker_id: &str) -> String {
+    format!("worker-inbox:{worker_id}")
+}
+
+/// Run requests sent and not yet acknowledged: request id → container id.
+#[derive(Default)]
+struct Unacked(Mutex<HashMap<String, String>>);
+
+impl Unacked {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, String>> {
+        // Every critical section is a single insert/remove/drain.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Reads the Register that must open the stream and answers it; returns the
+/// worker and the channel the rest of the session writes to.
+pub async fn open(
+    fleet: &Fleet,
+    inbound: &mut Streaming<WorkerMessage>,
+) -> Result<
+    (
+        WorkerRecord,
+        mpsc::Receiver<Result<ControlplaneMessage, Status>>,
+        mpsc::Sender<Result<ControlplaneMessage, Status>>,
+    ),
+    ApiError,
+> {
+    let first = tokio::time::timeout(REGISTER_TIMEOUT, inbound.message())
+        .await
+        .map_err(|_| {
+            ApiError::InvalidArgument("no Register within 10 s of opening the stream".into())
+        })?
+        .map_err(|s| ApiError::InvalidArgument(format!("the stream broke: {}", s.message())))?;
+    let Some(WorkerMessage {
+        kind: Some(worker_message::Kind::Register(register)),
+    }) = first
+    else {
+        return Err(ApiError::InvalidArgument(
+            "the first message on a worker stream must be Register".into(),
+        ));
+    };
+    let worker = register_worker(fleet, register).await?;
+    let (tx, rx) = mpsc::channel(64);
+    let interval = fleet.heartbeat_ttl() / 4;
+    let registered = ControlplaneMessage {
+        kind: Some(controlplane_message::Kind::Registered(Registered {
+            heartbeat_interval_ms: u32::try_from(interval.as_millis()).unwrap_or(u32::MAX),
+        })),
+    };
+    // The channel is fresh and has room: this cannot fail.
+    let _ = tx.send(Ok(registered)).await;
+    Ok((worker, rx, tx))
+}
+
+async fn register_worker(fleet: &Fleet, register: Register) -> Result<WorkerRecord, ApiError> {
+    if register.worker_id.is_empty() || register.pool.is_empty() {
+        return Err(ApiError::InvalidArgument(
+            "Register needs a worker_id and a pool".into(),
+        ));
+    }
+    let capacity = register.capacity.unwrap_or_default();
+    let worker = WorkerRecord {
+        id: register.worker_id,
+        pool: register.pool,
+        hostname: register.hostname,
+        runtime: register.runtime,
+        cpu_millicores: capacity.cpu_millicores,
+        memory_mib: capacity.memory_mib,
+        gpus: capacity
+            .gpus
+            .into_iter()
+            .map(|g| (g.gpu_type, g.device_ids))
+            .collect(),
+        last_heartbeat_at: Utc::now(),
+    };
+    // Free capacity is the total less what the containers on record for this
+    // worker hold, whether they run already or wait in its inbox: a worker
+    // reconnecting after a controlplane restart keeps its accounting.
+    let (mut cpu, mut memory) = (
+        i64::try_from(worker.cpu_millicores).unwrap_or(i64::MAX),
+        i64::try_from(worker.memory_mib).unwrap_or(i64::MAX),
+    );
+    for id in fleet.worker_containers(&worker.id).await? {
+        if let Some(c) = fleet.container(&id).await? {
+            if !state::is_final(&c.state) {
+                cpu -= i64::try_from(c.cpu_millicores).unwrap_or(0);
+                memory -= i64::try_from(c.memory_mib).unwrap_or(0);
+            }
+        }
+    }
+    fleet.put_worker(&worker).await?;
+    fleet.set_free_capacity(&worker.id, cpu, memory).await?;
+    fleet.touch_alive(&worker.id).await?;
+    let reported: Vec<&str> = register
+        .running
+        .iter()
+        .map(|r| r.container_id.as_str())
+        .collect();
+    tracing::info!(worker_id = %worker.id, pool = %worker.pool, hostname = %worker.hostname, cpu_millicores = worker.cpu_millicores, memory_mib = worker.memory_mib, running = ?reported, "worker registered");
+    Ok(worker)
+}
+
+/// Serves a registered worker's stream until it ends.
+pub async fn serve(
+    fleet: Fleet,
+    worker: WorkerRecord,
+    mut inbound: Streaming<WorkerMessage>,
+    outbound: mpsc::Sender<Result<ControlplaneMessage, Status>>,
+) {
+    let unacked = Arc::new(Unacked::default());
+    let pump = tokio::spawn(pump_inbox(
+        fleet.clone(),
+        worker.id.clone(),
+        outbound.clone(),
+        unacked.clone(),
+    ));
+    loop {
+        let message = match inbound.message().await {
+            Ok(Some(message)) => message,
+            Ok(None) => break,
+            Err(status) => {
+                tracing::info!(worker_id = %worker.id, error = %status.message(), "worker stream broke");
+                break;
+            }
+        };
+        if let Err(error) = handle(&fleet, &worker, &unacked, message).await {
+            tracing::warn!(worker_id = %worker.id, %error, "cannot handle a worker message");
+        }
+    }
+    drop(outbound);
+    pump.abort();
+    let _ = pump.await;
+    requeue_unacked(&fleet, &worker, &unacked).await;
+    tracing::info!(worker_id = %worker.id, "worker stream closed");
+}
+
+async fn handle(
+    fleet: &Fleet,
+    worker: &WorkerRecord,
+    unacked: &Unacked,
+    message: WorkerMessage,
+) -> Result<(), ApiError> {
+    match message.kind {
+        Some(worker_message::Kind::Heartbeat(_)) => {
+            fleet.touch_alive(&worker.id).await?;
+            let mut record = worker.clone();
+            record.last_heartbeat_at = Utc::now();
+            fleet.put_worker(&record).await?;
+        }
+        Some(worker_message::Kind::Ack(ack)) => {
+            unacked.lock().remove(&ack.request_id);
+        }
+        Some(worker_message::Kind::Event(event)) => container_event(fleet, worker, event).await?,
+        Some(worker_message::Kind::Log(chunk)) => {
+            fleet
+                .append_log(&chunk.container_id, &chunk.encode_to_vec())
+                .await?;
+        }
+        Some(worker_message::Kind::Register(_)) => {
+            return Err(ApiError::InvalidArgument(
+                "Register may only open a stream".into(),
+            ))
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+async fn container_event(
+    fleet: &Fleet,
+    worker: &WorkerRecord,
+    event: ContainerEvent,
+) -> Result<(), ApiError> {
+    let Some(mut container) = fleet.container(&event.container_id).await? else {
+        tracing::warn!(worker_id = %worker.id, container_id = %event.container_id, "event for an unknown container");
+        return Ok(());
+    };
+    if container.worker_id != worker.id || state::is_final(&container.state) {
+        return Ok(());
+    }
+    container.state = event.state.clone();
+    container.exit_code = event.exit_code;
+    container.oom_killed = event.oom_killed;
+    container.message = event.message;
+    fleet.put_container(&container).await?;
+    if state::is_final(&container.state) {
+        fleet.release(&worker.id, &container).await?;
+        fleet.publish_end(&container.id).await?;
+        tracing::info!(container_id = %container.id, state = %container.state, exit_code = container.exit_code, oom_killed = container.oom_killed, "container ended");
+    }
+    Ok(())
+}
+
+/// Moves requests from the worker's inbox to its stream. Runs in its own
+/// task so a pop is never cancelled half-way (which could lose a request).
+async fn pump_inbox(
+    fleet: Fleet,
+    worker_id: String,
+    outbound: mpsc::Sender<Result<ControlplaneMessage, Status>>,
+    unacked: Arc<Unacked>,
+) {
+    let queue = inbox(&worker_id);
+    while !outbound.is_closed() {
+        let bytes = match fleet.state().pop(&queue, INBOX_WAIT).await {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => continue,
+            Err(error) => {
+                tracing::warn!(%error, %worker_id, "cannot read the worker inbox");
+                tokio::time::sleep(INBOX_WAIT).await;
+                continue;
+            }
+        };
+        let Ok(message) = ControlplaneMessage::decode(bytes.as_slice()) else {
+            tracing::error!(%worker_id, "dropping an unreadable inbox message");
+            continue;
+        };
+        if let Some(controlplane_message::Kind::Run(run)) = &message.kind {
+            unacked
+                .lock()
+                .insert(run.request_id.clone(), run.container_id.clone());
+        }
+        if outbound.send(Ok(message)).await.is_err() {
+            // The stream is gone: give the request back for the next stream.
+            if let Err(error) = fleet.state().push(&queue, &bytes).await {
+                tracing::error!(%error, %worker_id, "cannot return a request to the inbox");
+            }
+            break;
+        }
+    }
+}
+
+async fn requeue_unacked(fleet: &Fleet, worker: &WorkerRecord, unacked: &Unacked) {
+    let pending: Vec<String> = unacked.lock().drain().map(|(_, c)| c).collect();
+    for container_id in pending {
+        let result = async {
+            let Some(mut container) = fleet.container(&container_id).await? else {
+                return Ok::<(), ApiError>(());
+            };
+            if container.state != state::SCHEDULED || container.worker_id != worker.id {
+                return Ok(());
+            }
+            fleet.release(&worker.id, &container).await?;
+            fleet
+                .state()
+                .set_remove(&format!("worker-containers:{}", worker.id), &container.id)
+                .await?;
+            container.state = state::PENDING.to_owned();
+            container.worker_id.clear();
+            fleet.put_container(&container).await?;
+            fleet.state().push(BACKLOG, container.id.as_bytes()).await?;
+            Ok(())
+        }
+        .await;
+        match result {
+            Ok(()) => {
+                tracing::info!(%container_id, worker_id = %worker.id, "unacknowledged run request requeued")
+            }
+            Err(error) => {
+                tracing::error!(%error, %container_id, "cannot requeue an unacknowledged run request")
+            }
+        }
+    }
+}
+
+/// A log entry as stored: the chunk itself, encoded.
+pub fn decode_log(bytes: &[u8]) -> Option<LogChunk> {
+    LogChunk::decode(bytes).ok()
+}

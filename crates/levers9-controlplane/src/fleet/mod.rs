@@ -1,0 +1,250 @@
+//! The fleet: workers, their capacity and the containers placed on them, kept
+//! in the hot state so any controlplane replica can answer for any of them.
+//!
+//! Keys (each under the hot state's prefix and kind):
+//! - kv `worker:<id>`: [`WorkerRecord`]; kv `worker-alive:<id>`: present
+//!   while the worker heartbeats (expires after the heartbeat TTL);
+//! - capacity `worker:<id>`: free `cpu` and `memory` counters;
+//! - sets `workers`, `pool:<name>`, `worker-containers:<id>`,
+//!   `workspace-containers:<id>`;
+//! - queues `backlog` (container ids waiting for a place) and
+//!   `worker-inbox:<id>` (requests for the replica holding that worker's
+//!   stream);
+//! - kv `container:<id>`: [`ContainerRecord`]; log and channel
+//!   `container:<id>`: its output and events.
+
+pub mod attach;
+pub mod reaper;
+pub mod records;
+pub mod scheduler;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use levers9_state::HotState;
+
+use crate::error::ApiError;
+use records::{decode, encode, ContainerRecord, WorkerRecord};
+
+/// How long records outlive their last change: long enough to list and read
+/// the logs of recent containers, short enough to bound the hot state.
+const RECORD_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Log entries kept per container after it ends.
+pub const MAX_LOG_ENTRIES: u64 = 10_000;
+
+/// Capacity counter names.
+pub const CPU: &str = "cpu";
+/// Capacity counter names.
+pub const MEMORY: &str = "memory";
+
+/// Access to the fleet's records.
+#[derive(Clone)]
+pub struct Fleet {
+    state: Arc<dyn HotState>,
+    heartbeat_ttl: Duration,
+}
+
+impl Fleet {
+    /// A fleet over `state`; workers are lost after `heartbeat_ttl` of silence.
+    pub fn new(state: Arc<dyn HotState>, heartbeat_ttl: Duration) -> Self {
+        Self {
+            state,
+            heartbeat_ttl,
+        }
+    }
+
+    /// The hot state underneath.
+    pub fn state(&self) -> &dyn HotState {
+        self.state.as_ref()
+    }
+
+    /// The heartbeat TTL.
+    pub fn heartbeat_ttl(&self) -> Duration {
+        self.heartbeat_ttl
+    }
+
+    /// Stores a worker record.
+    pub async fn put_worker(&self, worker: &WorkerRecord) -> Result<(), ApiError> {
+        let key = format!("worker:{}", worker.id);
+        self.state
+            .set_with_ttl(&key, &encode(worker), RECORD_TTL)
+            .await?;
+        self.state.set_add("workers", &worker.id).await?;
+        self.state
+            .set_add(&format!("pool:{}", worker.pool), &worker.id)
+            .await?;
+        Ok(())
+    }
+
+    /// A worker record.
+    pub async fn worker(&self, id: &str) -> Result<Option<WorkerRecord>, ApiError> {
+        match self.state.get(&format!("worker:{id}")).await? {
+            Some(bytes) => Ok(Some(decode("worker record", &bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every known worker id.
+    pub async fn worker_ids(&self) -> Result<Vec<String>, ApiError> {
+        Ok(self.state.set_members("workers").await?)
+    }
+
+    /// The ids of the workers of a pool.
+    pub async fn pool_members(&self, pool: &str) -> Result<Vec<String>, ApiError> {
+        Ok(self.state.set_members(&format!("pool:{pool}")).await?)
+    }
+
+    /// Records a heartbeat: the worker stays alive for one more TTL.
+    pub async fn touch_alive(&self, id: &str) -> Result<(), ApiError> {
+        self.state
+            .set_with_ttl(&format!("worker-alive:{id}"), b"1", self.heartbeat_ttl)
+            .await?;
+        Ok(())
+    }
+
+    /// Whether the worker heartbeated within the TTL.
+    pub async fn is_alive(&self, id: &str) -> Result<bool, ApiError> {
+        Ok(self
+            .state
+            .get(&format!("worker-alive:{id}"))
+            .await?
+            .is_some())
+    }
+
+    /// Forgets a worker that is gone: its capacity and set memberships.
+    pub async fn remove_worker(&self, worker: &WorkerRecord) -> Result<(), ApiError> {
+        self.state
+            .delete_capacity(&format!("worker:{}", worker.id))
+            .await?;
+        self.state.set_remove("workers", &worker.id).await?;
+        self.state
+            .set_remove(&format!("pool:{}", worker.pool), &worker.id)
+            .await?;
+        Ok(())
+    }
+
+    /// Free capacity of a worker: (cpu millicores, memory MiB).
+    pub async fn free_capacity(&self, id: &str) -> Result<Option<(i64, i64)>, ApiError> {
+        let Some(counters) = self.state.get_capacity(&format!("worker:{id}")).await? else {
+            return Ok(None);
+        };
+        let get = |name: &str| {
+            counters
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(0, |(_, v)| *v)
+        };
+        Ok(Some((get(CPU), get(MEMORY))))
+    }
+
+    /// Sets a worker's free capacity.
+    pub async fn set_free_capacity(&self, id: &str, cpu: i64, memory: i64) -> Result<(), ApiError> {
+        self.state
+            .set_capacity(&format!("worker:{id}"), &[(CPU, cpu), (MEMORY, memory)])
+            .await?;
+        Ok(())
+    }
+
+    /// Atomically takes a container's resources from a worker; false if
+    /// they no longer fit.
+    pub async fn try_reserve(
+        &self,
+        worker_id: &str,
+        c: &ContainerRecord,
+    ) -> Result<bool, ApiError> {
+        Ok(self
+            .state
+            .try_reserve(&format!("worker:{worker_id}"), &amounts(c))
+            .await?)
+    }
+
+    /// Gives a container's resources back to its worker.
+    pub async fn release(&self, worker_id: &str, c: &ContainerRecord) -> Result<(), ApiError> {
+        self.state
+            .release(&format!("worker:{worker_id}"), &amounts(c))
+            .await?;
+        Ok(())
+    }
+
+    /// Stores a container record (and indexes it for its workspace).
+    pub async fn put_container(&self, c: &ContainerRecord) -> Result<(), ApiError> {
+        self.state
+            .set_with_ttl(&format!("container:{}", c.id), &encode(c), RECORD_TTL)
+            .await?;
+        self.state
+            .set_add(&format!("workspace-containers:{}", c.workspace_id), &c.id)
+            .await?;
+        if !c.worker_id.is_empty() {
+            let set = format!("worker-containers:{}", c.worker_id);
+            if records::state::is_final(&c.state) {
+                self.state.set_remove(&set, &c.id).await?;
+            } else {
+                self.state.set_add(&set, &c.id).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A container record.
+    pub async fn container(&self, id: &str) -> Result<Option<ContainerRecord>, ApiError> {
+        match self.state.get(&format!("container:{id}")).await? {
+            Some(bytes) => Ok(Some(decode("container record", &bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The containers of a workspace that are still on record.
+    pub async fn workspace_containers(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Vec<ContainerRecord>, ApiError> {
+        let set = format!("workspace-containers:{workspace_id}");
+        let mut out = Vec::new();
+        for id in self.state.set_members(&set).await? {
+            match self.container(&id).await? {
+                Some(c) => out.push(c),
+                // Expired: drop it from the index too.
+                None => {
+                    self.state.set_remove(&set, &id).await?;
+                }
+            }
+        }
+        out.sort_by_key(|c| c.created_at);
+        Ok(out)
+    }
+
+    /// The ids of the unfinished containers placed on a worker.
+    pub async fn worker_containers(&self, worker_id: &str) -> Result<Vec<String>, ApiError> {
+        Ok(self
+            .state
+            .set_members(&format!("worker-containers:{worker_id}"))
+            .await?)
+    }
+
+    /// Appends a log entry and tells followers.
+    pub async fn append_log(&self, container_id: &str, entry: &[u8]) -> Result<(), ApiError> {
+        let key = format!("container:{container_id}");
+        self.state
+            .log_append(&key, entry, MAX_LOG_ENTRIES, RECORD_TTL)
+            .await?;
+        self.state.publish(&key, entry).await?;
+        Ok(())
+    }
+
+    /// Tells followers a container reached a final state.
+    pub async fn publish_end(&self, container_id: &str) -> Result<(), ApiError> {
+        let key = format!("container:{container_id}");
+        self.state.publish(&key, END_MARKER).await?;
+        Ok(())
+    }
+}
+
+/// The channel message that says "the container ended; read its record".
+pub const END_MARKER: &[u8] = b"end";
+
+fn amounts(c: &ContainerRecord) -> [(&'static str, i64); 2] {
+    [
+        (CPU, i64::try_from(c.cpu_millicores).unwrap_or(i64::MAX)),
+        (MEMORY, i64::try_from(c.memory_mib).unwrap_or(i64::MAX)),
+    ]
+}

@@ -1,0 +1,95 @@
+//! What the controlplane keeps about workers and containers in the hot state.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+use crate::error::ApiError;
+
+/// A registered worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerRecord {
+    /// Chosen by the worker, stable across its reconnects.
+    pub id: String,
+    /// The pool it serves.
+    pub pool: String,
+    /// Its host name.
+    pub hostname: String,
+    /// runc or gvisor.
+    pub runtime: String,
+    /// Total CPU.
+    pub cpu_millicores: u64,
+    /// Total memory.
+    pub memory_mib: u64,
+    /// GPUs: type and device ids.
+    pub gpus: Vec<(String, Vec<String>)>,
+    /// The last heartbeat seen by any replica.
+    pub last_heartbeat_at: DateTime<Utc>,
+}
+
+/// The states of a container, as users see them.
+pub mod state {
+    /// Waiting for a worker with room.
+    pub const PENDING: &str = "pending";
+    /// Placed on a worker, not yet running.
+    pub const SCHEDULED: &str = "scheduled";
+    /// Running.
+    pub const RUNNING: &str = "running";
+    /// Ended by itself or by a stop; exit_code says how.
+    pub const EXITED: &str = "exited";
+    /// Never ran: image pull or runtime start failed, or no worker could take it.
+    pub const FAILED: &str = "failed";
+    /// Its worker stopped heartbeating.
+    pub const LOST: &str = "lost";
+
+    /// Whether a container in `state` will change no more.
+    pub fn is_final(state: &str) -> bool {
+        matches!(state, EXITED | FAILED | LOST)
+    }
+}
+
+/// A container request and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContainerRecord {
+    /// Its id.
+    pub id: String,
+    /// Whose it is.
+    pub workspace_id: String,
+    /// The image reference.
+    pub image: String,
+    /// The command.
+    pub args: Vec<String>,
+    /// Environment variables.
+    pub env: BTreeMap<String, String>,
+    /// The pool it runs in.
+    pub pool: String,
+    /// CPU reserved.
+    pub cpu_millicores: u64,
+    /// Memory reserved.
+    pub memory_mib: u64,
+    /// One of [`state`].
+    pub state: String,
+    /// The worker it was placed on, once placed.
+    pub worker_id: String,
+    /// Exit code once exited.
+    pub exit_code: i32,
+    /// Whether the kernel's OOM killer ended it.
+    pub oom_killed: bool,
+    /// Why it failed or was lost.
+    pub message: String,
+    /// When it was asked for.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Encodes a record for the hot state.
+pub fn encode<T: Serialize>(record: &T) -> Vec<u8> {
+    // Records are plain structs of strings and numbers: serialising them
+    // cannot fail.
+    serde_json::to_vec(record).unwrap_or_default()
+}
+
+/// Decodes a record written by [`encode`].
+pub fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| ApiError::Corrupt(format!("{what}: {e}")))
+}

@@ -1,0 +1,301 @@
+//! ContainerService: containers of the caller's workspace.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use levers9_api::v1::{
+    container_log_event, container_service_server::ContainerService, controlplane_message,
+    ContainerLogEvent, ControlplaneMessage, GetContainerRequest, GetContainerResponse,
+    ListContainersRequest, ListContainersResponse, RunContainerRequest, RunContainerResponse,
+    StopContainer, StopContainerRequest, StopContainerResponse, StreamContainerLogsRequest,
+};
+use levers9_store::TokenType;
+use prost::Message;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use super::convert;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::fleet::records::{state, ContainerRecord};
+use crate::fleet::scheduler::BACKLOG;
+use crate::fleet::{attach, Fleet, END_MARKER};
+use crate::Shared;
+
+const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
+const DEFAULT_POOL: &str = "default";
+const DEFAULT_CPU_MILLICORES: u64 = 1000;
+const DEFAULT_MEMORY_MIB: u64 = 512;
+
+/// The ContainerService implementation.
+pub struct ContainerApi {
+    shared: Arc<Shared>,
+}
+
+impl ContainerApi {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+
+    async fn caller(&self, metadata: &tonic::metadata::MetadataMap) -> Result<Caller, ApiError> {
+        let caller = self.shared.auth.authenticate(metadata).await?;
+        caller.require(USERS, "manage containers")?;
+        Ok(caller)
+    }
+
+    /// The caller's container; another workspace's looks like a missing one.
+    async fn own(&self, caller: &Caller, id: &str) -> Result<ContainerRecord, ApiError> {
+        match self.shared.fleet.container(id).await? {
+            Some(c) if c.workspace_id == caller.workspace.id => Ok(c),
+            _ => Err(ApiError::NotFound(format!(
+                "no container {id:?} in this workspace: see levers9 container list"
+            ))),
+        }
+    }
+}
+
+type LogStream = Pin<Box<dyn Stream<Item = Result<ContainerLogEvent, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl ContainerService for ContainerApi {
+    async fn run_container(
+        &self,
+        request: Request<RunContainerRequest>,
+    ) -> Result<Response<RunContainerResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let body = request.into_inner();
+        if body.image.trim().is_empty() {
+            return Err(ApiError::InvalidArgument(
+                "the image is empty: name an image reference".into(),
+            )
+            .into());
+        }
+        let pool = if body.pool.is_empty() {
+            DEFAULT_POOL.to_owned()
+        } else {
+            body.pool
+        };
+        let fleet = &self.shared.fleet;
+        if fleet.pool_members(&pool).await?.is_empty() {
+            return Err(ApiError::InvalidArgument(format!(
+                "unknown pool {pool:?}: no worker has joined it; start one with \
+                 `levers9 worker --pool {pool}` or pick another pool (levers9 worker list)"
+            ))
+            .into());
+        }
+        let container = ContainerRecord {
+            id: format!("c-{}", uuid::Uuid::now_v7().simple()),
+            workspace_id: caller.workspace.id.clone(),
+            image: body.image,
+            args: body.args,
+            env: body.env.into_iter().collect::<BTreeMap<_, _>>(),
+            pool,
+            cpu_millicores: if body.cpu_millicores == 0 {
+                DEFAULT_CPU_MILLICORES
+            } else {
+                body.cpu_millicores
+            },
+            memory_mib: if body.memory_mib == 0 {
+                DEFAULT_MEMORY_MIB
+            } else {
+                body.memory_mib
+            },
+            state: state::PENDING.to_owned(),
+            worker_id: String::new(),
+            exit_code: 0,
+            oom_killed: false,
+            message: String::new(),
+            created_at: chrono::Utc::now(),
+        };
+        fleet.put_container(&container).await?;
+        fleet
+            .state()
+            .push(BACKLOG, container.id.as_bytes())
+            .await
+            .map_err(ApiError::from)?;
+        tracing::info!(container_id = %container.id, workspace_id = %caller.workspace.id, image = %container.image, pool = %container.pool, "container requested");
+        Ok(Response::new(RunContainerResponse {
+            container: Some(convert::container(&container)),
+        }))
+    }
+
+    async fn list_containers(
+        &self,
+        request: Request<ListContainersRequest>,
+    ) -> Result<Response<ListContainersResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let containers = self
+            .shared
+            .fleet
+            .workspace_containers(&caller.workspace.id)
+            .await?;
+        Ok(Response::new(ListContainersResponse {
+            containers: containers.iter().map(convert::container).collect(),
+        }))
+    }
+
+    async fn get_container(
+        &self,
+        request: Request<GetContainerRequest>,
+    ) -> Result<Response<GetContainerResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let container = self.own(&caller, &request.get_ref().container_id).await?;
+        Ok(Response::new(GetContainerResponse {
+            container: Some(convert::container(&container)),
+        }))
+    }
+
+    async fn stop_container(
+        &self,
+        request: Request<StopContainerRequest>,
+    ) -> Result<Response<StopContainerResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let mut container = self.own(&caller, &request.get_ref().container_id).await?;
+        let fleet = &self.shared.fleet;
+        match container.state.as_str() {
+            state::PENDING => {
+                container.state = state::FAILED.to_owned();
+                container.message = "stopped before it started".into();
+                fleet.put_container(&container).await?;
+                fleet.publish_end(&container.id).await?;
+            }
+            s if state::is_final(s) => {}
+            _ => {
+                let message = ControlplaneMessage {
+                    kind: Some(controlplane_message::Kind::Stop(StopContainer {
+                        request_id: uuid::Uuid::now_v7().to_string(),
+                        container_id: container.id.clone(),
+                    })),
+                };
+                fleet
+                    .state()
+                    .push(
+                        &attach::inbox(&container.worker_id),
+                        &message.encode_to_vec(),
+                    )
+                    .await
+                    .map_err(ApiError::from)?;
+            }
+        }
+        Ok(Response::new(StopContainerResponse {
+            container: Some(convert::container(&container)),
+        }))
+    }
+
+    type StreamContainerLogsStream = LogStream;
+
+    async fn stream_container_logs(
+        &self,
+        request: Request<StreamContainerLogsRequest>,
+    ) -> Result<Response<Self::StreamContainerLogsStream>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let body = request.into_inner();
+        self.own(&caller, &body.container_id).await?;
+        let fleet = self.shared.fleet.clone();
+        let key = format!("container:{}", body.container_id);
+        // Subscribe before reading what is stored, so nothing falls between
+        // the two; sequence numbers drop what arrives twice.
+        let live = if body.follow {
+            Some(
+                fleet
+                    .state()
+                    .subscribe(&key)
+                    .await
+                    .map_err(ApiError::from)?,
+            )
+        } else {
+            None
+        };
+        let (tx, rx) = mpsc::channel(256);
+        tokio::spawn(follow_logs(fleet, body.container_id, live, tx));
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+}
+
+/// Sends what is stored, then (following) what comes live until the end,
+/// then a final catch-up so nothing appended just before the end is missed,
+/// then the container as it ended. Sequence numbers drop repeats.
+async fn follow_logs(
+    fleet: Fleet,
+    container_id: String,
+    live: Option<futures::stream::BoxStream<'static, Vec<u8>>>,
+    tx: mpsc::Sender<Result<ContainerLogEvent, Status>>,
+) {
+    let key = format!("container:{container_id}");
+    let mut last_seq = 0;
+    if !send_stored(&fleet, &key, &mut last_seq, &tx).await {
+        return;
+    }
+    let ended_already =
+        matches!(fleet.container(&container_id).await, Ok(Some(c)) if state::is_final(&c.state));
+    if let (Some(mut live), false) = (live, ended_already) {
+        while let Some(message) = live.next().await {
+            if message == END_MARKER {
+                break;
+            }
+            if !send_new(&message, &mut last_seq, &tx).await {
+                return;
+            }
+        }
+    }
+    if !send_stored(&fleet, &key, &mut last_seq, &tx).await {
+        return;
+    }
+    if let Ok(Some(container)) = fleet.container(&container_id).await {
+        if state::is_final(&container.state) {
+            let _ = tx
+                .send(Ok(ContainerLogEvent {
+                    kind: Some(container_log_event::Kind::Exited(convert::container(
+                        &container,
+                    ))),
+                }))
+                .await;
+        }
+    }
+}
+
+/// Sends the stored entries not sent yet; false when the reader is gone.
+async fn send_stored(
+    fleet: &Fleet,
+    key: &str,
+    last_seq: &mut u64,
+    tx: &mpsc::Sender<Result<ContainerLogEvent, Status>>,
+) -> bool {
+    match fleet.state().log_range(key).await {
+        Ok(entries) => {
+            for entry in entries {
+                if !send_new(&entry, last_seq, tx).await {
+                    return false;
+                }
+            }
+            true
+        }
+        Err(error) => {
+            let _ = tx.send(Err(ApiError::from(error).into())).await;
+            false
+        }
+    }
+}
+
+/// Sends one stored or live entry if it is newer than what was sent.
+async fn send_new(
+    entry: &[u8],
+    last_seq: &mut u64,
+    tx: &mpsc::Sender<Result<ContainerLogEvent, Status>>,
+) -> bool {
+    let Some(chunk) = attach::decode_log(entry) else {
+        return true;
+    };
+    if chunk.seq <= *last_seq {
+        return true;
+    }
+    *last_seq = chunk.seq;
+    tx.send(Ok(ContainerLogEvent {
+        kind: Some(container_log_event::Kind::Log(chunk)),
+    }))
+    .await
+    .is_ok()
+}

@@ -1,0 +1,93 @@
+//! WorkerService: the workers' streams, and the list of workers.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::Stream;
+use levers9_api::v1::{
+    worker_service_server::WorkerService, Capacity, ControlplaneMessage, Gpu, ListWorkersRequest,
+    ListWorkersResponse, Worker, WorkerMessage,
+};
+use levers9_store::TokenType;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::fleet::attach;
+use crate::Shared;
+
+/// The WorkerService implementation.
+pub struct WorkerApi {
+    shared: Arc<Shared>,
+}
+
+impl WorkerApi {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+}
+
+type Outbound = Pin<Box<dyn Stream<Item = Result<ControlplaneMessage, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl WorkerService for WorkerApi {
+    type AttachStream = Outbound;
+
+    async fn attach(
+        &self,
+        request: Request<Streaming<WorkerMessage>>,
+    ) -> Result<Response<Self::AttachStream>, Status> {
+        let caller = self.shared.auth.authenticate(request.metadata()).await?;
+        caller.require(&[TokenType::Worker, TokenType::Admin], "attach a worker")?;
+        let mut inbound = request.into_inner();
+        let fleet = self.shared.fleet.clone();
+        let (worker, outbound, sender) = attach::open(&fleet, &mut inbound).await?;
+        tokio::spawn(attach::serve(fleet, worker, inbound, sender));
+        Ok(Response::new(Box::pin(ReceiverStream::new(outbound))))
+    }
+
+    async fn list_workers(
+        &self,
+        request: Request<ListWorkersRequest>,
+    ) -> Result<Response<ListWorkersResponse>, Status> {
+        let caller = self.shared.auth.authenticate(request.metadata()).await?;
+        caller.require(&[TokenType::Admin, TokenType::Workspace], "list workers")?;
+        let fleet = &self.shared.fleet;
+        let mut workers = Vec::new();
+        for id in fleet.worker_ids().await? {
+            let Some(record) = fleet.worker(&id).await? else {
+                continue;
+            };
+            let alive = fleet.is_alive(&id).await?;
+            let (free_cpu, free_memory) = fleet.free_capacity(&id).await?.unwrap_or((0, 0));
+            workers.push(Worker {
+                worker_id: record.id,
+                pool: record.pool,
+                hostname: record.hostname,
+                runtime: record.runtime,
+                capacity: Some(Capacity {
+                    cpu_millicores: record.cpu_millicores,
+                    memory_mib: record.memory_mib,
+                    gpus: record
+                        .gpus
+                        .into_iter()
+                        .map(|(gpu_type, device_ids)| Gpu {
+                            gpu_type,
+                            device_ids,
+                        })
+                        .collect(),
+                }),
+                free: Some(Capacity {
+                    cpu_millicores: u64::try_from(free_cpu).unwrap_or(0),
+                    memory_mib: u64::try_from(free_memory).unwrap_or(0),
+                    gpus: Vec::new(),
+                }),
+                status: if alive { "ready" } else { "lost" }.to_owned(),
+                last_heartbeat_at: record
+                    .last_heartbeat_at
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            });
+        }
+        workers.sort_by(|a, b| (&a.pool, &a.worker_id).cmp(&(&b.pool, &b.worker_id)));
+        Ok(Response::new(ListWorkersResponse { workers }))
+    }
+}

@@ -1,0 +1,371 @@
+//! Generation of the OCI runtime `config.json` from a [`ContainerSpec`].
+//!
+//! The result is close to what `runc spec` writes (same mounts, masked and
+//! read-only paths, the three default capabilities, `noNewPrivileges`), plus
+//! our limits, our cgroup path and the seccomp profile.
+
+use std::path::Path;
+
+use oci_spec::runtime::{
+    get_default_maskedpaths, get_default_readonly_paths, LinuxBuilder, LinuxCapabilities,
+    LinuxCpuBuilder, LinuxDeviceCgroupBuilder, LinuxMemoryBuilder, LinuxNamespace,
+    LinuxNamespaceBuilder, LinuxNamespaceType, LinuxPidsBuilder, LinuxResourcesBuilder, Mount,
+    MountBuilder, PosixRlimitBuilder, PosixRlimitType, ProcessBuilder, RootBuilder, Spec,
+    SpecBuilder, UserBuilder,
+};
+
+use crate::error::RuntimeError;
+use crate::{Capabilities, ContainerSpec, Network, SeccompMode};
+
+/// CFS period: 100 ms, the kernel's default.
+const CPU_PERIOD_US: u64 = 100_000;
+/// Shares per full core (the kernel's default weight is 1024).
+const SHARES_PER_CORE: u64 = 1024;
+/// `PATH` given to processes whose spec has none.
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// Open files per process, as `runc spec`.
+const NOFILE: u64 = 1024;
+const MIB: u64 = 1 << 20;
+
+/// Whether `id` can name a container, a bundle directory and a cgroup.
+pub(crate) fn valid_name(id: &str) -> bool {
+    let mut chars = id.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphanumeric())
+        && id.len() <= 64
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+/// Rejects specs the runtimes would fail on late or obscurely.
+pub(crate) fn validate(spec: &ContainerSpec) -> Result<(), RuntimeError> {
+    let bad = |m: String| Err(RuntimeError::InvalidSpec(m));
+    if !valid_name(&spec.id) {
+        return bad(format!(
+            "id {:?}: use 1-64 of [A-Za-z0-9_.-], starting alphanumeric",
+            spec.id
+        ));
+    }
+    if spec.args.is_empty() {
+        return bad("args is empty".into());
+    }
+    if !spec.cwd.starts_with('/') {
+        return bad(format!("cwd {:?} is not absolute", spec.cwd));
+    }
+    if spec.hostname.is_empty() || spec.hostname.len() > 64 {
+        return bad(format!("hostname {:?}: 1-64 characters", spec.hostname));
+    }
+    let r = &spec.resources;
+    // The kernel's minimum CFS quota is 1 ms, i.e. 10 millicores of 100 ms.
+    if r.cpu_millicores < 10 || r.memory_mib < 4 || r.pids < 1 {
+        return bad(format!(
+            "resources {r:?}: need >= 10 millicores, >= 4 MiB, >= 1 pid"
+        ));
+    }
+    if let Some((key, _)) = spec
+        .env
+        .iter()
+        .find(|(k, _)| k.is_empty() || k.contains('='))
+    {
+        return bad(format!("env name {key:?}"));
+    }
+    if let Some(m) = spec.mounts.iter().find(|m| !m.destination.starts_with('/')) {
+        return bad(format!(
+            "mount destination {:?} is not absolute",
+            m.destination
+        ));
+    }
+    Ok(())
+}
+
+fn mount(dest: &str, typ: &str, source: &str, options: &[&str]) -> Result<Mount, RuntimeError> {
+    Ok(MountBuilder::default()
+        .destination(dest)
+        .typ(typ)
+        .source(source)
+        .options(options.iter().map(|o| o.to_string()).collect::<Vec<_>>())
+        .build()?)
+}
+
+/// The mounts of `runc spec` (/proc, a tmpfs /dev the runtime fills with
+/// null, zero, full, random, urandom, tty; /dev/pts, /dev/shm, /dev/mqueue,
+/// read-only /sys and cgroupfs), then an optional tmpfs /tmp, then the
+/// caller's bind mounts.
+fn mounts(spec: &ContainerSpec) -> Result<Vec<Mount>, RuntimeError> {
+    // /dev/shm is as large as the memory limit: its pages are charged to the
+    // memory cgroup anyway, so a smaller fixed size would only be a second,
+    // surprising limit.
+    let shm = format!("size={}m", spec.resources.memory_mib);
+    let mut mounts = vec![
+        mount("/proc", "proc", "proc", &[])?,
+        mount(
+            "/dev",
+            "tmpfs",
+            "tmpfs",
+            &["nosuid", "strictatime", "mode=755", "size=65536k"],
+        )?,
+        mount(
+            "/dev/pts",
+            "devpts",
+            "devpts",
+            &[
+                "nosuid",
+                "noexec",
+                "newinstance",
+                "ptmxmode=0666",
+                "mode=0620",
+                "gid=5",
+            ],
+        )?,
+        mount(
+            "/dev/shm",
+            "tmpfs",
+            "shm",
+            &["nosuid", "noexec", "nodev", "mode=1777", &shm],
+        )?,
+        mount(
+            "/dev/mqueue",
+            "mqueue",
+            "mqueue",
+            &["nosuid", "noexec", "nodev"],
+        )?,
+        mount(
+            "/sys",
+            "sysfs",
+            "sysfs",
+            &["nosuid", "noexec", "nodev", "ro"],
+        )?,
+        mount(
+            "/sys/fs/cgroup",
+            "cgroup",
+            "cgroup",
+            &["nosuid", "noexec", "nodev", "relatime", "ro"],
+        )?,
+    ];
+    if let Some(mib) = spec.tmp_mib {
+        let size = format!("size={mib}m");
+        mounts.push(mount(
+            "/tmp",
+            "tmpfs",
+            "tmpfs",
+            &["nosuid", "nodev", "mode=1777", &size],
+        )?);
+    }
+    for m in &spec.mounts {
+        let mut options = vec!["rbind", "nosuid", "nodev"];
+        if m.read_only {
+            options.push("ro");
+        }
+        mounts.push(
+            MountBuilder::default()
+                .destination(m.destination.as_str())
+                .typ("bind")
+                .source(m.source.clone())
+                .options(options.iter().map(|o| o.to_string()).collect::<Vec<_>>())
+                .build()?,
+        );
+    }
+    Ok(mounts)
+}
+
+fn namespaces(network: &Network) -> Result<Vec<LinuxNamespace>, RuntimeError> {
+    let mut out = Vec::new();
+    for typ in [
+        LinuxNamespaceType::Pid,
+        LinuxNamespaceType::Ipc,
+        LinuxNamespaceType::Uts,
+        LinuxNamespaceType::Mount,
+        LinuxNamespaceType::Cgroup,
+    ] {
+        out.push(LinuxNamespaceBuilder::default().typ(typ).build()?);
+    }
+    let net = LinuxNamespaceBuilder::default().typ(LinuxNamespaceType::Network);
+    out.push(match network {
+        Network::None => net.build()?,
+        Network::Path(path) => net.path(path.clone()).build()?,
+    });
+    Ok(out)
+}
+
+/// Builds the OCI spec. `rootfs` must already be canonical; `caps` supplies
+/// the runtime's overheads, added to the memory and pids limits because the
+/// runtime's own processes live in the container's cgroup.
+pub(crate) fn build(
+    spec: &ContainerSpec,
+    rootfs: &Path,
+    caps: &Capabilities,
+    cgroups_path: &str,
+) -> Result<Spec, RuntimeError> {
+    let mut env: Vec<String> = spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if !spec.env.iter().any(|(k, _)| k == "PATH") {
+        env.push(format!("PATH={DEFAULT_PATH}"));
+    }
+    let process = ProcessBuilder::default()
+        .terminal(false)
+        .user(UserBuilder::default().uid(spec.uid).gid(spec.gid).build()?)
+        .args(spec.args.clone())
+        .env(env)
+        .cwd(spec.cwd.as_str())
+        // CAP_AUDIT_WRITE, CAP_KILL, CAP_NET_BIND_SERVICE, as `runc spec`.
+        .capabilities(LinuxCapabilities::default())
+        .rlimits(vec![PosixRlimitBuilder::default()
+            .typ(PosixRlimitType::RlimitNofile)
+            .hard(NOFILE)
+            .soft(NOFILE)
+            .build()?])
+        .no_new_privileges(true)
+        .build()?;
+
+    let r = &spec.resources;
+    let memory = ((r.memory_mib + caps.memory_overhead_mib) * MIB) as i64;
+    let resources = LinuxResourcesBuilder::default()
+        // Deny all devices; the runtimes add the default ones (null, zero, ...).
+        .devices(vec![LinuxDeviceCgroupBuilder::default()
+            .allow(false)
+            .access("rwm")
+            .build()?])
+        // swap == limit: memory+swap may not exceed memory, i.e. no swap.
+        .memory(
+            LinuxMemoryBuilder::default()
+                .limit(memory)
+                .swap(memory)
+                .build()?,
+        )
+        .cpu(
+            LinuxCpuBuilder::default()
+                .quota((r.cpu_millicores * CPU_PERIOD_US / 1000) as i64)
+                .period(CPU_PERIOD_US)
+                .shares((r.cpu_millicores * SHARES_PER_CORE / 1000).max(2))
+                .build()?,
+        )
+        .pids(
+            LinuxPidsBuilder::default()
+                .limit((r.pids + caps.pids_overhead) as i64)
+                .build()?,
+        )
+        .build()?;
+
+    let mut linux = LinuxBuilder::default()
+        .namespaces(namespaces(&spec.network)?)
+        .resources(resources)
+        .cgroups_path(cgroups_path)
+        .masked_paths(get_default_maskedpaths())
+        .readonly_paths(get_default_readonly_paths());
+    if spec.seccomp == SeccompMode::Default {
+        linux = linux.seccomp(crate::seccomp::default_profile()?);
+    }
+
+    Ok(SpecBuilder::default()
+        .version("1.0.2-dev")
+        .process(process)
+        .root(
+            RootBuilder::default()
+                .path(rootfs)
+                .readonly(false)
+                .build()?,
+        )
+        .hostname(spec.hostname.as_str())
+        .mounts(mounts(spec)?)
+        .linux(linux.build()?)
+        .build()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BindMount, Resources};
+
+    fn caps(memory_overhead_mib: u64, pids_overhead: u64) -> Capabilities {
+        Capabilities {
+            name: "test",
+            sandboxed: false,
+            supports_seccomp: true,
+            detects_oom: true,
+            memory_overhead_mib,
+            pids_overhead,
+            supports_netns_path: true,
+        }
+    }
+
+    #[test]
+    fn limits_mounts_and_namespaces_are_generated() {
+        let mut s = ContainerSpec::new("c1", "/r", vec!["true".into()]);
+        s.resources = Resources {
+            cpu_millicores: 500,
+            memory_mib: 32,
+            pids: 16,
+        };
+        s.mounts.push(BindMount {
+            source: "/data".into(),
+            destination: "/data".into(),
+            read_only: true,
+        });
+        s.tmp_mib = Some(8);
+        let json = serde_json::to_value(
+            build(&s, Path::new("/r"), &caps(100, 10), "/levers9-c1").expect("builds"),
+        )
+        .expect("json");
+        let res = &json["linux"]["resources"];
+        assert_eq!(res["memory"]["limit"], 132 << 20);
+        assert_eq!(res["memory"]["swap"], 132 << 20);
+        assert_eq!(res["cpu"]["quota"], 50_000);
+        assert_eq!(res["cpu"]["period"], 100_000);
+        assert_eq!(res["cpu"]["shares"], 512);
+        assert_eq!(res["pids"]["limit"], 26);
+        assert_eq!(json["linux"]["cgroupsPath"], "/levers9-c1");
+        assert_eq!(json["process"]["terminal"], false);
+        assert!(json["process"]["env"][0]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("PATH="));
+        let dests: Vec<&str> = json["mounts"]
+            .as_array()
+            .expect("mounts")
+            .iter()
+            .filter_map(|m| m["destination"].as_str())
+            .collect();
+        for d in [
+            "/proc",
+            "/dev",
+            "/dev/shm",
+            "/dev/pts",
+            "/dev/mqueue",
+            "/sys",
+            "/tmp",
+            "/data",
+        ] {
+            assert!(dests.contains(&d), "{d} mounted");
+        }
+        let types: Vec<&str> = json["linux"]["namespaces"]
+            .as_array()
+            .expect("namespaces")
+            .iter()
+            .filter_map(|n| n["type"].as_str())
+            .collect();
+        for t in ["pid", "network", "ipc", "uts", "mount"] {
+            assert!(types.contains(&t), "{t} namespace");
+        }
+        assert_eq!(json["linux"]["seccomp"]["defaultAction"], "SCMP_ACT_ERRNO");
+    }
+
+    #[test]
+    fn bad_specs_are_rejected() {
+        let ok = ContainerSpec::new("c1", "/r", vec!["true".into()]);
+        assert!(validate(&ok).is_ok());
+        for id in ["", "../x", "a/b", "-x", &"x".repeat(65)] {
+            let s = ContainerSpec {
+                id: id.into(),
+                ..ok.clone()
+            };
+            assert!(validate(&s).is_err(), "{id:?} rejected");
+        }
+        let s = ContainerSpec {
+            args: vec![],
+            ..ok.clone()
+        };
+        assert!(validate(&s).is_err());
+        let s = ContainerSpec {
+            cwd: "tmp".into(),
+            ..ok
+        };
+        assert!(validate(&s).is_err());
+    }
+}

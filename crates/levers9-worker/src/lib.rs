@@ -1,0 +1,124 @@
+//! The levers9 worker: it dials out to the controlplane and keeps one stream
+//! open (registering, heartbeating, reporting container events and output),
+//! and runs the containers it is sent with runc or gVisor from images pulled
+//! by digest. Containers keep running while the controlplane is away; the
+//! worker reconnects with backoff and reports them again.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod capacity;
+mod session;
+mod supervisor;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use levers9_image::{ImageStore, ImageStoreConfig};
+use levers9_runtime::{Runc, Runsc, Runtime, RuntimeConfig};
+use tokio::sync::watch;
+
+pub use capacity::{detect_capacity, Capacity};
+pub use supervisor::Supervisor;
+
+/// Which runtime runs the containers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeKind {
+    /// runc: namespaces and cgroups.
+    Runc,
+    /// gVisor's runsc: a user-space kernel in between.
+    Gvisor,
+}
+
+impl RuntimeKind {
+    /// The name the controlplane and users see.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuntimeKind::Runc => "runc",
+            RuntimeKind::Gvisor => "gvisor",
+        }
+    }
+}
+
+/// Everything a worker needs to run.
+#[derive(Clone)]
+pub struct WorkerOptions {
+    /// e.g. `http://levers9-controlplane:1993`.
+    pub controlplane_url: String,
+    /// A worker (or admin) token.
+    pub token: String,
+    /// The pool it serves.
+    pub pool: String,
+    /// Stable for the life of this process.
+    pub worker_id: String,
+    /// Reported to users.
+    pub hostname: String,
+    /// What it offers.
+    pub capacity: Capacity,
+    /// runc or gVisor.
+    pub runtime: RuntimeKind,
+    /// Runtime state, bundles and the image cache live under it.
+    pub state_dir: PathBuf,
+    /// Registries reached over plain HTTP (loopback ones always are).
+    pub insecure_registries: Vec<String>,
+    /// Size bound of the image layer cache.
+    pub image_cache_bytes: u64,
+}
+
+impl std::fmt::Debug for WorkerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerOptions")
+            .field("controlplane_url", &self.controlplane_url)
+            .field("token", &"<redacted>")
+            .field("pool", &self.pool)
+            .field("worker_id", &self.worker_id)
+            .field("runtime", &self.runtime)
+            .finish()
+    }
+}
+
+/// Why the worker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The image cache could not be opened.
+    #[error("cannot open the image cache: {0}")]
+    Images(#[from] levers9_image::ImageError),
+    /// The runtime could not clean up after a previous life.
+    #[error("cannot clean up containers of a previous run: {0}")]
+    Runtime(#[from] levers9_runtime::RuntimeError),
+    /// The controlplane address is not a URL.
+    #[error("invalid controlplane address {0:?}")]
+    Address(String),
+}
+
+/// Runs the worker until `stopped` turns true: cleans up what a previous
+/// run left, then keeps a session with the controlplane, reconnecting with
+/// backoff. Running containers are stopped on the way out.
+pub async fn run(
+    options: WorkerOptions,
+    stopped: watch::Receiver<bool>,
+) -> Result<(), WorkerError> {
+    let mut runtime_config = RuntimeConfig::new(options.state_dir.join("runtime"));
+    // One prefix per worker process would make leftovers of a crashed run
+    // unfindable; one per state dir finds them and no other worker's.
+    runtime_config.cgroup_prefix = "levers9-".into();
+    let runtime: Arc<dyn Runtime> = match options.runtime {
+        RuntimeKind::Runc => Arc::new(Runc::new(runtime_config)),
+        RuntimeKind::Gvisor => Arc::new(Runsc::new(runtime_config)),
+    };
+    let reaped = runtime.reap_leftovers().await?;
+    if !reaped.is_empty() {
+        tracing::info!(
+            count = reaped.len(),
+            "removed containers left by a previous run"
+        );
+    }
+    let mut image_config = ImageStoreConfig::new(options.state_dir.join("images"));
+    image_config.insecure_registries = options.insecure_registries.clone();
+    image_config.max_cache_bytes = options.image_cache_bytes;
+    let images = ImageStore::open(image_config)?;
+    let (supervisor, events) = Supervisor::new(runtime, images);
+    session::run(options, supervisor.clone(), events, stopped).await;
+    supervisor.stop_all(Duration::from_secs(10)).await;
+    Ok(())
+}

@@ -1,0 +1,173 @@
+//! The worker's side of its stream to the controlplane: connect, register,
+//! heartbeat, acknowledge and carry out requests, report; reconnect with
+//! backoff when the stream breaks.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use levers9_api::v1::{
+    controlplane_message, worker_message, worker_service_client::WorkerServiceClient, Ack,
+    Capacity as WireCapacity, Gpu, Heartbeat, Register, WorkerMessage,
+};
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::metadata::MetadataValue;
+use tonic::transport::Endpoint;
+
+use crate::supervisor::Supervisor;
+use crate::WorkerOptions;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// How long a stopped container gets between SIGTERM and SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// Why a session ended.
+#[derive(Debug, thiserror::Error)]
+enum SessionError {
+    #[error("cannot connect: {0}")]
+    Connect(#[from] tonic::transport::Error),
+    #[error("{}", .0.message())]
+    Status(#[from] tonic::Status),
+    #[error("the controlplane closed the stream before answering Register")]
+    NoRegistered,
+    #[error("the token is not valid ASCII")]
+    Token,
+}
+
+fn message(kind: worker_message::Kind) -> WorkerMessage {
+    WorkerMessage { kind: Some(kind) }
+}
+
+/// Keeps a session up until `stopped`, reconnecting with capped exponential
+/// backoff. Reports that could not be sent are carried to the next session.
+pub async fn run(
+    options: WorkerOptions,
+    supervisor: Supervisor,
+    mut events: mpsc::Receiver<WorkerMessage>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut carry: VecDeque<WorkerMessage> = VecDeque::new();
+    let mut backoff = FIRST_BACKOFF;
+    while !*stopped.borrow() {
+        match session(&options, &supervisor, &mut events, &mut carry, &mut stopped).await {
+            Ok(()) => backoff = FIRST_BACKOFF,
+            Err(SessionError::Status(status)) if status.code() == tonic::Code::Unauthenticated => {
+                tracing::error!(error = %status.message(), "the controlplane refused the worker token");
+            }
+            Err(error) => {
+                tracing::warn!(%error, retry_in_ms = backoff.as_millis() as u64, "session with the controlplane ended")
+            }
+        }
+        tokio::select! {
+            _ = stopped.changed() => {}
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+async fn session(
+    options: &WorkerOptions,
+    supervisor: &Supervisor,
+    events: &mut mpsc::Receiver<WorkerMessage>,
+    carry: &mut VecDeque<WorkerMessage>,
+    stopped: &mut watch::Receiver<bool>,
+) -> Result<(), SessionError> {
+    let channel = Endpoint::from_shared(options.controlplane_url.clone())?
+        .connect_timeout(CONNECT_TIMEOUT)
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(10))
+        .keep_alive_timeout(Duration::from_secs(10))
+        .connect()
+        .await?;
+    let bearer: MetadataValue<_> = format!("Bearer {}", options.token)
+        .parse()
+        .map_err(|_| SessionError::Token)?;
+    let mut client =
+        WorkerServiceClient::with_interceptor(channel, move |mut r: tonic::Request<()>| {
+            r.metadata_mut().insert("authorization", bearer.clone());
+            Ok(r)
+        });
+    let (outbound, outbound_rx) = mpsc::channel(256);
+    let register = Register {
+        worker_id: options.worker_id.clone(),
+        pool: options.pool.clone(),
+        hostname: options.hostname.clone(),
+        capacity: Some(WireCapacity {
+            cpu_millicores: options.capacity.cpu_millicores,
+            memory_mib: options.capacity.memory_mib,
+            gpus: options
+                .capacity
+                .gpus
+                .iter()
+                .map(|(gpu_type, device_ids)| Gpu {
+                    gpu_type: gpu_type.clone(),
+                    device_ids: device_ids.clone(),
+                })
+                .collect(),
+        }),
+        runtime: options.runtime.as_str().to_owned(),
+        running: supervisor.running(),
+    };
+    // The channel is new and has room.
+    let _ = outbound
+        .send(message(worker_message::Kind::Register(register)))
+        .await;
+    let mut inbound = client
+        .attach(ReceiverStream::new(outbound_rx))
+        .await?
+        .into_inner();
+    let Some(first) = inbound.message().await? else {
+        return Err(SessionError::NoRegistered);
+    };
+    let interval = match first.kind {
+        Some(controlplane_message::Kind::Registered(r)) => {
+            Duration::from_millis(u64::from(r.heartbeat_interval_ms.max(100)))
+        }
+        _ => return Err(SessionError::NoRegistered),
+    };
+    tracing::info!(worker_id = %options.worker_id, pool = %options.pool, url = %options.controlplane_url, "registered with the controlplane");
+    while let Some(pending) = carry.pop_front() {
+        if outbound.send(pending.clone()).await.is_err() {
+            carry.push_front(pending);
+            return Ok(());
+        }
+    }
+    let mut heartbeat = tokio::time::interval(interval);
+    loop {
+        tokio::select! {
+            _ = stopped.changed() => return Ok(()),
+            _ = heartbeat.tick() => {
+                if outbound.send(message(worker_message::Kind::Heartbeat(Heartbeat {}))).await.is_err() {
+                    return Ok(());
+                }
+            }
+            report = events.recv() => {
+                let Some(report) = report else { return Ok(()) };
+                if let Err(failed) = outbound.send(report).await {
+                    carry.push_back(failed.0);
+                    return Ok(());
+                }
+            }
+            incoming = inbound.message() => {
+                let Some(request) = incoming? else { return Ok(()) };
+                match request.kind {
+                    Some(controlplane_message::Kind::Run(run)) => {
+                        let ack = Ack { request_id: run.request_id.clone() };
+                        let _ = outbound.send(message(worker_message::Kind::Ack(ack))).await;
+                        tracing::info!(container_id = %run.container_id, image = %run.image, "run request");
+                        supervisor.run(run);
+                    }
+                    Some(controlplane_message::Kind::Stop(stop)) => {
+                        let ack = Ack { request_id: stop.request_id.clone() };
+                        let _ = outbound.send(message(worker_message::Kind::Ack(ack))).await;
+                        supervisor.stop(stop.container_id, STOP_GRACE);
+                    }
+                    Some(controlplane_message::Kind::Registered(_)) | None => {}
+                }
+            }
+        }
+    }
+}

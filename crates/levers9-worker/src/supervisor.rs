@@ -1,0 +1,269 @@
+//! The containers of this worker: pull, prepare the root filesystem, start,
+//! forward output, report the exit, clean up.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use levers9_api::v1::{
+    worker_message, ContainerEvent, LogChunk, RunContainer, RunningContainer, WorkerMessage,
+};
+use levers9_image::ImageStore;
+use levers9_runtime::{ContainerSpec, Exit, Resources, Runtime, Stream};
+use tokio::sync::mpsc;
+
+/// Events and output wait here while no session is connected; beyond this
+/// the producers wait (output backs up into the runtime's own buffer).
+const EVENT_BUFFER: usize = 4096;
+
+/// A container this worker holds, from the run request to its cleanup.
+#[derive(Debug, Clone)]
+struct Held {
+    cpu_millicores: u64,
+    memory_mib: u64,
+}
+
+/// Runs and tracks containers. Cheap to clone.
+#[derive(Clone)]
+pub struct Supervisor {
+    runtime: Arc<dyn Runtime>,
+    images: ImageStore,
+    held: Arc<Mutex<HashMap<String, Held>>>,
+    events: mpsc::Sender<WorkerMessage>,
+}
+
+fn event(container_id: &str, state: &str) -> ContainerEvent {
+    ContainerEvent {
+        container_id: container_id.to_owned(),
+        state: state.to_owned(),
+        ..Default::default()
+    }
+}
+
+fn message(kind: worker_message::Kind) -> WorkerMessage {
+    WorkerMessage { kind: Some(kind) }
+}
+
+impl Supervisor {
+    /// A supervisor and the stream of what it reports, for the sessions.
+    pub fn new(
+        runtime: Arc<dyn Runtime>,
+        images: ImageStore,
+    ) -> (Supervisor, mpsc::Receiver<WorkerMessage>) {
+        let (events, receiver) = mpsc::channel(EVENT_BUFFER);
+        let supervisor = Supervisor {
+            runtime,
+            images,
+            held: Arc::default(),
+            events,
+        };
+        (supervisor, receiver)
+    }
+
+    fn held(&self) -> MutexGuard<'_, HashMap<String, Held>> {
+        // Each critical section is one insert, remove or read.
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The containers held now, for a (re-)registration.
+    pub fn running(&self) -> Vec<RunningContainer> {
+        self.held()
+            .iter()
+            .map(|(id, h)| RunningContainer {
+                container_id: id.clone(),
+                cpu_millicores: h.cpu_millicores,
+                memory_mib: h.memory_mib,
+            })
+            .collect()
+    }
+
+    /// Starts a container in the background; everything it does is
+    /// reported as events. A request for a container already held is a
+    /// repeat and does nothing.
+    pub fn run(&self, request: RunContainer) {
+        {
+            let mut held = self.held();
+            if held.contains_key(&request.container_id) {
+                return;
+            }
+            held.insert(
+                request.container_id.clone(),
+                Held {
+                    cpu_millicores: request.cpu_millicores,
+                    memory_mib: request.memory_mib,
+                },
+            );
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            let id = request.container_id.clone();
+            let outcome = this.run_to_exit(request).await;
+            let report = match outcome {
+                Ok(exit) => exited(&id, exit),
+                Err(reason) => {
+                    tracing::warn!(container_id = %id, %reason, "container failed");
+                    ContainerEvent {
+                        message: reason,
+                        ..event(&id, "failed")
+                    }
+                }
+            };
+            if let Err(error) = this.images.release(&id).await {
+                tracing::warn!(container_id = %id, %error, "cannot release the root filesystem");
+            }
+            this.held().remove(&id);
+            this.report(message(worker_message::Kind::Event(report)))
+                .await;
+        });
+    }
+
+    async fn run_to_exit(&self, request: RunContainer) -> Result<Exit, String> {
+        let id = request.container_id.clone();
+        let image = self
+            .images
+            .pull(&request.image)
+            .await
+            .map_err(|e| format!("cannot pull image {}: {e}", request.image))?;
+        let rootfs = self.images.prepare_rootfs(&image, &id).await.map_err(|e| {
+            format!(
+                "cannot prepare the root filesystem of {}: {e}",
+                request.image
+            )
+        })?;
+        let args = if request.args.is_empty() {
+            image.config.argv()
+        } else {
+            request.args.clone()
+        };
+        if args.is_empty() {
+            return Err(format!(
+                "image {} has no command and none was given: pass one after --",
+                request.image
+            ));
+        }
+        let mut spec = ContainerSpec::new(&id, &rootfs.path, args);
+        spec.env = image
+            .config
+            .env
+            .iter()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .filter(|(k, _)| !request.env.contains_key(k))
+            .chain(request.env.clone())
+            .collect();
+        if let Some(dir) = image.config.working_dir.as_ref().filter(|d| !d.is_empty()) {
+            spec.cwd = dir.clone();
+        }
+        spec.resources = Resources {
+            cpu_millicores: request.cpu_millicores,
+            memory_mib: request.memory_mib,
+            ..Resources::default()
+        };
+        let container = self
+            .runtime
+            .start(&spec)
+            .await
+            .map_err(|e| format!("cannot start the container: {e}"))?;
+        self.report(message(worker_message::Kind::Event(event(&id, "running"))))
+            .await;
+        let forward = tokio::spawn(forward_output(
+            id.clone(),
+            container.logs().clone(),
+            self.events.clone(),
+        ));
+        let exit = container
+            .wait()
+            .await
+            .map_err(|e| format!("lost track of the container: {e}"))?;
+        // Output first, then the exit: readers see everything before the end.
+        let _ = forward.await;
+        Ok(exit)
+    }
+
+    /// Stops a container (SIGTERM, then SIGKILL after `grace`).
+    pub fn stop(&self, container_id: String, grace: Duration) {
+        let runtime = self.runtime.clone();
+        tokio::spawn(async move {
+            if let Err(error) = runtime.stop(&container_id, grace).await {
+                tracing::warn!(%container_id, %error, "cannot stop a container");
+            }
+        });
+    }
+
+    /// Stops every container, for a worker shutting down.
+    pub async fn stop_all(&self, grace: Duration) {
+        let ids: Vec<String> = self.held().keys().cloned().collect();
+        let stops = ids.iter().map(|id| self.runtime.stop(id, grace));
+        for result in futures::future::join_all(stops).await {
+            if let Err(error) = result {
+                tracing::warn!(%error, "cannot stop a container");
+            }
+        }
+    }
+
+    async fn report(&self, message: WorkerMessage) {
+        // The receiver lives as long as the worker; a send fails only while
+        // it shuts down, when nothing is left to tell.
+        let _ = self.events.send(message).await;
+    }
+}
+
+fn exited(container_id: &str, exit: Exit) -> ContainerEvent {
+    let (exit_code, oom_killed) = match exit {
+        Exit::Code(code) => (code, false),
+        Exit::Signal(signal) => (128 + signal, false),
+        Exit::OomKilled => (137, true),
+    };
+    ContainerEvent {
+        exit_code,
+        oom_killed,
+        message: if oom_killed {
+            "killed by the kernel's OOM killer: the container used more memory than its limit"
+                .into()
+        } else {
+            String::new()
+        },
+        ..event(container_id, "exited")
+    }
+}
+
+/// Sends the container's output, history then live, numbered from 1.
+async fn forward_output(
+    container_id: String,
+    logs: levers9_runtime::LogHandle,
+    events: mpsc::Sender<WorkerMessage>,
+) {
+    let (history, mut live) = logs.subscribe();
+    let mut seq = 0;
+    let mut send = |chunk: levers9_runtime::LogChunk| {
+        seq += 1;
+        message(worker_message::Kind::Log(LogChunk {
+            container_id: container_id.clone(),
+            stream: match chunk.stream {
+                Stream::Stdout => "stdout",
+                Stream::Stderr => "stderr",
+            }
+            .to_owned(),
+            data: chunk.data,
+            seq,
+        }))
+    };
+    for chunk in history {
+        if events.send(send(chunk)).await.is_err() {
+            return;
+        }
+    }
+    loop {
+        match live.recv().await {
+            Ok(chunk) => {
+                if events.send(send(chunk)).await.is_err() {
+                    return;
+                }
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(skipped)) => {
+                tracing::warn!(%container_id, skipped, "output came faster than it could be sent; some was dropped");
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
