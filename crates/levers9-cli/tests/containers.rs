@@ -80,11 +80,42 @@ async fn run_prints_output_and_exits_with_the_code(backend: Backend) {
     );
 }
 
+/// `worker.pools.<name>.runtime` decides: a runc worker cannot join a gVisor
+/// pool, a gVisor worker can, and runs the container under runsc.
 #[tokio::test]
-async fn gvisor_runs_the_same_container() {
-    let cp = Controlplane::start(Backend::Embedded);
+async fn a_gvisor_pool_runs_its_containers_under_runsc() {
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("levers9.yaml");
+    std::fs::write(
+        &config,
+        "worker:\n  pools:\n    sandboxed:\n      runtime: gvisor\n",
+    )
+    .expect("config");
+    let mut env = common::backend_env(Backend::Embedded);
+    env.push(("LEVERS9_BOOTSTRAP_SECRET".into(), common::SECRET.into()));
+    env.push(("LEVERS9_CONFIG".into(), config.display().to_string()));
+    let cp = Controlplane::start_with(env);
     let admin = cp.admin_token().await;
+    let state = tempfile::tempdir().expect("state");
+    let (wrong, _) = Worker::spawn_in(&cp, &admin, "sandboxed", "runc", state).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while !wrong.log().contains("start it with --runtime gvisor") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no refusal:\n{}",
+            wrong.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(wrong);
     let _worker = Worker::start(&cp, &admin, "sandboxed", "gvisor").await;
+    let workers = text(&run_cli(&cp, &admin, &["worker", "list"]).stdout);
+    assert!(
+        workers
+            .lines()
+            .any(|l| l.contains("sandboxed") && l.contains("gvisor")),
+        "{workers}"
+    );
     let image = busybox_image();
     let out = run_cli(
         &cp,

@@ -16,8 +16,8 @@ pub use error::ConfigError;
 pub use load::{load, ConfigSource};
 pub use schema::{
     AuthConfig, Config, ControlplaneConfig, DatabaseConfig, ImageServiceConfig, KeyRotationConfig,
-    ListenerConfig, PostgresConfig, RedisConfig, RunnerConfig, SqliteConfig, StorageConfig,
-    WorkerConfig,
+    ListenerConfig, PoolConfig, PoolRuntime, PostgresConfig, RedisConfig, RunnerConfig,
+    SqliteConfig, StorageConfig, WorkerConfig,
 };
 pub use secret::Secret;
 pub use shipped::{ShippedDefault, SHIPPED_ENCRYPTION_KEY, SHIPPED_POSTGRES_PASSWORD};

@@ -2,6 +2,7 @@
 //! documentation; every struct takes its defaults for keys a file leaves out
 //! and refuses keys it does not know.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -218,6 +219,8 @@ pub struct WorkerConfig {
     /// A worker that has not sent a heartbeat for this long is lost; workers
     /// send one every quarter of it.
     pub heartbeat_ttl_seconds: u64,
+    /// Pools by name: one per hardware class.
+    pub pools: BTreeMap<String, PoolConfig>,
 }
 
 impl Default for WorkerConfig {
@@ -225,6 +228,43 @@ impl Default for WorkerConfig {
         Self {
             image_registry: String::new(),
             heartbeat_ttl_seconds: 10,
+            pools: BTreeMap::new(),
+        }
+    }
+}
+
+/// `worker.pools.<name>.*`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct PoolConfig {
+    /// The container runtime of the pool's workers: `runc` or `gvisor`.
+    pub runtime: PoolRuntime,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        Self {
+            runtime: PoolRuntime::Runc,
+        }
+    }
+}
+
+/// A pool's container runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolRuntime {
+    /// runc: namespaces, cgroups, seccomp.
+    Runc,
+    /// gVisor (runsc): a user-space kernel between the container and the host.
+    Gvisor,
+}
+
+impl PoolRuntime {
+    /// The name workers report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolRuntime::Runc => "runc",
+            PoolRuntime::Gvisor => "gvisor",
         }
     }
 }

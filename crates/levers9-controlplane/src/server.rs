@@ -100,6 +100,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         fleet: crate::fleet::Fleet::new(
             state.clone(),
             Duration::from_secs(config.worker.heartbeat_ttl_seconds),
+            config.worker.pools.clone(),
         ),
         state,
         bootstrap_secret: config.controlplane.auth.bootstrap_secret.clone(),

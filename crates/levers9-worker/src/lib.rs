@@ -99,9 +99,11 @@ pub async fn run(
     stopped: watch::Receiver<bool>,
 ) -> Result<(), WorkerError> {
     let mut runtime_config = RuntimeConfig::new(options.state_dir.join("runtime"));
-    // One prefix per worker process would make leftovers of a crashed run
-    // unfindable; one per state dir finds them and no other worker's.
-    runtime_config.cgroup_prefix = "levers9-".into();
+    // Reaping removes every cgroup with the prefix. One prefix per process
+    // would make a crashed run's leftovers unfindable, one per host would
+    // reap the containers of other workers on it: one per state dir finds
+    // exactly this worker's.
+    runtime_config.cgroup_prefix = cgroup_prefix(&options.state_dir);
     let runtime: Arc<dyn Runtime> = match options.runtime {
         RuntimeKind::Runc => Arc::new(Runc::new(runtime_config)),
         RuntimeKind::Gvisor => Arc::new(Runsc::new(runtime_config)),
@@ -121,4 +123,28 @@ pub async fn run(
     session::run(options, supervisor.clone(), events, stopped).await;
     supervisor.stop_all(Duration::from_secs(10)).await;
     Ok(())
+}
+
+/// `levers9-<hash of the state dir>-`: stable across restarts and versions
+/// (FNV-1a, not the std hasher, whose output may change between releases).
+fn cgroup_prefix(state_dir: &std::path::Path) -> String {
+    let hash = state_dir
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193));
+    format!("levers9-{hash:08x}-")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn each_state_dir_gets_its_own_stable_cgroup_prefix() {
+        let a = super::cgroup_prefix(Path::new("/var/lib/levers9/worker"));
+        assert_eq!(a, super::cgroup_prefix(Path::new("/var/lib/levers9/worker")));
+        assert_ne!(a, super::cgroup_prefix(Path::new("/var/lib/levers9/worker-2")));
+        assert!(a.starts_with("levers9-") && a.ends_with('-') && a.len() == 17);
+    }
 }

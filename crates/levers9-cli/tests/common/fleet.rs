@@ -53,6 +53,19 @@ impl Worker {
         runtime: &str,
         state_dir: tempfile::TempDir,
     ) -> Worker {
+        let (worker, worker_id) = Self::spawn_in(cp, admin, pool, runtime, state_dir).await;
+        worker.wait_listed(cp, admin, &worker_id).await;
+        worker
+    }
+
+    /// Starts the process and returns at once, with the worker's id.
+    pub async fn spawn_in(
+        cp: &Controlplane,
+        admin: &str,
+        pool: &str,
+        runtime: &str,
+        state_dir: tempfile::TempDir,
+    ) -> (Worker, String) {
         let token = cp
             .tokens()
             .await
@@ -98,8 +111,7 @@ impl Worker {
             state_dir,
             log,
         };
-        worker.wait_listed(cp, admin, &worker_id).await;
-        worker
+        (worker, worker_id)
     }
 
     async fn wait_listed(&self, cp: &Controlplane, admin: &str, worker_id: &str) {

@@ -159,3 +159,22 @@ fn redacted_config_says_which_secrets_are_shipped_defaults() {
     assert!(printed.contains("<redacted: shipped default>"), "{printed}");
     assert!(!printed.contains(SHIPPED_ENCRYPTION_KEY));
 }
+
+#[test]
+fn pools_name_their_runtime_and_refuse_unknown_ones() {
+    let file = file_with("worker:\n  pools:\n    l40s:\n      runtime: gvisor\n    default: {}\n");
+    let (config, _) = load(Some(file.path()), &no_env).expect("loads");
+    assert_eq!(
+        config.worker.pools["l40s"].runtime,
+        crate::PoolRuntime::Gvisor
+    );
+    assert_eq!(
+        config.worker.pools["default"].runtime,
+        crate::PoolRuntime::Runc
+    );
+    let bad = file_with("worker:\n  pools:\n    l40s:\n      runtime: kata\n");
+    let text = load(Some(bad.path()), &no_env)
+        .expect_err("kata")
+        .to_string();
+    assert!(text.contains("worker.pools.l40s.runtime"), "{text}");
+}

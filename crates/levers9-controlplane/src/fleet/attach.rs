@@ -91,6 +91,16 @@ async fn register_worker(fleet: &Fleet, register: Register) -> Result<WorkerReco
             "Register needs a worker_id and a pool".into(),
         ));
     }
+    if let Some(pool) = fleet.pool_config(&register.pool) {
+        let wanted = pool.runtime.as_str();
+        if register.runtime != wanted {
+            return Err(ApiError::FailedPrecondition(format!(
+                "pool {} runs {wanted} (worker.pools.{}.runtime) but this worker runs {:?}: \
+                 start it with --runtime {wanted}",
+                register.pool, register.pool, register.runtime
+            )));
+        }
+    }
     let capacity = register.capacity.unwrap_or_default();
     let worker = WorkerRecord {
         id: register.worker_id,

@@ -18,9 +18,11 @@ pub mod reaper;
 pub mod records;
 pub mod scheduler;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use levers9_config::PoolConfig;
 use levers9_state::HotState;
 
 use crate::error::ApiError;
@@ -42,15 +44,33 @@ pub const MEMORY: &str = "memory";
 pub struct Fleet {
     state: Arc<dyn HotState>,
     heartbeat_ttl: Duration,
+    pools: Arc<BTreeMap<String, PoolConfig>>,
 }
 
 impl Fleet {
-    /// A fleet over `state`; workers are lost after `heartbeat_ttl` of silence.
-    pub fn new(state: Arc<dyn HotState>, heartbeat_ttl: Duration) -> Self {
+    /// A fleet over `state`; workers are lost after `heartbeat_ttl` of
+    /// silence; `pools` are the configured pools (`worker.pools`).
+    pub fn new(
+        state: Arc<dyn HotState>,
+        heartbeat_ttl: Duration,
+        pools: BTreeMap<String, PoolConfig>,
+    ) -> Self {
         Self {
             state,
             heartbeat_ttl,
+            pools: Arc::new(pools),
         }
+    }
+
+    /// The configuration of a pool, if it is configured.
+    pub fn pool_config(&self, pool: &str) -> Option<&PoolConfig> {
+        self.pools.get(pool)
+    }
+
+    /// Whether containers may ask for this pool: it is configured, or a
+    /// worker has joined it.
+    pub async fn pool_exists(&self, pool: &str) -> Result<bool, ApiError> {
+        Ok(self.pools.contains_key(pool) || !self.pool_members(pool).await?.is_empty())
     }
 
     /// The hot state underneath.

@@ -79,10 +79,11 @@ impl ContainerService for ContainerApi {
             body.pool
         };
         let fleet = &self.shared.fleet;
-        if fleet.pool_members(&pool).await?.is_empty() {
+        if !fleet.pool_exists(&pool).await? {
             return Err(ApiError::InvalidArgument(format!(
-                "unknown pool {pool:?}: no worker has joined it; start one with \
-                 `levers9 worker --pool {pool}` or pick another pool (levers9 worker list)"
+                "unknown pool {pool:?}: it is not in worker.pools and no worker has joined it; \
+                 start one with `levers9 worker --pool {pool}` or pick another pool \
+                 (levers9 worker list)"
             ))
             .into());
         }
