@@ -13,7 +13,7 @@ umoci unpack --rootless --image oci:img bundle >/dev/null
 root=bundle/rootfs
 mkdir -p "$root"/{bin,proc,sys,dev,tmp,etc}
 cp /bin/busybox "$root/bin/busybox"
-for applet in sh echo cat ls id sleep yes dd head tail mkdir rm env true false seq printf; do
+for applet in sh echo cat ls id sleep yes dd head tail mkdir rm env true false seq printf md5sum; do
   ln -sf busybox "$root/bin/$applet"
 done
 umoci repack --image oci:img bundle >/dev/null

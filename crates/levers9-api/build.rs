@@ -4,13 +4,14 @@
 use std::path::PathBuf;
 
 /// Messages with a field that must never be printed.
-const SECRET_BEARING: [&str; 6] = [
+const SECRET_BEARING: [&str; 7] = [
     ".levers9.v1.AuthorizeResponse",
     ".levers9.v1.CreateTokenResponse",
     ".levers9.v1.CreateWorkspaceResponse",
     ".levers9.v1.CreateSecretRequest",
     ".levers9.v1.UpdateSecretRequest",
     ".levers9.v1.StorageCredentials",
+    ".levers9.v1.RunContainer",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::v1::{
     AuthorizeResponse, CreateSecretRequest, CreateTokenResponse, CreateWorkspaceResponse,
-    StorageCredentials, UpdateSecretRequest,
+    RunContainer, StorageCredentials, UpdateSecretRequest,
 };
 
 const HIDDEN: &str = "<redacted>";
@@ -64,6 +64,24 @@ impl fmt::Debug for StorageCredentials {
             .field("bucket", &self.bucket)
             .field("access_key_id", &self.access_key_id)
             .field("secret_access_key", &HIDDEN)
+            .finish()
+    }
+}
+
+/// Environment values may be opened secrets: names only.
+impl fmt::Debug for RunContainer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut env: Vec<&String> = self.env.keys().collect();
+        env.sort();
+        f.debug_struct("RunContainer")
+            .field("request_id", &self.request_id)
+            .field("container_id", &self.container_id)
+            .field("image", &self.image)
+            .field("args", &self.args)
+            .field("env_names", &env)
+            .field("cpu_millicores", &self.cpu_millicores)
+            .field("memory_mib", &self.memory_mib)
+            .field("secret_names", &self.secret_names)
             .finish()
     }
 }

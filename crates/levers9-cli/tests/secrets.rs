@@ -501,7 +501,150 @@ async fn storage_credentials_are_sealed_and_the_secret_key_never_shown(backend: 
     );
 }
 
+/// Everything the hot state holds, as text: every key with its value.
+fn redis_contents(prefix: &str) -> String {
+    let url = std::env::var("LEVERS9_TEST_REDIS_URL").expect("redis url");
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-u", &url])
+            .args(args)
+            .output()
+            .expect("redis-cli");
+        text(&out.stdout)
+    };
+    let mut all = String::new();
+    for key in cli(&["--scan", "--pattern", &format!("{prefix}*")]).lines() {
+        let value = match cli(&["TYPE", key]).trim() {
+            "string" => cli(&["GET", key]),
+            "list" => cli(&["LRANGE", key, "0", "-1"]),
+            "hash" => cli(&["HGETALL", key]),
+            "set" => cli(&["SMEMBERS", key]),
+            other => format!("<{other}>"),
+        };
+        all.push_str(key);
+        all.push_str(&value);
+    }
+    all
+}
+
+fn proc_entries(pid: u32) -> String {
+    let read = |what: &str| {
+        String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default())
+            .into_owned()
+    };
+    read("cmdline") + &read("environ")
+}
+
+/// A secret named by a container reaches that container's environment, and
+/// appears nowhere else: not in the logs, the processes' command lines or
+/// environments, the container record, or the stored state.
+async fn a_secret_reaches_the_container_and_nowhere_else(backend: Backend) {
+    const VALUE: &str = "pg-pass-9f3b2e1d";
+    let mut env = common::backend_env(backend);
+    let prefix = env
+        .iter()
+        .find(|(k, _)| k == "LEVERS9_REDIS_KEY_PREFIX")
+        .map(|(_, v)| v.clone());
+    env.push(("LEVERS9_BOOTSTRAP_SECRET".into(), SECRET.into()));
+    let cp = Controlplane::start_with(env);
+    let admin = cp.admin_token().await;
+    let worker = common::fleet::Worker::start(&cp, &admin, "default", "runc").await;
+    cp.secrets()
+        .await
+        .create_secret(with_token(
+            CreateSecretRequest {
+                name: "DB_PASSWORD".into(),
+                value: VALUE.into(),
+            },
+            &admin,
+        ))
+        .await
+        .expect("create secret");
+    let home = tempfile::tempdir().expect("home");
+    let port = cp.grpc_port.to_string();
+    let cli_env = [
+        ("LEVERS9_TOKEN", admin.as_str()),
+        ("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1"),
+        ("LEVERS9_CONTROLPLANE_PORT", port.as_str()),
+    ];
+    let image = common::fleet::busybox_image();
+    let out = cp.cli(
+        home.path(),
+        &[
+            "container",
+            "run",
+            "--secret",
+            "DB_PASSWORD",
+            &image,
+            "--",
+            "sh",
+            "-c",
+            "printf %s \"$DB_PASSWORD\" | md5sum",
+        ],
+        &cli_env,
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let expected = std::process::Command::new("sh")
+        .args(["-c", &format!("printf %s '{VALUE}' | md5sum")])
+        .output()
+        .expect("md5sum");
+    assert_eq!(
+        text(&out.stdout),
+        text(&expected.stdout),
+        "the container saw the value"
+    );
+
+    let listed = cp.cli(home.path(), &["container", "list"], &cli_env, None);
+    let mut places = vec![
+        ("controlplane log", cp.log()),
+        ("worker log", worker.log()),
+        ("controlplane process", proc_entries(cp.pid())),
+        (
+            "worker process",
+            proc_entries(worker.pid().expect("running")),
+        ),
+        ("container list", text(&listed.stdout)),
+    ];
+    match prefix {
+        Some(prefix) => places.push(("redis", redis_contents(&prefix))),
+        None => {
+            for entry in std::fs::read_dir(cp.dir.path().join("data")).expect("data dir") {
+                let bytes = std::fs::read(entry.expect("entry").path()).expect("read");
+                places.push((
+                    "database files",
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                ));
+            }
+        }
+    }
+    for (place, contents) in places {
+        assert!(!contents.contains(VALUE), "the secret shows in the {place}");
+    }
+
+    let missing = cp.cli(
+        home.path(),
+        &[
+            "container",
+            "run",
+            "--secret",
+            "NOT_THERE",
+            &image,
+            "--",
+            "true",
+        ],
+        &cli_env,
+        None,
+    );
+    assert!(
+        text(&missing.stderr).contains("no secret \"NOT_THERE\""),
+        "{}",
+        text(&missing.stderr)
+    );
+}
+
 on_both_backends!(
+    a_secret_reaches_the_container_and_nowhere_else,
     storage_credentials_are_sealed_and_the_secret_key_never_shown,
     secrets_are_sealed_listed_by_name_and_never_shown,
     secrets_of_one_workspace_are_invisible_to_another,

@@ -95,12 +95,16 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     let shared = Arc::new(Shared {
         auth: Authenticator::new(store.clone(), cache_ttl),
         store,
-        sealed: stores.sealed,
-        keyring,
+        sealed: stores.sealed.clone(),
+        keyring: keyring.clone(),
         fleet: crate::fleet::Fleet::new(
             state.clone(),
             Duration::from_secs(config.worker.heartbeat_ttl_seconds),
             config.worker.pools.clone(),
+            crate::fleet::SecretOpener {
+                sealed: stores.sealed.clone(),
+                keyring: keyring.clone(),
+            },
         ),
         state,
         bootstrap_secret: config.controlplane.auth.bootstrap_secret.clone(),

@@ -132,7 +132,9 @@ fn cgroup_prefix(state_dir: &std::path::Path) -> String {
         .as_os_str()
         .as_encoded_bytes()
         .iter()
-        .fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193));
+        .fold(0x811c_9dc5_u32, |h, b| {
+            (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
+        });
     format!("levers9-{hash:08x}-")
 }
 
@@ -143,8 +145,14 @@ mod tests {
     #[test]
     fn each_state_dir_gets_its_own_stable_cgroup_prefix() {
         let a = super::cgroup_prefix(Path::new("/var/lib/levers9/worker"));
-        assert_eq!(a, super::cgroup_prefix(Path::new("/var/lib/levers9/worker")));
-        assert_ne!(a, super::cgroup_prefix(Path::new("/var/lib/levers9/worker-2")));
+        assert_eq!(
+            a,
+            super::cgroup_prefix(Path::new("/var/lib/levers9/worker"))
+        );
+        assert_ne!(
+            a,
+            super::cgroup_prefix(Path::new("/var/lib/levers9/worker-2"))
+        );
         assert!(a.starts_with("levers9-") && a.ends_with('-') && a.len() == 17);
     }
 }

@@ -32,6 +32,10 @@ pub enum ContainerCommand {
         /// Environment variable NAME=value (repeatable).
         #[arg(long = "env", short = 'e')]
         env: Vec<String>,
+        /// A workspace secret to pass as the environment variable of its
+        /// name (repeatable); opened only as the container starts.
+        #[arg(long = "secret")]
+        secrets: Vec<String>,
         /// Return as soon as it is scheduled; print its id.
         #[arg(long, short = 'd')]
         detach: bool,
@@ -99,6 +103,7 @@ pub async fn run(command: ContainerCommand, context: Option<&str>) -> Result<()>
             cpu,
             memory,
             env,
+            secrets,
             detach,
             command,
         } => {
@@ -119,6 +124,7 @@ pub async fn run(command: ContainerCommand, context: Option<&str>) -> Result<()>
                     pool,
                     cpu_millicores: parse_cpu(&cpu)?,
                     memory_mib: parse_memory(&memory)?,
+                    secrets,
                 })
                 .await?
                 .into_inner()

@@ -144,6 +144,11 @@ impl Worker {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The worker process's id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Kills the process with SIGKILL, leaving its containers behind.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use chrono::Utc;
 use levers9_api::v1::{
     controlplane_message, worker_message, ContainerEvent, ControlplaneMessage, LogChunk, Register,
-    Registered, WorkerMessage,
+    Registered, RunContainer, WorkerMessage,
 };
 use prost::Message;
 use tokio::sync::mpsc;
@@ -253,11 +253,14 @@ async fn pump_inbox(
                 continue;
             }
         };
-        let Ok(message) = ControlplaneMessage::decode(bytes.as_slice()) else {
+        let Ok(mut message) = ControlplaneMessage::decode(bytes.as_slice()) else {
             tracing::error!(%worker_id, "dropping an unreadable inbox message");
             continue;
         };
-        if let Some(controlplane_message::Kind::Run(run)) = &message.kind {
+        if let Some(controlplane_message::Kind::Run(run)) = &mut message.kind {
+            if !open_secrets(&fleet, &worker_id, run).await {
+                continue;
+            }
             unacked
                 .lock()
                 .insert(run.request_id.clone(), run.container_id.clone());
@@ -268,6 +271,38 @@ async fn pump_inbox(
                 tracing::error!(%error, %worker_id, "cannot return a request to the inbox");
             }
             break;
+        }
+    }
+}
+
+/// Adds the opened secrets of a run request to its environment, just before
+/// it goes to the worker: they are never stored opened. On failure the
+/// container fails with the reason, its capacity is released, and false is
+/// returned.
+async fn open_secrets(fleet: &Fleet, worker_id: &str, run: &mut RunContainer) -> bool {
+    let names = std::mem::take(&mut run.secret_names);
+    let workspace_id = std::mem::take(&mut run.workspace_id);
+    if names.is_empty() {
+        return true;
+    }
+    match fleet.secrets().open(&workspace_id, &names).await {
+        Ok(opened) => {
+            run.env.extend(opened);
+            true
+        }
+        Err(reason) => {
+            let result = async {
+                if let Some(mut container) = fleet.container(&run.container_id).await? {
+                    fleet.release(worker_id, &container).await?;
+                    super::scheduler::fail(fleet, &mut container, reason).await?;
+                }
+                Ok::<(), ApiError>(())
+            }
+            .await;
+            if let Err(error) = result {
+                tracing::error!(%error, container_id = %run.container_id, "cannot fail a container whose secrets did not open");
+            }
+            false
         }
     }
 }

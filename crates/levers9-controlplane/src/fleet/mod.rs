@@ -23,7 +23,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_config::PoolConfig;
+use levers9_seal::Keyring;
 use levers9_state::HotState;
+use levers9_store::{SealedId, SealedKind, SealedStore};
 
 use crate::error::ApiError;
 use records::{decode, encode, ContainerRecord, WorkerRecord};
@@ -45,21 +47,70 @@ pub struct Fleet {
     state: Arc<dyn HotState>,
     heartbeat_ttl: Duration,
     pools: Arc<BTreeMap<String, PoolConfig>>,
+    secrets: SecretOpener,
+}
+
+/// Opens workspace secrets for a container, at the last moment.
+#[derive(Clone)]
+pub struct SecretOpener {
+    /// Where sealed values are.
+    pub sealed: Arc<dyn SealedStore>,
+    /// The keys that open them.
+    pub keyring: Keyring,
+}
+
+impl SecretOpener {
+    /// The values of `names` in `workspace_id`, as environment variables.
+    /// The error names the secret and says what to do; it never holds a value.
+    pub async fn open(
+        &self,
+        workspace_id: &str,
+        names: &[String],
+    ) -> Result<Vec<(String, String)>, String> {
+        let mut opened = Vec::with_capacity(names.len());
+        for name in names {
+            let id = SealedId {
+                kind: SealedKind::Secret,
+                workspace_id: workspace_id.to_owned(),
+                name: name.clone(),
+            };
+            let value = self
+                .sealed
+                .get_sealed(&id)
+                .await
+                .map_err(|e| format!("cannot read secret {name}: {e}"))?
+                .ok_or_else(|| format!("secret {name} was deleted before the container started"))?;
+            let plain = crate::sealing::open(&self.keyring, &value)
+                .map_err(|e| format!("cannot open secret {name}: {e}"))?;
+            let text =
+                String::from_utf8(plain).map_err(|_| format!("secret {name} is not UTF-8 text"))?;
+            opened.push((name.clone(), text));
+        }
+        Ok(opened)
+    }
 }
 
 impl Fleet {
     /// A fleet over `state`; workers are lost after `heartbeat_ttl` of
-    /// silence; `pools` are the configured pools (`worker.pools`).
+    /// silence; `pools` are the configured pools (`worker.pools`); `secrets`
+    /// opens the secrets containers ask for.
     pub fn new(
         state: Arc<dyn HotState>,
         heartbeat_ttl: Duration,
         pools: BTreeMap<String, PoolConfig>,
+        secrets: SecretOpener,
     ) -> Self {
         Self {
             state,
             heartbeat_ttl,
             pools: Arc::new(pools),
+            secrets,
         }
+    }
+
+    /// Opens secrets for containers.
+    pub fn secrets(&self) -> &SecretOpener {
+        &self.secrets
     }
 
     /// The configuration of a pool, if it is configured.

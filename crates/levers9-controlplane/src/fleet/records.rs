@@ -80,6 +80,9 @@ pub struct ContainerRecord {
     pub message: String,
     /// When it was asked for.
     pub created_at: DateTime<Utc>,
+    /// Names of the workspace secrets it gets as environment variables.
+    #[serde(default)]
+    pub secrets: Vec<String>,
 }
 
 /// Encodes a record for the hot state.

@@ -171,7 +171,8 @@ async fn place(fleet: &Fleet, id: &str) -> Result<Outcome, ApiError> {
     Ok(Outcome::NoRoom)
 }
 
-async fn fail(
+/// Marks a container failed for `reason` and tells followers.
+pub async fn fail(
     fleet: &Fleet,
     container: &mut ContainerRecord,
     reason: String,
@@ -194,6 +195,8 @@ pub async fn send_run(fleet: &Fleet, c: &ContainerRecord) -> Result<(), ApiError
             env: c.env.clone().into_iter().collect(),
             cpu_millicores: c.cpu_millicores,
             memory_mib: c.memory_mib,
+            secret_names: c.secrets.clone(),
+            workspace_id: c.workspace_id.clone(),
         })),
     };
     fleet

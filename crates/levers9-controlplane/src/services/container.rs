@@ -11,7 +11,7 @@ use levers9_api::v1::{
     ListContainersRequest, ListContainersResponse, RunContainerRequest, RunContainerResponse,
     StopContainer, StopContainerRequest, StopContainerResponse, StreamContainerLogsRequest,
 };
-use levers9_store::TokenType;
+use levers9_store::{SealedId, SealedKind, TokenType};
 use prost::Message;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -87,6 +87,32 @@ impl ContainerService for ContainerApi {
             ))
             .into());
         }
+        for name in &body.secrets {
+            if body.env.contains_key(name) {
+                return Err(ApiError::InvalidArgument(format!(
+                    "{name} is both an environment variable and a secret: keep one"
+                ))
+                .into());
+            }
+            let id = SealedId {
+                kind: SealedKind::Secret,
+                workspace_id: caller.workspace.id.clone(),
+                name: name.clone(),
+            };
+            if self
+                .shared
+                .sealed
+                .get_sealed(&id)
+                .await
+                .map_err(ApiError::from)?
+                .is_none()
+            {
+                return Err(ApiError::InvalidArgument(format!(
+                    "no secret {name:?} in this workspace: create it with levers9 secret create {name}"
+                ))
+                .into());
+            }
+        }
         let container = ContainerRecord {
             id: format!("c-{}", uuid::Uuid::now_v7().simple()),
             workspace_id: caller.workspace.id.clone(),
@@ -110,6 +136,7 @@ impl ContainerService for ContainerApi {
             oom_killed: false,
             message: String::new(),
             created_at: chrono::Utc::now(),
+            secrets: body.secrets,
         };
         fleet.put_container(&container).await?;
         fleet

@@ -60,5 +60,6 @@ pub(super) fn container(c: &ContainerRecord) -> v1::Container {
         message: c.message.clone(),
         created_at: rfc3339(c.created_at),
         args: c.args.clone(),
+        secrets: c.secrets.clone(),
     }
 }
