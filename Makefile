@@ -1,6 +1,6 @@
 # levers9: the two commands a newcomer needs are `make quickstart` and `make test`.
 
-.PHONY: build test quickstart bench lint
+.PHONY: build test quickstart bench bench-containers lint
 
 build:
 	cargo build --release -p levers9-cli
@@ -15,6 +15,10 @@ quickstart:
 
 bench:
 	scripts/test-servers.sh cargo run --release -p levers9-bench
+
+# Container starts through a controlplane and a worker vs raw runc/runsc (root).
+bench-containers:
+	scripts/test-servers.sh cargo run --release -p levers9-bench -- containers
 
 lint:
 	cargo fmt --all -- --check

@@ -1,4 +1,8 @@
-//! Benchmarks of the spine, printed as a markdown table:
+//! Benchmarks, printed as markdown tables. `levers9-bench` (or
+//! `levers9-bench auth`) measures the spine; `levers9-bench containers`
+//! measures container starts (see `containers.rs`).
+//!
+//! The spine:
 //! - the authenticated unary gRPC round trip on loopback (GetWorkspace with a
 //!   bearer token), one caller and 16 concurrent callers;
 //! - the token check itself, with the cache warm.
@@ -9,6 +13,8 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod containers;
 
 use anyhow::{Context, Result};
 use levers9_api::v1::workspace_service_client::WorkspaceServiceClient;
@@ -24,6 +30,12 @@ const CONCURRENT_CALLERS: usize = 16;
 /// The client side runs on this thread's own single-threaded runtime and the
 /// controlplane on a separate multi-threaded one, as two processes would.
 fn main() -> Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("containers") {
+        return tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(containers::run());
+    }
     let server = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -201,10 +213,15 @@ async fn bench_backend(
 }
 
 async fn bootstrap(channel: Channel) -> Result<String> {
+    bootstrap_with(channel, SECRET).await
+}
+
+/// The first admin token of a fresh controlplane started with `secret`.
+pub(crate) async fn bootstrap_with(channel: Channel, secret: &str) -> Result<String> {
     let mut request = tonic::Request::new(AuthorizeRequest {});
     request
         .metadata_mut()
-        .insert(levers9_api::BOOTSTRAP_SECRET_METADATA, SECRET.parse()?);
+        .insert(levers9_api::BOOTSTRAP_SECRET_METADATA, secret.parse()?);
     let answer = levers9_api::v1::auth_service_client::AuthServiceClient::new(channel)
         .authorize(request)
         .await?
@@ -221,7 +238,7 @@ async fn get_workspace(mut client: WorkspaceServiceClient<Channel>, token: &str)
     Ok(())
 }
 
-fn report(backend: &str, measure: &str, samples: &mut [Duration], total: Duration) {
+pub(crate) fn report(backend: &str, measure: &str, samples: &mut [Duration], total: Duration) {
     samples.sort_unstable();
     let at = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
     println!(
