@@ -83,6 +83,7 @@ async fn bench_runtime(runtime: RuntimeKind, image: &str) -> Result<()> {
         state_dir: dir.path().join("worker"),
         insecure_registries: Vec::new(),
         image_cache_bytes: 1 << 30,
+        registry_credentials: Default::default(),
     };
     let worker = tokio::spawn(levers9_worker::run(options, stopped));
     let deadline = Instant::now() + Duration::from_secs(30);

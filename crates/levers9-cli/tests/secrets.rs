@@ -11,7 +11,7 @@ use common::{text, with_token, Backend, Controlplane, SECRET};
 use levers9_api::v1::{CreateSecretRequest, DeleteSecretRequest, ListSecretsRequest};
 use levers9_controlplane::sealing;
 use levers9_seal::{Key, Keyring};
-use levers9_store::{PostgresStore, SealedId, SealedKind, SealedStore, SealedValue, SqliteStore};
+use levers9_store::{PostgresStore, SealedId, SealedKind, SealedStore, SqliteStore};
 use tonic::Code;
 
 const VALUE: &str = "s3cr3t-value-that-must-not-leak";
@@ -198,14 +198,12 @@ async fn seed(store: &dyn SealedStore, keyring: &Keyring, workspace_id: &str, co
             workspace_id: workspace_id.to_owned(),
             name: format!("S{i:05}"),
         };
-        let sealed = sealing::seal(keyring, &id, format!("value-{i}").as_bytes());
-        store.insert_sealed(SealedValue {
+        store.insert_sealed(sealing::sealed_value(
+            keyring,
             id,
-            key_id: sealed.key_id.as_str().to_owned(),
-            sealed: sealed.bytes,
-            created_at: now,
-            updated_at: now,
-        })
+            format!("value-{i}").as_bytes(),
+            now,
+        ))
     });
     for chunk in writes.collect::<Vec<_>>().chunks_mut(64) {
         for result in futures::future::join_all(chunk.iter_mut()).await {
@@ -342,6 +340,26 @@ async fn rotation_killed_half_way_finishes_at_the_next_start() {
     assert_all_open(&store, &Keyring::new(key(2), vec![]), &workspace_id, ROWS).await;
 }
 
+/// The store a controlplane of this environment uses.
+async fn open_store(
+    backend: Backend,
+    env: &[(String, String)],
+    data_dir: &std::path::Path,
+) -> Box<dyn SealedStore> {
+    match backend {
+        Backend::Servers => Box::new(
+            PostgresStore::connect(&common::database_url(env), 4)
+                .await
+                .expect("pg"),
+        ),
+        Backend::Embedded => Box::new(
+            SqliteStore::open(&data_dir.join("levers9.db"))
+                .await
+                .expect("sqlite"),
+        ),
+    }
+}
+
 /// Dropping the old key too early: the controlplane says which key is
 /// missing, reports all_rows_on_current_key=false, and changes nothing.
 async fn a_missing_old_key_is_named_and_nothing_is_lost(backend: Backend) {
@@ -358,18 +376,7 @@ async fn a_missing_old_key_is_named_and_nothing_is_lost(backend: Backend) {
     };
     let old = Keyring::new(key(1), vec![]);
     let before = {
-        let store: Box<dyn SealedStore> = match backend {
-            Backend::Servers => Box::new(
-                PostgresStore::connect(&common::database_url(&base), 4)
-                    .await
-                    .expect("pg"),
-            ),
-            Backend::Embedded => Box::new(
-                SqliteStore::open(&data.path().join("levers9.db"))
-                    .await
-                    .expect("sqlite"),
-            ),
-        };
+        let store = open_store(backend, &base, data.path()).await;
         seed(store.as_ref(), &old, &workspace_id, 20).await;
         store
             .list_sealed(SealedKind::Secret, &workspace_id)
@@ -395,18 +402,7 @@ async fn a_missing_old_key_is_named_and_nothing_is_lost(backend: Backend) {
     );
     drop(cp);
 
-    let store: Box<dyn SealedStore> = match backend {
-        Backend::Servers => Box::new(
-            PostgresStore::connect(&common::database_url(&base), 4)
-                .await
-                .expect("pg"),
-        ),
-        Backend::Embedded => Box::new(
-            SqliteStore::open(&data.path().join("levers9.db"))
-                .await
-                .expect("sqlite"),
-        ),
-    };
+    let store = open_store(backend, &base, data.path()).await;
     let after = store
         .list_sealed(SealedKind::Secret, &workspace_id)
         .await

@@ -37,6 +37,8 @@ pub struct Shared {
     pub auth: auth::Authenticator,
     /// Workers and containers.
     pub fleet: fleet::Fleet,
+    /// `worker.imageRegistry`: where image names without a registry live.
+    pub image_registry: String,
     /// The bootstrap secret; empty turns bootstrap off.
     pub bootstrap_secret: Secret,
 }

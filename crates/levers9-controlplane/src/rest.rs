@@ -14,9 +14,7 @@ use axum::{Json, Router};
 use levers9_api::v1::{
     auth_service_server::AuthService, secret_service_server::SecretService,
     token_service_server::TokenService, workspace_service_server::WorkspaceService,
-    AuthorizeRequest, CreateSecretRequest, CreateTokenRequest, CreateWorkspaceRequest,
-    DeleteSecretRequest, GetStorageCredentialsRequest, GetWorkspaceRequest, ListSecretsRequest,
-    ListTokensRequest, RevokeTokenRequest, SetStorageCredentialsRequest, UpdateSecretRequest,
+    DeleteSecretRequest, RevokeTokenRequest, UpdateSecretRequest,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -28,32 +26,41 @@ use crate::services::Services;
 
 const METADATA_HEADER_PREFIX: &str = "grpc-metadata-";
 
+/// A handler that reads the JSON body (or none, for GET) as the request of
+/// `service.method` and answers with its response.
+macro_rules! rpc {
+    (body: $service:ident . $method:ident) => {
+        |State(s): State<Services>, headers: HeaderMap, body: Bytes| async move {
+            unary(
+                &headers,
+                &body,
+                |r| async move { s.$service.$method(r).await },
+            )
+            .await
+        }
+    };
+    (empty: $service:ident . $method:ident) => {
+        |State(s): State<Services>, headers: HeaderMap| async move {
+            unary(
+                &headers,
+                b"",
+                |r| async move { s.$service.$method(r).await },
+            )
+            .await
+        }
+    };
+}
+
 /// Routes under `/api/v1/controlplane`.
 pub fn router(services: Services) -> Router {
     Router::new()
         .route(
             "/api/v1/controlplane/auth/authorize",
-            post(|State(s): State<Services>, headers: HeaderMap, body: Bytes| async move {
-                unary(&headers, &body, |r: tonic::Request<AuthorizeRequest>| async move {
-                    s.auth.authorize(r).await
-                })
-                .await
-            }),
+            post(rpc!(body: auth.authorize)),
         )
         .route(
             "/api/v1/controlplane/tokens",
-            post(|State(s): State<Services>, headers: HeaderMap, body: Bytes| async move {
-                unary(&headers, &body, |r: tonic::Request<CreateTokenRequest>| async move {
-                    s.token.create_token(r).await
-                })
-                .await
-            })
-            .get(|State(s): State<Services>, headers: HeaderMap| async move {
-                unary(&headers, b"", |r: tonic::Request<ListTokensRequest>| async move {
-                    s.token.list_tokens(r).await
-                })
-                .await
-            }),
+            post(rpc!(body: token.create_token)).get(rpc!(empty: token.list_tokens)),
         )
         .route(
             "/api/v1/controlplane/tokens/{token_id}",
@@ -66,51 +73,20 @@ pub fn router(services: Services) -> Router {
         )
         .route(
             "/api/v1/controlplane/workspaces",
-            post(|State(s): State<Services>, headers: HeaderMap, body: Bytes| async move {
-                unary(&headers, &body, |r: tonic::Request<CreateWorkspaceRequest>| async move {
-                    s.workspace.create_workspace(r).await
-                })
-                .await
-            }),
+            post(rpc!(body: workspace.create_workspace)),
         )
         .route(
             "/api/v1/controlplane/workspace",
-            get(|State(s): State<Services>, headers: HeaderMap| async move {
-                unary(&headers, b"", |r: tonic::Request<GetWorkspaceRequest>| async move {
-                    s.workspace.get_workspace(r).await
-                })
-                .await
-            }),
+            get(rpc!(empty: workspace.get_workspace)),
         )
         .route(
             "/api/v1/controlplane/workspace/storage",
-            put(|State(s): State<Services>, headers: HeaderMap, body: Bytes| async move {
-                unary(&headers, &body, |r: tonic::Request<SetStorageCredentialsRequest>| async move {
-                    s.workspace.set_storage_credentials(r).await
-                })
-                .await
-            })
-            .get(|State(s): State<Services>, headers: HeaderMap| async move {
-                unary(&headers, b"", |r: tonic::Request<GetStorageCredentialsRequest>| async move {
-                    s.workspace.get_storage_credentials(r).await
-                })
-                .await
-            }),
+            put(rpc!(body: workspace.set_storage_credentials))
+                .get(rpc!(empty: workspace.get_storage_credentials)),
         )
         .route(
             "/api/v1/controlplane/secrets",
-            post(|State(s): State<Services>, headers: HeaderMap, body: Bytes| async move {
-                unary(&headers, &body, |r: tonic::Request<CreateSecretRequest>| async move {
-                    s.secret.create_secret(r).await
-                })
-                .await
-            })
-            .get(|State(s): State<Services>, headers: HeaderMap| async move {
-                unary(&headers, b"", |r: tonic::Request<ListSecretsRequest>| async move {
-                    s.secret.list_secrets(r).await
-                })
-                .await
-            }),
+            post(rpc!(body: secret.create_secret)).get(rpc!(empty: secret.list_secrets)),
         )
         .route(
             "/api/v1/controlplane/secrets/{name}",

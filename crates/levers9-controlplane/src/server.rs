@@ -107,6 +107,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
             },
         ),
         state,
+        image_registry: config.worker.image_registry.clone(),
         bootstrap_secret: config.controlplane.auth.bootstrap_secret.clone(),
     });
     if shared.bootstrap_secret.is_empty() {

@@ -38,14 +38,7 @@ fn sealed(keyring: &Keyring, workspace_id: &str, name: &str, plain: &str) -> Sea
         workspace_id: workspace_id.to_owned(),
         name: name.to_owned(),
     };
-    let s = sealing::seal(keyring, &id, plain.as_bytes());
-    SealedValue {
-        id,
-        key_id: s.key_id.as_str().to_owned(),
-        sealed: s.bytes,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-    }
+    sealing::sealed_value(keyring, id, plain.as_bytes(), Utc::now())
 }
 
 async fn tampered_and_swapped_values_are_refused<S: RecordStore + SealedStore>(store: S) {

@@ -6,6 +6,7 @@
 mod error;
 mod model;
 mod postgres;
+mod records;
 mod sealed;
 mod sql;
 mod sqlite;

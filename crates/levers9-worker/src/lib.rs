@@ -18,7 +18,8 @@ use levers9_image::{ImageStore, ImageStoreConfig};
 use levers9_runtime::{Runc, Runsc, Runtime, RuntimeConfig};
 use tokio::sync::watch;
 
-pub use capacity::{detect_capacity, Capacity};
+pub use capacity::{detect_capacity, detect_gpus, Capacity};
+pub use levers9_image::RegistryCredentials;
 pub use supervisor::Supervisor;
 
 /// Which runtime runs the containers.
@@ -63,6 +64,8 @@ pub struct WorkerOptions {
     pub insecure_registries: Vec<String>,
     /// Size bound of the image layer cache.
     pub image_cache_bytes: u64,
+    /// Credentials per registry host; anonymous for the others.
+    pub registry_credentials: std::collections::HashMap<String, RegistryCredentials>,
 }
 
 impl std::fmt::Debug for WorkerOptions {
@@ -118,6 +121,7 @@ pub async fn run(
     let mut image_config = ImageStoreConfig::new(options.state_dir.join("images"));
     image_config.insecure_registries = options.insecure_registries.clone();
     image_config.max_cache_bytes = options.image_cache_bytes;
+    image_config.credentials = options.registry_credentials.clone();
     let images = ImageStore::open(image_config)?;
     let (supervisor, events) = Supervisor::new(runtime, images);
     session::run(options, supervisor.clone(), events, stopped).await;

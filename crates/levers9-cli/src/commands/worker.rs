@@ -1,11 +1,16 @@
 //! `levers9 worker`: run a worker, or list the workers.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use levers9_api::v1::ListWorkersRequest;
-use levers9_worker::{detect_capacity, RuntimeKind, WorkerOptions};
+use levers9_worker::{
+    detect_capacity, detect_gpus, RegistryCredentials, RuntimeKind, WorkerOptions,
+};
+use serde::Deserialize;
 
 use crate::output;
 
@@ -54,8 +59,8 @@ struct RunArgs {
     /// Memory to offer, in MiB (default: all of the machine's).
     #[arg(long)]
     memory_mib: Option<u64>,
-    /// A GPU type and its device ids, e.g. L40S:0,1 (repeatable). Used where
-    /// NVML is not available to detect them.
+    /// A GPU type and its device ids, e.g. L40S:0,1 (repeatable). Without
+    /// it, GPUs are detected with nvidia-smi (NVML) where it is installed.
     #[arg(long = "gpu")]
     gpus: Vec<String>,
     /// Runtime state and the image cache.
@@ -64,6 +69,11 @@ struct RunArgs {
     /// Registries to reach over plain HTTP (loopback ones always are).
     #[arg(long = "insecure-registry")]
     insecure_registries: Vec<String>,
+    /// A TOML file of registry credentials, one table per registry host:
+    /// `["registry.example.com"]` with `username` and `password`, or `token`.
+    /// Keep it readable by root only.
+    #[arg(long, env = "LEVERS9_REGISTRY_CREDENTIALS")]
+    registry_credentials: Option<PathBuf>,
     /// Size bound of the image layer cache, in GiB.
     #[arg(long, default_value_t = 20)]
     image_cache_gib: u64,
@@ -150,6 +160,55 @@ fn parse_gpu(text: &str) -> Result<(String, Vec<String>)> {
     Ok((gpu_type.to_owned(), ids))
 }
 
+/// One registry's entry in the credentials file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CredentialsEntry {
+    username: Option<String>,
+    password: Option<String>,
+    token: Option<String>,
+}
+
+fn read_registry_credentials(path: &Path) -> Result<HashMap<String, RegistryCredentials>> {
+    let mode = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        tracing::warn!(file = %path.display(), "the registry credentials file is readable by others: chmod 600 it");
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let entries: HashMap<String, CredentialsEntry> = toml::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a valid registry credentials file",
+            path.display()
+        )
+    })?;
+    entries
+        .into_iter()
+        .map(|(host, entry)| {
+            let credentials = match entry {
+                CredentialsEntry {
+                    token: Some(token),
+                    username: None,
+                    password: None,
+                } => RegistryCredentials::Bearer { token },
+                CredentialsEntry {
+                    username: Some(username),
+                    password: Some(password),
+                    token: None,
+                } => RegistryCredentials::Basic { username, password },
+                _ => bail!(
+                    "{}: registry {host:?} needs either username and password, or token",
+                    path.display()
+                ),
+            };
+            Ok((host, credentials))
+        })
+        .collect()
+}
+
 async fn run_worker(args: RunArgs) -> Result<()> {
     let token = std::env::var("LEVERS9_TOKEN").ok().filter(|t| !t.is_empty()).context(
         "LEVERS9_TOKEN is not set: give the worker a worker token (levers9 token create --type worker)",
@@ -164,11 +223,14 @@ async fn run_worker(args: RunArgs) -> Result<()> {
     if let Some(memory) = args.memory_mib {
         capacity.memory_mib = memory;
     }
-    capacity.gpus = args
-        .gpus
-        .iter()
-        .map(|g| parse_gpu(g))
-        .collect::<Result<_>>()?;
+    capacity.gpus = if args.gpus.is_empty() {
+        detect_gpus().await
+    } else {
+        args.gpus
+            .iter()
+            .map(|g| parse_gpu(g))
+            .collect::<Result<_>>()?
+    };
     let url = if args.controlplane.contains("://") {
         args.controlplane.clone()
     } else {
@@ -199,6 +261,10 @@ async fn run_worker(args: RunArgs) -> Result<()> {
         state_dir: args.state_dir,
         insecure_registries: args.insecure_registries,
         image_cache_bytes: args.image_cache_gib << 30,
+        registry_credentials: match &args.registry_credentials {
+            Some(path) => read_registry_credentials(path)?,
+            None => HashMap::new(),
+        },
     };
     tracing::info!(?options, "starting worker");
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -209,4 +275,38 @@ async fn run_worker(args: RunArgs) -> Result<()> {
     levers9_worker::run(options, stopped).await?;
     signal.abort();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn registry_credentials_are_basic_or_bearer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("registries.toml");
+        std::fs::write(
+            &path,
+            "[\"registry.example.com\"]\nusername = \"ci\"\npassword = \"pw\"\n[\"ghcr.io\"]\ntoken = \"t\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let read = read_registry_credentials(&path).unwrap();
+        assert!(matches!(
+            read["registry.example.com"],
+            RegistryCredentials::Basic { .. }
+        ));
+        assert!(matches!(
+            read["ghcr.io"],
+            RegistryCredentials::Bearer { .. }
+        ));
+        std::fs::write(&path, "[\"r\"]\nusername = \"only\"\n").unwrap();
+        let error = read_registry_credentials(&path).unwrap_err().to_string();
+        assert!(
+            error.contains("needs either username and password, or token"),
+            "{error}"
+        );
+    }
 }

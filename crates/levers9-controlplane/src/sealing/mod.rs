@@ -48,6 +48,24 @@ pub fn seal(keyring: &Keyring, id: &SealedId, plaintext: &[u8]) -> Sealed {
     keyring.seal(&associated_data(id), plaintext)
 }
 
+/// A value to store: `plaintext` sealed for row `id` with the current key,
+/// created and changed `at`.
+pub fn sealed_value(
+    keyring: &Keyring,
+    id: SealedId,
+    plaintext: &[u8],
+    at: chrono::DateTime<chrono::Utc>,
+) -> SealedValue {
+    let sealed = seal(keyring, &id, plaintext);
+    SealedValue {
+        id,
+        key_id: sealed.key_id.as_str().to_owned(),
+        sealed: sealed.bytes,
+        created_at: at,
+        updated_at: at,
+    }
+}
+
 /// Opens a stored value.
 pub fn open(keyring: &Keyring, value: &SealedValue) -> Result<Vec<u8>, OpenError> {
     let sealed = Sealed {

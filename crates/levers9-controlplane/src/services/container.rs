@@ -57,6 +57,30 @@ impl ContainerApi {
     }
 }
 
+/// A full image reference: a name without a registry (the first part has no
+/// `.` or `:` and is not `localhost`, as `docker pull` decides) is looked up
+/// in `worker.imageRegistry`.
+fn qualify_image(image: &str, registry: &str) -> Result<String, ApiError> {
+    if image.is_empty() {
+        return Err(ApiError::InvalidArgument(
+            "the image is empty: name an image reference".into(),
+        ));
+    }
+    let first = image.split('/').next().unwrap_or_default();
+    let has_registry =
+        image.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
+    if has_registry {
+        return Ok(image.to_owned());
+    }
+    if registry.is_empty() {
+        return Err(ApiError::InvalidArgument(format!(
+            "image {image:?} names no registry and worker.imageRegistry is not set: give a full \
+             reference such as registry.example.com/team/app@sha256:…"
+        )));
+    }
+    Ok(format!("{}/{image}", registry.trim_end_matches('/')))
+}
+
 type LogStream = Pin<Box<dyn Stream<Item = Result<ContainerLogEvent, Status>> + Send>>;
 
 #[tonic::async_trait]
@@ -67,12 +91,7 @@ impl ContainerService for ContainerApi {
     ) -> Result<Response<RunContainerResponse>, Status> {
         let caller = self.caller(request.metadata()).await?;
         let body = request.into_inner();
-        if body.image.trim().is_empty() {
-            return Err(ApiError::InvalidArgument(
-                "the image is empty: name an image reference".into(),
-            )
-            .into());
-        }
+        let image = qualify_image(body.image.trim(), &self.shared.image_registry)?;
         let pool = if body.pool.is_empty() {
             DEFAULT_POOL.to_owned()
         } else {
@@ -116,7 +135,7 @@ impl ContainerService for ContainerApi {
         let container = ContainerRecord {
             id: format!("c-{}", uuid::Uuid::now_v7().simple()),
             workspace_id: caller.workspace.id.clone(),
-            image: body.image,
+            image,
             args: body.args,
             env: body.env.into_iter().collect::<BTreeMap<_, _>>(),
             pool,
@@ -326,4 +345,31 @@ async fn send_new(
     }))
     .await
     .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::qualify_image;
+
+    #[test]
+    fn short_image_names_live_in_the_configured_registry() {
+        let registry = "registry.example.com/levers9";
+        assert_eq!(
+            qualify_image("busybox@sha256:ab", registry).unwrap(),
+            "registry.example.com/levers9/busybox@sha256:ab"
+        );
+        assert_eq!(
+            qualify_image("team/app:1", registry).unwrap(),
+            "registry.example.com/levers9/team/app:1"
+        );
+        for full in [
+            "127.0.0.1:5000/app:1",
+            "ghcr.io/team/app:1",
+            "localhost/app:1",
+        ] {
+            assert_eq!(qualify_image(full, registry).unwrap(), full);
+        }
+        assert!(qualify_image("app:1", "").is_err());
+        assert!(qualify_image("", registry).is_err());
+    }
 }

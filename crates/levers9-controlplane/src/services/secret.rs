@@ -8,7 +8,7 @@ use levers9_api::v1::{
     DeleteSecretRequest, DeleteSecretResponse, ListSecretsRequest, ListSecretsResponse,
     UpdateSecretRequest, UpdateSecretResponse,
 };
-use levers9_store::{SealedId, SealedKind, SealedValue, TokenType};
+use levers9_store::{SealedId, SealedKind, TokenType};
 use tonic::{Request, Response, Status};
 
 use super::convert;
@@ -102,16 +102,13 @@ impl SecretService for SecretApi {
         let body = request.into_inner();
         validate_name(&body.name)?;
         validate_value(&body.value)?;
-        let id = secret_id(&caller, &body.name);
-        let sealed = sealing::seal(&self.shared.keyring, &id, body.value.as_bytes());
         let now = chrono::Utc::now();
-        let value = SealedValue {
-            id,
-            key_id: sealed.key_id.as_str().to_owned(),
-            sealed: sealed.bytes,
-            created_at: now,
-            updated_at: now,
-        };
+        let value = sealing::sealed_value(
+            &self.shared.keyring,
+            secret_id(&caller, &body.name),
+            body.value.as_bytes(),
+            now,
+        );
         self.shared
             .sealed
             .insert_sealed(value.clone())
@@ -131,17 +128,16 @@ impl SecretService for SecretApi {
         let body = request.into_inner();
         validate_name(&body.name)?;
         validate_value(&body.value)?;
-        let id = secret_id(&caller, &body.name);
-        let sealed = sealing::seal(&self.shared.keyring, &id, body.value.as_bytes());
+        let value = sealing::sealed_value(
+            &self.shared.keyring,
+            secret_id(&caller, &body.name),
+            body.value.as_bytes(),
+            chrono::Utc::now(),
+        );
         let info = self
             .shared
             .sealed
-            .update_sealed(
-                &id,
-                sealed.key_id.as_str(),
-                &sealed.bytes,
-                chrono::Utc::now(),
-            )
+            .update_sealed(&value.id, &value.key_id, &value.sealed, value.updated_at)
             .await
             .map_err(ApiError::from)?
             .ok_or_else(|| not_found(&body.name))?;

@@ -8,7 +8,7 @@ use levers9_api::v1::{
     GetWorkspaceResponse, SetStorageCredentialsRequest, SetStorageCredentialsResponse,
     StorageCredentials,
 };
-use levers9_store::{SealedId, SealedKind, SealedValue, TokenType};
+use levers9_store::{SealedId, SealedKind, TokenType};
 use tonic::{Request, Response, Status};
 
 use super::convert;
@@ -124,17 +124,10 @@ impl WorkspaceService for WorkspaceApi {
         // Serialising the generated message cannot fail: it is plain strings.
         let plaintext = serde_json::to_vec(&credentials)
             .map_err(|e| ApiError::InvalidArgument(format!("unreadable credentials: {e}")))?;
-        let sealed = sealing::seal(&self.shared.keyring, &id, &plaintext);
-        let now = chrono::Utc::now();
+        let value = sealing::sealed_value(&self.shared.keyring, id, &plaintext, chrono::Utc::now());
         self.shared
             .sealed
-            .put_sealed(SealedValue {
-                id,
-                key_id: sealed.key_id.as_str().to_owned(),
-                sealed: sealed.bytes,
-                created_at: now,
-                updated_at: now,
-            })
+            .put_sealed(value)
             .await
             .map_err(ApiError::from)?;
         tracing::info!(workspace_id = %caller.workspace.id, endpoint = %credentials.endpoint, bucket = %credentials.bucket, "storage credentials set");
