@@ -136,6 +136,43 @@ async fn a_gvisor_pool_runs_its_containers_under_runsc() {
     assert_eq!(text(&out.stdout), "from gvisor\n");
 }
 
+/// The Python base image the functions will run on: Debian's Python with
+/// its standard library, under runc and under gVisor.
+#[tokio::test]
+async fn python_runs_in_a_container() {
+    let cp = Controlplane::start(Backend::Embedded);
+    let admin = cp.admin_token().await;
+    let _runc = Worker::start(&cp, &admin, "default", "runc").await;
+    let _gvisor = Worker::start(&cp, &admin, "sandboxed", "gvisor").await;
+    let image = common::fleet::python_image();
+    let program = "import json, sqlite3, ssl, sys; print(json.dumps({'sum': 1 + 2, 'py': sys.version_info[:2]}))";
+    for pool in ["default", "sandboxed"] {
+        let out = run_cli(
+            &cp,
+            &admin,
+            &[
+                "container",
+                "run",
+                "--pool",
+                pool,
+                "--memory",
+                "256Mi",
+                &image,
+                "--",
+                "python3",
+                "-c",
+                program,
+            ],
+        );
+        assert!(out.status.success(), "{pool}: {}", text(&out.stderr));
+        assert_eq!(
+            text(&out.stdout),
+            "{\"sum\": 3, \"py\": [3, 11]}\n",
+            "{pool}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn unknown_pools_and_missing_images_are_named() {
     let cp = Controlplane::start(Backend::Embedded);

@@ -14,17 +14,32 @@ use super::{text, with_token, Controlplane, BIN};
 pub fn busybox_image() -> String {
     static IMAGE: OnceLock<String> = OnceLock::new();
     IMAGE
-        .get_or_init(|| {
-            let registry = std::env::var("LEVERS9_TEST_REGISTRY").unwrap_or_else(|_| {
-                panic!("LEVERS9_TEST_REGISTRY is not set: run the tests with scripts/test-servers.sh (make test)")
-            });
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/push-busybox-image.sh");
-            let tag = format!("{registry}/levers9-e2e/busybox:{}", std::process::id());
-            let out = Command::new(script).arg(&tag).output().expect("push the test image");
-            assert!(out.status.success(), "push failed: {}", text(&out.stderr));
-            text(&out.stdout).trim().to_owned()
-        })
+        .get_or_init(|| push("push-busybox-image.sh", "busybox"))
         .clone()
+}
+
+/// The Python base image (Debian's Python 3.11), pushed once per test binary.
+pub fn python_image() -> String {
+    static IMAGE: OnceLock<String> = OnceLock::new();
+    IMAGE
+        .get_or_init(|| push("push-python-image.sh", "python"))
+        .clone()
+}
+
+fn push(script: &str, name: &str) -> String {
+    let registry = std::env::var("LEVERS9_TEST_REGISTRY").unwrap_or_else(|_| {
+        panic!("LEVERS9_TEST_REGISTRY is not set: run the tests with scripts/test-servers.sh (make test)")
+    });
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scripts")
+        .join(script);
+    let tag = format!("{registry}/levers9-e2e/{name}:{}", std::process::id());
+    let out = Command::new(script)
+        .arg(&tag)
+        .output()
+        .expect("push the test image");
+    assert!(out.status.success(), "push failed: {}", text(&out.stderr));
+    text(&out.stdout).trim().to_owned()
 }
 
 /// A worker process; stopped with SIGTERM (containers stopped too) on drop.
