@@ -5,6 +5,7 @@ mod container;
 mod controlplane;
 mod secret;
 mod token;
+mod up;
 mod worker;
 mod workspace;
 
@@ -35,6 +36,9 @@ pub struct Cli {
 pub enum Command {
     /// Run the controlplane: gRPC on 1993, HTTP (health, metrics, REST) on 1994.
     Controlplane(controlplane::ControlplaneArgs),
+    /// Run the whole stack on this machine (controlplane on the embedded
+    /// state and a local worker; root) and select a CLI context for it.
+    Up(up::UpArgs),
     /// Manage CLI contexts (~/.levers9/config.toml): which controlplane, which token.
     #[command(subcommand)]
     Config(config::ConfigCommand),
@@ -58,7 +62,7 @@ impl Command {
     /// Whether this runs a long-lived process (which logs at info).
     pub fn is_process(&self) -> bool {
         match self {
-            Command::Controlplane(_) => true,
+            Command::Controlplane(_) | Command::Up(_) => true,
             Command::Worker(args) => args.is_process(),
             _ => false,
         }
@@ -70,6 +74,7 @@ pub async fn run(cli: Cli) -> Result<()> {
     let context = cli.context.as_deref();
     match cli.command {
         Command::Controlplane(args) => controlplane::run(args).await,
+        Command::Up(args) => up::run(args).await,
         Command::Config(command) => config::run(command, context).await,
         Command::Token(command) => token::run(command, context).await,
         Command::Workspace(command) => workspace::run(command, context).await,

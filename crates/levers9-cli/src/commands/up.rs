@@ -1,0 +1,185 @@
+//! `levers9 up`: the whole stack on one machine — a controlplane on the
+//! embedded state and a local worker — with a CLI context to use it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _, Result};
+use clap::{Args, ValueEnum};
+use levers9_api::v1::{AuthorizeRequest, CreateTokenRequest};
+use levers9_worker::{detect_capacity, detect_gpus, RuntimeKind, WorkerOptions};
+
+use crate::client::{Client, Target};
+use crate::context::{CliConfig, Context};
+
+/// The CLI context `up` writes and selects.
+const CONTEXT: &str = "local";
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RuntimeArg {
+    Runc,
+    Gvisor,
+}
+
+/// Arguments of `levers9 up`.
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// YAML config file, as for `levers9 controlplane` (the embedded state
+    /// unless it configures Postgres and Redis).
+    #[arg(long, env = "LEVERS9_CONFIG")]
+    config: Option<PathBuf>,
+    /// Where the records, the worker's state and images live.
+    #[arg(long, default_value_os_t = default_dir())]
+    data_dir: PathBuf,
+    /// gRPC port on 127.0.0.1.
+    #[arg(long, default_value_t = 1993)]
+    grpc_port: u16,
+    /// HTTP port on 127.0.0.1.
+    #[arg(long, default_value_t = 1994)]
+    http_port: u16,
+    /// The local worker's container runtime.
+    #[arg(long, value_enum, default_value = "runc")]
+    runtime: RuntimeArg,
+}
+
+fn default_dir() -> PathBuf {
+    let home = std::env::var_os("HOME").unwrap_or_else(|| ".".into());
+    PathBuf::from(home).join(".levers9").join("up")
+}
+
+/// Starts everything, writes the `local` context, serves until SIGINT/SIGTERM.
+pub async fn run(args: UpArgs) -> Result<()> {
+    let env = |name: &str| std::env::var(name).ok();
+    let (mut config, _) = levers9_config::load(args.config.as_deref(), &env)?;
+    let cp = &mut config.controlplane;
+    cp.bind_address = "127.0.0.1".into();
+    cp.grpc.port = args.grpc_port;
+    cp.http.port = args.http_port;
+    cp.data_dir = args.data_dir.join("controlplane").display().to_string();
+    // A one-time secret: only this process ever knows it, and it does
+    // nothing once the first workspace exists.
+    let secret = uuid::Uuid::new_v4().simple().to_string();
+    cp.auth.bootstrap_secret = levers9_config::Secret::new(secret.clone());
+    let running = levers9_controlplane::start(config).await?;
+    let target = Target {
+        host: "127.0.0.1".into(),
+        port: running.grpc_addr.port(),
+        tls: false,
+        token: String::new(),
+    };
+    let admin = admin_token(&target, &secret).await?;
+    let client = Client::new(&Target {
+        token: admin.clone(),
+        ..target.clone()
+    })?;
+    let worker_token = client
+        .tokens()
+        .create_token(CreateTokenRequest {
+            token_type: "worker".into(),
+            description: "levers9 up: local worker".into(),
+        })
+        .await?
+        .into_inner()
+        .secret;
+    let mut capacity = detect_capacity();
+    capacity.gpus = detect_gpus().await;
+    let options = WorkerOptions {
+        controlplane_url: format!("http://{}", running.grpc_addr),
+        token: worker_token,
+        pool: "default".into(),
+        worker_id: "local".into(),
+        hostname: "local".into(),
+        capacity,
+        runtime: match args.runtime {
+            RuntimeArg::Runc => RuntimeKind::Runc,
+            RuntimeArg::Gvisor => RuntimeKind::Gvisor,
+        },
+        state_dir: args.data_dir.join("worker"),
+        insecure_registries: Vec::new(),
+        image_cache_bytes: 20 << 30,
+        registry_credentials: Default::default(),
+    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let worker = tokio::spawn(levers9_worker::run(options, stopped));
+    let path = save_context(&target, &admin)?;
+    eprintln!(
+        "levers9 is up: gRPC {} and HTTP {}, a {} worker in pool default.\n\
+         The CLI context {CONTEXT:?} is selected ({}).\n\
+         Try: levers9 container run REGISTRY/IMAGE -- echo hello\n\
+         Stop with Ctrl-C.",
+        running.grpc_addr,
+        running.http_addr,
+        args.runtime_name(),
+        path.display()
+    );
+    super::shutdown_signal().await?;
+    eprintln!("levers9 is going down");
+    let _ = stop.send(true);
+    match tokio::time::timeout(Duration::from_secs(30), worker).await {
+        Ok(Ok(result)) => result?,
+        Ok(Err(error)) => tracing::warn!(%error, "the worker task failed"),
+        Err(_) => tracing::warn!("the worker did not stop within 30 s"),
+    }
+    running.stop().await;
+    Ok(())
+}
+
+impl UpArgs {
+    fn runtime_name(&self) -> &'static str {
+        match self.runtime {
+            RuntimeArg::Runc => "runc",
+            RuntimeArg::Gvisor => "gvisor",
+        }
+    }
+}
+
+/// The admin token: a fresh one on a fresh data dir, or the one the `local`
+/// context saved on an earlier `up` of the same data dir.
+async fn admin_token(target: &Target, secret: &str) -> Result<String> {
+    let client = Client::new(target)?;
+    match client.bootstrap(secret).await {
+        Ok(answer) => return Ok(answer.new_token),
+        Err(error) => {
+            let already = error
+                .downcast_ref::<tonic::Status>()
+                .is_some_and(|s| s.code() == tonic::Code::FailedPrecondition);
+            if !already {
+                return Err(error);
+            }
+        }
+    }
+    let saved = CliConfig::load()?
+        .and_then(|file| file.contexts.get(CONTEXT).map(|c| c.token.clone()))
+        .unwrap_or_default();
+    if !saved.is_empty() {
+        let check = Client::new(&Target {
+            token: saved.clone(),
+            ..target.clone()
+        })?
+        .auth()
+        .authorize(AuthorizeRequest {})
+        .await;
+        if check.is_ok() {
+            return Ok(saved);
+        }
+    }
+    bail!(
+        "this data dir was set up before and the CLI has no working token for it (context \
+         {CONTEXT:?}): use another --data-dir, or remove the old one to start afresh"
+    )
+}
+
+fn save_context(target: &Target, token: &str) -> Result<PathBuf> {
+    let mut file = CliConfig::load()?.unwrap_or_default();
+    file.contexts.insert(
+        CONTEXT.to_owned(),
+        Context {
+            host: target.host.clone(),
+            port: target.port,
+            tls: false,
+            token: token.to_owned(),
+        },
+    );
+    file.current = CONTEXT.to_owned();
+    file.save().context("cannot save the CLI context")
+}

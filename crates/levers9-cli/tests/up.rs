@@ -1,0 +1,123 @@
+//! `levers9 up`: the whole stack on one machine, used through the context it
+//! writes, stopped and started again on the same data.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{free_port, run_cli, text, BIN};
+
+struct Up {
+    child: Child,
+    log: std::path::PathBuf,
+}
+
+impl Up {
+    fn start(
+        home: &std::path::Path,
+        data: &std::path::Path,
+        grpc: u16,
+        http: u16,
+        name: &str,
+    ) -> Up {
+        let log = home.join(format!("{name}.log"));
+        let file = std::fs::File::create(&log).expect("log");
+        let child = Command::new(BIN)
+            .args([
+                "up",
+                "--grpc-port",
+                &grpc.to_string(),
+                "--http-port",
+                &http.to_string(),
+            ])
+            .arg("--data-dir")
+            .arg(data)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("log"))
+            .stderr(file)
+            .spawn()
+            .expect("spawn levers9 up");
+        let mut up = Up { child, log };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !up.log().contains("levers9 is up") {
+            if let Ok(Some(status)) = up.child.try_wait() {
+                panic!("levers9 up exited with {status}:\n{}", up.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "not up within 60 s:\n{}",
+                up.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        up
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM, and the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        self.child.wait().expect("wait")
+    }
+}
+
+#[test]
+fn up_runs_the_stack_and_comes_back_on_the_same_data() {
+    let home = tempfile::tempdir().expect("home");
+    let data = home.path().join("up");
+    let (grpc, http) = (free_port(), free_port());
+    let image = common::fleet::busybox_image();
+
+    let first = Up::start(home.path(), &data, grpc, http, "first");
+    let out = run_cli(
+        home.path(),
+        &["container", "run", &image, "--", "echo", "hello from up"],
+        &[],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stderr),
+        first.log()
+    );
+    assert_eq!(text(&out.stdout), "hello from up\n");
+    let workers = text(&run_cli(home.path(), &["worker", "list"], &[], None).stdout);
+    assert!(
+        workers.contains("local") && workers.contains("ready"),
+        "{workers}"
+    );
+    assert!(first.stop().success());
+
+    let second = Up::start(home.path(), &data, grpc, http, "second");
+    let out = run_cli(
+        home.path(),
+        &["container", "run", &image, "--", "echo", "again"],
+        &[],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stderr),
+        second.log()
+    );
+    assert_eq!(text(&out.stdout), "again\n");
+    let tokens = text(&run_cli(home.path(), &["token", "list"], &[], None).stdout);
+    assert_eq!(
+        tokens.lines().filter(|l| l.contains(" admin ")).count(),
+        1,
+        "{tokens}"
+    );
+    assert!(second.stop().success());
+}
