@@ -82,6 +82,8 @@ impl fmt::Debug for RunContainer {
             .field("cpu_millicores", &self.cpu_millicores)
             .field("memory_mib", &self.memory_mib)
             .field("secret_names", &self.secret_names)
+            .field("gpu_type", &self.gpu_type)
+            .field("gpu_count", &self.gpu_count)
             .finish()
     }
 }

@@ -97,7 +97,7 @@ async fn a_gvisor_pool_runs_its_containers_under_runsc() {
     let cp = Controlplane::start_with(env);
     let admin = cp.admin_token().await;
     let state = tempfile::tempdir().expect("state");
-    let (wrong, _) = Worker::spawn_in(&cp, &admin, "sandboxed", "runc", state).await;
+    let (wrong, _) = Worker::spawn_in(&cp, &admin, "sandboxed", "runc", state, &[]).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     while !wrong.log().contains("start it with --runtime gvisor") {
         assert!(
@@ -361,4 +361,91 @@ async fn a_container_outlives_a_controlplane_restart() {
     assert_eq!(text(&logs.stdout), "done\n", "{}", text(&logs.stderr));
 }
 
-on_both_backends!(run_prints_output_and_exits_with_the_code);
+/// GPU inventories on workers (no GPU hardware needed): type preference,
+/// counts, packing, device ids handed to the container, clear failures.
+async fn gpu_requests_get_their_type_count_and_devices(backend: Backend) {
+    let cp = Controlplane::start(backend);
+    let admin = cp.admin_token().await;
+    let _l40s = Worker::start_with_gpus(&cp, &admin, "default", &["L40S:0,1"]).await;
+    let _h100 = Worker::start_with_gpus(&cp, &admin, "default", &["H100:0,1,2,3"]).await;
+    let image = busybox_image();
+    let show = ["--", "sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES"];
+    let run = |extra: &[&str]| {
+        let mut args = vec!["container", "run", image.as_str()];
+        args.splice(2..2, extra.iter().copied());
+        args.extend(show);
+        run_cli(&cp, &admin, &args)
+    };
+
+    let out = run(&["--gpu", "H100,L40S", "--gpu-count", "4"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "0,1,2,3\n", "all four H100s");
+    let out = run(&["--gpu", "A100,L40S", "--gpu-count", "2"]);
+    assert_eq!(
+        text(&out.stdout),
+        "0,1\n",
+        "the first type offered: {}",
+        text(&out.stderr)
+    );
+
+    // With the H100 worker full, the preference falls through to L40S.
+    let busy = detached_gpus(&cp, &admin, &["H100"], 4).await;
+    wait_for_state(&cp, &admin, &busy, "running", Duration::from_secs(30)).await;
+    let id = detached_gpus(&cp, &admin, &["H100", "L40S"], 1).await;
+    let placed = wait_for_state(&cp, &admin, &id, "running", Duration::from_secs(30)).await;
+    assert_eq!(placed.gpu_type, "L40S");
+
+    let out = run(&["--gpu", "H200"]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        text(&out.stderr).contains("no worker of pool default offers GPU H200"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(&["--gpu", "H100,L40S", "--gpu-count", "5"]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        text(&out.stderr).contains("has 5 GPUs"),
+        "{}",
+        text(&out.stderr)
+    );
+    cp.containers()
+        .await
+        .stop_container(with_token(
+            StopContainerRequest { container_id: busy },
+            &admin,
+        ))
+        .await
+        .expect("stop");
+}
+
+async fn detached_gpus(cp: &Controlplane, admin: &str, types: &[&str], count: u32) -> String {
+    cp.containers()
+        .await
+        .run_container(with_token(
+            RunContainerRequest {
+                image: busybox_image(),
+                args: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "trap 'exit 0' TERM; sleep 100 & wait".into(),
+                ],
+                gpu_types: types.iter().map(|t| t.to_string()).collect(),
+                gpu_count: count,
+                memory_mib: 64,
+                ..Default::default()
+            },
+            admin,
+        ))
+        .await
+        .expect("run")
+        .into_inner()
+        .container
+        .expect("container")
+        .container_id
+}
+
+on_both_backends!(
+    run_prints_output_and_exits_with_the_code,
+    gpu_requests_get_their_type_count_and_devices,
+);

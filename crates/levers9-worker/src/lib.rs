@@ -123,7 +123,7 @@ pub async fn run(
     image_config.max_cache_bytes = options.image_cache_bytes;
     image_config.credentials = options.registry_credentials.clone();
     let images = ImageStore::open(image_config)?;
-    let (supervisor, events) = Supervisor::new(runtime, images);
+    let (supervisor, events) = Supervisor::new(runtime, images, options.capacity.gpus.clone());
     session::run(options, supervisor.clone(), events, stopped).await;
     supervisor.stop_all(Duration::from_secs(10)).await;
     Ok(())

@@ -105,6 +105,7 @@ async fn session(
                 .map(|(gpu_type, device_ids)| Gpu {
                     gpu_type: gpu_type.clone(),
                     device_ids: device_ids.clone(),
+                    count: u32::try_from(device_ids.len()).unwrap_or(u32::MAX),
                 })
                 .collect(),
         }),

@@ -21,7 +21,12 @@ const EVENT_BUFFER: usize = 4096;
 struct Held {
     cpu_millicores: u64,
     memory_mib: u64,
+    gpu_type: String,
+    gpu_count: u32,
 }
+
+/// GPU device ids not given to a container, by type.
+type FreeGpus = HashMap<String, Vec<String>>;
 
 /// Runs and tracks containers. Cheap to clone.
 #[derive(Clone)]
@@ -29,6 +34,7 @@ pub struct Supervisor {
     runtime: Arc<dyn Runtime>,
     images: ImageStore,
     held: Arc<Mutex<HashMap<String, Held>>>,
+    free_gpus: Arc<Mutex<FreeGpus>>,
     events: mpsc::Sender<WorkerMessage>,
 }
 
@@ -45,19 +51,55 @@ fn message(kind: worker_message::Kind) -> WorkerMessage {
 }
 
 impl Supervisor {
-    /// A supervisor and the stream of what it reports, for the sessions.
+    /// A supervisor of a worker with these GPUs (type, device ids), and the
+    /// stream of what it reports, for the sessions.
     pub fn new(
         runtime: Arc<dyn Runtime>,
         images: ImageStore,
+        gpus: Vec<(String, Vec<String>)>,
     ) -> (Supervisor, mpsc::Receiver<WorkerMessage>) {
         let (events, receiver) = mpsc::channel(EVENT_BUFFER);
         let supervisor = Supervisor {
             runtime,
             images,
             held: Arc::default(),
+            free_gpus: Arc::new(Mutex::new(gpus.into_iter().collect())),
             events,
         };
         (supervisor, receiver)
+    }
+
+    fn free_gpus(&self) -> MutexGuard<'_, FreeGpus> {
+        // Each critical section is one take or give back.
+        self.free_gpus.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes `count` devices of `gpu_type` for a container. The controlplane
+    /// reserved the count, so this fails only when the worker has fewer
+    /// devices than it reported (e.g. a GPU the machine does not hand out).
+    fn take_gpus(&self, gpu_type: &str, count: u32) -> Result<Vec<String>, String> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let mut free = self.free_gpus();
+        let devices = free.entry(gpu_type.to_owned()).or_default();
+        let count = count as usize;
+        if devices.len() < count {
+            return Err(format!(
+                "not enough GPUs available: asked for {count} {gpu_type}, {} free on this worker",
+                devices.len()
+            ));
+        }
+        Ok(devices.drain(..count).collect())
+    }
+
+    fn give_back_gpus(&self, gpu_type: &str, devices: Vec<String>) {
+        if !devices.is_empty() {
+            let mut free = self.free_gpus();
+            let list = free.entry(gpu_type.to_owned()).or_default();
+            list.extend(devices);
+            list.sort();
+        }
     }
 
     fn held(&self) -> MutexGuard<'_, HashMap<String, Held>> {
@@ -73,6 +115,8 @@ impl Supervisor {
                 container_id: id.clone(),
                 cpu_millicores: h.cpu_millicores,
                 memory_mib: h.memory_mib,
+                gpu_type: h.gpu_type.clone(),
+                gpu_count: h.gpu_count,
             })
             .collect()
     }
@@ -91,13 +135,20 @@ impl Supervisor {
                 Held {
                     cpu_millicores: request.cpu_millicores,
                     memory_mib: request.memory_mib,
+                    gpu_type: request.gpu_type.clone(),
+                    gpu_count: request.gpu_count,
                 },
             );
         }
         let this = self.clone();
         tokio::spawn(async move {
             let id = request.container_id.clone();
-            let outcome = this.run_to_exit(request).await;
+            let gpu_type = request.gpu_type.clone();
+            let (outcome, devices) = match this.take_gpus(&gpu_type, request.gpu_count) {
+                Ok(devices) => (this.run_to_exit(request, &devices).await, devices),
+                Err(reason) => (Err(reason), Vec::new()),
+            };
+            this.give_back_gpus(&gpu_type, devices);
             let report = match outcome {
                 Ok(exit) => exited(&id, exit),
                 Err(reason) => {
@@ -117,7 +168,7 @@ impl Supervisor {
         });
     }
 
-    async fn run_to_exit(&self, request: RunContainer) -> Result<Exit, String> {
+    async fn run_to_exit(&self, request: RunContainer, gpus: &[String]) -> Result<Exit, String> {
         let id = request.container_id.clone();
         let image = self
             .images
@@ -151,6 +202,12 @@ impl Supervisor {
             .filter(|(k, _)| !request.env.contains_key(k))
             .chain(request.env.clone())
             .collect();
+        if !gpus.is_empty() {
+            // The NVIDIA container runtime's convention: the devices this
+            // container may use, by index.
+            spec.env
+                .push(("NVIDIA_VISIBLE_DEVICES".to_owned(), gpus.join(",")));
+        }
         if let Some(dir) = image.config.working_dir.as_ref().filter(|d| !d.is_empty()) {
             spec.cwd = dir.clone();
         }

@@ -36,6 +36,12 @@ pub enum ContainerCommand {
         /// name (repeatable); opened only as the container starts.
         #[arg(long = "secret")]
         secrets: Vec<String>,
+        /// GPU types it accepts, in order of preference: H100,A100.
+        #[arg(long = "gpu", value_delimiter = ',')]
+        gpu_types: Vec<String>,
+        /// How many GPUs (all of one type, on one worker).
+        #[arg(long, default_value_t = 1)]
+        gpu_count: u32,
         /// Return as soon as it is scheduled; print its id.
         #[arg(long, short = 'd')]
         detach: bool,
@@ -104,6 +110,8 @@ pub async fn run(command: ContainerCommand, context: Option<&str>) -> Result<()>
             memory,
             env,
             secrets,
+            gpu_types,
+            gpu_count,
             detach,
             command,
         } => {
@@ -125,6 +133,8 @@ pub async fn run(command: ContainerCommand, context: Option<&str>) -> Result<()>
                     cpu_millicores: parse_cpu(&cpu)?,
                     memory_mib: parse_memory(&memory)?,
                     secrets,
+                    gpu_count: if gpu_types.is_empty() { 0 } else { gpu_count },
+                    gpu_types,
                 })
                 .await?
                 .into_inner()

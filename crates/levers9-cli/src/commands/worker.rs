@@ -113,7 +113,14 @@ async fn list(context: Option<&str>) -> Result<()> {
             let gpus: Vec<String> = capacity
                 .gpus
                 .iter()
-                .map(|g| format!("{}x{}", g.device_ids.len(), g.gpu_type))
+                .map(|g| {
+                    let free = free
+                        .gpus
+                        .iter()
+                        .find(|f| f.gpu_type == g.gpu_type)
+                        .map_or(0, |f| f.count);
+                    format!("{free}/{} {}", g.count, g.gpu_type)
+                })
                 .collect();
             vec![
                 w.worker_id,
@@ -136,7 +143,7 @@ async fn list(context: Option<&str>) -> Result<()> {
             "RUNTIME",
             "CPU FREE",
             "MEMORY FREE",
-            "GPUS",
+            "GPUS FREE",
             "STATUS",
             "LAST HEARTBEAT",
         ],

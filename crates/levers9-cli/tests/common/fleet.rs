@@ -68,7 +68,24 @@ impl Worker {
         runtime: &str,
         state_dir: tempfile::TempDir,
     ) -> Worker {
-        let (worker, worker_id) = Self::spawn_in(cp, admin, pool, runtime, state_dir).await;
+        let (worker, worker_id) = Self::spawn_in(cp, admin, pool, runtime, state_dir, &[]).await;
+        worker.wait_listed(cp, admin, &worker_id).await;
+        worker
+    }
+
+    /// A runc worker of `pool` offering these GPUs (`TYPE:ID,ID`).
+    pub async fn start_with_gpus(
+        cp: &Controlplane,
+        admin: &str,
+        pool: &str,
+        gpus: &[&str],
+    ) -> Worker {
+        let state_dir = tempfile::Builder::new()
+            .prefix("l9w-")
+            .tempdir()
+            .expect("state dir");
+        let extra: Vec<&str> = gpus.iter().flat_map(|g| ["--gpu", g]).collect();
+        let (worker, worker_id) = Self::spawn_in(cp, admin, pool, "runc", state_dir, &extra).await;
         worker.wait_listed(cp, admin, &worker_id).await;
         worker
     }
@@ -80,6 +97,7 @@ impl Worker {
         pool: &str,
         runtime: &str,
         state_dir: tempfile::TempDir,
+        extra: &[&str],
     ) -> (Worker, String) {
         let token = cp
             .tokens()
@@ -109,6 +127,7 @@ impl Worker {
                 &worker_id,
             ])
             .args(["--cpu-millicores", "2000", "--memory-mib", "2048"])
+            .args(extra)
             .arg("--controlplane")
             .arg(format!("127.0.0.1:{}", cp.grpc_port))
             .arg("--state-dir")

@@ -119,20 +119,33 @@ async fn register_worker(fleet: &Fleet, register: Register) -> Result<WorkerReco
     // Free capacity is the total less what the containers on record for this
     // worker hold, whether they run already or wait in its inbox: a worker
     // reconnecting after a controlplane restart keeps its accounting.
-    let (mut cpu, mut memory) = (
-        i64::try_from(worker.cpu_millicores).unwrap_or(i64::MAX),
-        i64::try_from(worker.memory_mib).unwrap_or(i64::MAX),
-    );
+    let mut free: Vec<(String, i64)> = vec![
+        (
+            super::CPU.to_owned(),
+            i64::try_from(worker.cpu_millicores).unwrap_or(i64::MAX),
+        ),
+        (
+            super::MEMORY.to_owned(),
+            i64::try_from(worker.memory_mib).unwrap_or(i64::MAX),
+        ),
+    ];
+    for (gpu_type, devices) in &worker.gpus {
+        let count = i64::try_from(devices.len()).unwrap_or(i64::MAX);
+        free.push((super::gpu_counter(gpu_type), count));
+    }
     for id in fleet.worker_containers(&worker.id).await? {
         if let Some(c) = fleet.container(&id).await? {
             if !state::is_final(&c.state) {
-                cpu -= i64::try_from(c.cpu_millicores).unwrap_or(0);
-                memory -= i64::try_from(c.memory_mib).unwrap_or(0);
+                for (counter, held) in c.amounts() {
+                    if let Some((_, left)) = free.iter_mut().find(|(n, _)| *n == counter) {
+                        *left -= held;
+                    }
+                }
             }
         }
     }
     fleet.put_worker(&worker).await?;
-    fleet.set_free_capacity(&worker.id, cpu, memory).await?;
+    fleet.set_free_capacity(&worker.id, &free).await?;
     fleet.touch_alive(&worker.id).await?;
     let reported: Vec<&str> = register
         .running

@@ -41,6 +41,11 @@ pub const CPU: &str = "cpu";
 /// Capacity counter names.
 pub const MEMORY: &str = "memory";
 
+/// The capacity counter of one GPU type.
+pub fn gpu_counter(gpu_type: &str) -> String {
+    format!("gpu:{gpu_type}")
+}
+
 /// Access to the fleet's records.
 #[derive(Clone)]
 pub struct Fleet {
@@ -194,24 +199,21 @@ impl Fleet {
         Ok(())
     }
 
-    /// Free capacity of a worker: (cpu millicores, memory MiB).
-    pub async fn free_capacity(&self, id: &str) -> Result<Option<(i64, i64)>, ApiError> {
-        let Some(counters) = self.state.get_capacity(&format!("worker:{id}")).await? else {
-            return Ok(None);
-        };
-        let get = |name: &str| {
-            counters
-                .iter()
-                .find(|(n, _)| n == name)
-                .map_or(0, |(_, v)| *v)
-        };
-        Ok(Some((get(CPU), get(MEMORY))))
+    /// Free capacity of a worker: every counter (`cpu`, `memory`,
+    /// `gpu:<type>`) with what is not reserved.
+    pub async fn free_capacity(&self, id: &str) -> Result<Option<FreeCapacity>, ApiError> {
+        let counters = self.state.get_capacity(&format!("worker:{id}")).await?;
+        Ok(counters.map(|counters| FreeCapacity { counters }))
     }
 
-    /// Sets a worker's free capacity.
-    pub async fn set_free_capacity(&self, id: &str, cpu: i64, memory: i64) -> Result<(), ApiError> {
+    /// Sets a worker's free capacity counters.
+    pub async fn set_free_capacity(
+        &self,
+        id: &str,
+        counters: &[(String, i64)],
+    ) -> Result<(), ApiError> {
         self.state
-            .set_capacity(&format!("worker:{id}"), &[(CPU, cpu), (MEMORY, memory)])
+            .set_capacity(&format!("worker:{id}"), &named(counters))
             .await?;
         Ok(())
     }
@@ -225,14 +227,14 @@ impl Fleet {
     ) -> Result<bool, ApiError> {
         Ok(self
             .state
-            .try_reserve(&format!("worker:{worker_id}"), &amounts(c))
+            .try_reserve(&format!("worker:{worker_id}"), &named(&c.amounts()))
             .await?)
     }
 
     /// Gives a container's resources back to its worker.
     pub async fn release(&self, worker_id: &str, c: &ContainerRecord) -> Result<(), ApiError> {
         self.state
-            .release(&format!("worker:{worker_id}"), &amounts(c))
+            .release(&format!("worker:{worker_id}"), &named(&c.amounts()))
             .await?;
         Ok(())
     }
@@ -313,9 +315,23 @@ impl Fleet {
 /// The channel message that says "the container ended; read its record".
 pub const END_MARKER: &[u8] = b"end";
 
-fn amounts(c: &ContainerRecord) -> [(&'static str, i64); 2] {
-    [
-        (CPU, i64::try_from(c.cpu_millicores).unwrap_or(i64::MAX)),
-        (MEMORY, i64::try_from(c.memory_mib).unwrap_or(i64::MAX)),
-    ]
+fn named(counters: &[(String, i64)]) -> Vec<(&str, i64)> {
+    counters.iter().map(|(n, v)| (n.as_str(), *v)).collect()
+}
+
+/// A worker's free capacity counters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FreeCapacity {
+    /// Counter name and free amount.
+    pub counters: Vec<(String, i64)>,
+}
+
+impl FreeCapacity {
+    /// The free amount of one counter (0 when absent).
+    pub fn get(&self, name: &str) -> i64 {
+        self.counters
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, v)| *v)
+    }
 }

@@ -83,6 +83,38 @@ pub struct ContainerRecord {
     /// Names of the workspace secrets it gets as environment variables.
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// GPU types it accepts, in order of preference; empty for none.
+    #[serde(default)]
+    pub gpu_types: Vec<String>,
+    /// The type it got, once placed.
+    #[serde(default)]
+    pub gpu_type: String,
+    /// How many GPUs (all of one type).
+    #[serde(default)]
+    pub gpu_count: u32,
+}
+
+impl ContainerRecord {
+    /// The capacity counters it holds on its worker.
+    pub fn amounts(&self) -> Vec<(String, i64)> {
+        let mut amounts = vec![
+            (
+                super::CPU.to_owned(),
+                i64::try_from(self.cpu_millicores).unwrap_or(i64::MAX),
+            ),
+            (
+                super::MEMORY.to_owned(),
+                i64::try_from(self.memory_mib).unwrap_or(i64::MAX),
+            ),
+        ];
+        if self.gpu_count > 0 && !self.gpu_type.is_empty() {
+            amounts.push((
+                super::gpu_counter(&self.gpu_type),
+                i64::from(self.gpu_count),
+            ));
+        }
+        amounts
+    }
 }
 
 /// Encodes a record for the hot state.

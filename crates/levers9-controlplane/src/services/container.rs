@@ -106,6 +106,18 @@ impl ContainerService for ContainerApi {
             ))
             .into());
         }
+        if body.gpu_count > 0 && body.gpu_types.is_empty() {
+            return Err(ApiError::InvalidArgument(
+                "gpu_count needs gpu_types: name the GPU types the container accepts".into(),
+            )
+            .into());
+        }
+        if body.gpu_types.iter().any(|t| t.is_empty()) || body.gpu_types.len() > 8 {
+            return Err(ApiError::InvalidArgument(
+                "gpu_types must be up to 8 non-empty GPU type names, e.g. H100".into(),
+            )
+            .into());
+        }
         for name in &body.secrets {
             if body.env.contains_key(name) {
                 return Err(ApiError::InvalidArgument(format!(
@@ -156,6 +168,13 @@ impl ContainerService for ContainerApi {
             message: String::new(),
             created_at: chrono::Utc::now(),
             secrets: body.secrets,
+            gpu_count: if body.gpu_types.is_empty() {
+                0
+            } else {
+                body.gpu_count.max(1)
+            },
+            gpu_types: body.gpu_types,
+            gpu_type: String::new(),
         };
         fleet.put_container(&container).await?;
         fleet

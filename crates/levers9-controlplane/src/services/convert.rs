@@ -61,5 +61,7 @@ pub(super) fn container(c: &ContainerRecord) -> v1::Container {
         created_at: rfc3339(c.created_at),
         args: c.args.clone(),
         secrets: c.secrets.clone(),
+        gpu_type: c.gpu_type.clone(),
+        gpu_count: c.gpu_count,
     }
 }

@@ -58,7 +58,7 @@ impl WorkerService for WorkerApi {
                 continue;
             };
             let alive = fleet.is_alive(&id).await?;
-            let (free_cpu, free_memory) = fleet.free_capacity(&id).await?.unwrap_or((0, 0));
+            let free = fleet.free_capacity(&id).await?.unwrap_or_default();
             workers.push(Worker {
                 worker_id: record.id,
                 pool: record.pool,
@@ -72,14 +72,27 @@ impl WorkerService for WorkerApi {
                         .into_iter()
                         .map(|(gpu_type, device_ids)| Gpu {
                             gpu_type,
+                            count: u32::try_from(device_ids.len()).unwrap_or(u32::MAX),
                             device_ids,
                         })
                         .collect(),
                 }),
                 free: Some(Capacity {
-                    cpu_millicores: u64::try_from(free_cpu).unwrap_or(0),
-                    memory_mib: u64::try_from(free_memory).unwrap_or(0),
-                    gpus: Vec::new(),
+                    cpu_millicores: u64::try_from(free.get(crate::fleet::CPU)).unwrap_or(0),
+                    memory_mib: u64::try_from(free.get(crate::fleet::MEMORY)).unwrap_or(0),
+                    // Free GPUs by type: the device ids are the worker's to pick.
+                    gpus: free
+                        .counters
+                        .iter()
+                        .filter_map(|(name, n)| {
+                            let gpu_type = name.strip_prefix("gpu:")?;
+                            Some(Gpu {
+                                gpu_type: gpu_type.to_owned(),
+                                device_ids: Vec::new(),
+                                count: u32::try_from(*n).unwrap_or(0),
+                            })
+                        })
+                        .collect(),
                 }),
                 status: if alive { "ready" } else { "lost" }.to_owned(),
                 last_heartbeat_at: record
