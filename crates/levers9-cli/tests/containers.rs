@@ -9,33 +9,28 @@ use common::fleet::{busybox_image, wait_for_state, Worker};
 use common::{text, with_token, Backend, Controlplane};
 use levers9_api::v1::{RunContainerRequest, StopContainerRequest};
 
-fn cli_env(cp: &Controlplane, token: &str) -> Vec<(String, String)> {
-    vec![
-        ("LEVERS9_TOKEN".into(), token.into()),
-        ("LEVERS9_CONTROLPLANE_HOST".into(), "127.0.0.1".into()),
-        ("LEVERS9_CONTROLPLANE_PORT".into(), cp.grpc_port.to_string()),
-    ]
-}
-
 fn run_cli(cp: &Controlplane, token: &str, args: &[&str]) -> std::process::Output {
-    let home = tempfile::tempdir().expect("home");
-    let env = cli_env(cp, token);
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    cp.cli(home.path(), args, &env, None)
+    cp.cli_as(token, args, None)
 }
 
 async fn detached(cp: &Controlplane, admin: &str, args: &[&str], memory_mib: u64) -> String {
+    let request = RunContainerRequest {
+        args: args.iter().map(|a| a.to_string()).collect(),
+        memory_mib,
+        ..Default::default()
+    };
+    run_detached(cp, admin, request).await
+}
+
+/// Runs the busybox image with this request; its container id.
+async fn run_detached(cp: &Controlplane, admin: &str, request: RunContainerRequest) -> String {
+    let request = RunContainerRequest {
+        image: busybox_image(),
+        ..request
+    };
     cp.containers()
         .await
-        .run_container(with_token(
-            RunContainerRequest {
-                image: busybox_image(),
-                args: args.iter().map(|a| a.to_string()).collect(),
-                memory_mib,
-                ..Default::default()
-            },
-            admin,
-        ))
+        .run_container(with_token(request, admin))
         .await
         .expect("run")
         .into_inner()
@@ -420,29 +415,18 @@ async fn gpu_requests_get_their_type_count_and_devices(backend: Backend) {
 }
 
 async fn detached_gpus(cp: &Controlplane, admin: &str, types: &[&str], count: u32) -> String {
-    cp.containers()
-        .await
-        .run_container(with_token(
-            RunContainerRequest {
-                image: busybox_image(),
-                args: vec![
-                    "sh".into(),
-                    "-c".into(),
-                    "trap 'exit 0' TERM; sleep 100 & wait".into(),
-                ],
-                gpu_types: types.iter().map(|t| t.to_string()).collect(),
-                gpu_count: count,
-                memory_mib: 64,
-                ..Default::default()
-            },
-            admin,
-        ))
-        .await
-        .expect("run")
-        .into_inner()
-        .container
-        .expect("container")
-        .container_id
+    let request = RunContainerRequest {
+        args: vec![
+            "sh".into(),
+            "-c".into(),
+            "trap 'exit 0' TERM; sleep 100 & wait".into(),
+        ],
+        gpu_types: types.iter().map(|t| t.to_string()).collect(),
+        gpu_count: count,
+        memory_mib: 64,
+        ..Default::default()
+    };
+    run_detached(cp, admin, request).await
 }
 
 on_both_backends!(

@@ -84,13 +84,12 @@ fn field(line: &str, name: &str) -> String {
         .to_owned()
 }
 
-/// Two replicas start at the same moment on the new key with the old one
-/// listed: together they re-seal every one of 10,000 rows exactly once.
-#[tokio::test]
-async fn two_replicas_rotate_ten_thousand_rows_together() {
-    const ROWS: usize = 10_000;
+const ROWS: usize = 10_000;
+
+/// A Postgres install bootstrapped on key 1, with [`ROWS`] secrets sealed
+/// with it: its environment, its store and its workspace.
+async fn sealed_with_key_one() -> (Vec<(String, String)>, PostgresStore, String) {
     let base = common::backend_env(Backend::Servers);
-    let url = common::database_url(&base);
     let workspace_id = {
         let first = Controlplane::start_with(with_key(base.clone(), 1, &[]));
         first
@@ -99,8 +98,18 @@ async fn two_replicas_rotate_ten_thousand_rows_together() {
             .expect("bootstrap")
             .workspace_id
     };
-    let store = PostgresStore::connect(&url, 8).await.expect("store");
+    let store = PostgresStore::connect(&common::database_url(&base), 8)
+        .await
+        .expect("store");
     seed(&store, &Keyring::new(key(1), vec![]), &workspace_id, ROWS).await;
+    (base, store, workspace_id)
+}
+
+/// Two replicas start at the same moment on the new key with the old one
+/// listed: together they re-seal every one of 10,000 rows exactly once.
+#[tokio::test]
+async fn two_replicas_rotate_ten_thousand_rows_together() {
+    let (base, store, workspace_id) = sealed_with_key_one().await;
 
     let mut one = Controlplane::spawn_with(with_key(base.clone(), 2, &[1]));
     let mut two = Controlplane::spawn_with(with_key(base, 2, &[1]));
@@ -124,19 +133,7 @@ async fn two_replicas_rotate_ten_thousand_rows_together() {
 /// nothing, and the next start finishes it.
 #[tokio::test]
 async fn rotation_killed_half_way_finishes_at_the_next_start() {
-    const ROWS: usize = 10_000;
-    let base = common::backend_env(Backend::Servers);
-    let url = common::database_url(&base);
-    let workspace_id = {
-        let first = Controlplane::start_with(with_key(base.clone(), 1, &[]));
-        first
-            .bootstrap(SECRET)
-            .await
-            .expect("bootstrap")
-            .workspace_id
-    };
-    let store = PostgresStore::connect(&url, 8).await.expect("store");
-    seed(&store, &Keyring::new(key(1), vec![]), &workspace_id, ROWS).await;
+    let (base, store, workspace_id) = sealed_with_key_one().await;
 
     let mut slow = with_key(base.clone(), 2, &[1]);
     slow.push(("LEVERS9_KEY_ROTATION_BATCH_SIZE".into(), "5".into()));

@@ -13,29 +13,18 @@ async fn secrets_are_sealed_listed_by_name_and_never_shown(backend: Backend) {
     let cp = Controlplane::start(backend);
     let admin = cp.admin_token().await;
     let home = tempfile::tempdir().expect("home");
-    let port = cp.grpc_port.to_string();
-    let env = [
-        ("LEVERS9_TOKEN", admin.as_str()),
-        ("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1"),
-        ("LEVERS9_CONTROLPLANE_PORT", port.as_str()),
-    ];
     let stdin = format!("{VALUE}\n");
-    let created = cp.cli(
-        home.path(),
-        &["secret", "create", "DB_PASSWORD"],
-        &env,
-        Some(&stdin),
-    );
+    let created = cp.cli_as(&admin, &["secret", "create", "DB_PASSWORD"], Some(&stdin));
     assert!(created.status.success(), "{}", text(&created.stderr));
-    let listed = cp.cli(home.path(), &["secret", "list"], &env, None);
+    let listed = cp.cli_as(&admin, &["secret", "list"], None);
     let listing = text(&listed.stdout);
     assert!(listing.contains("DB_PASSWORD"), "{listing}");
     assert!(!listing.contains(VALUE));
 
     let file = home.path().join("value.txt");
     std::fs::write(&file, "second-value").expect("write");
-    let updated = cp.cli(
-        home.path(),
+    let updated = cp.cli_as(
+        &admin,
         &[
             "secret",
             "update",
@@ -43,22 +32,16 @@ async fn secrets_are_sealed_listed_by_name_and_never_shown(backend: Backend) {
             "--from-file",
             file.to_str().expect("utf8"),
         ],
-        &env,
         None,
     );
     assert!(updated.status.success(), "{}", text(&updated.stderr));
-    let missing = cp.cli(
-        home.path(),
-        &["secret", "update", "NOPE", "--value", "x"],
-        &env,
-        None,
-    );
+    let missing = cp.cli_as(&admin, &["secret", "update", "NOPE", "--value", "x"], None);
     assert!(
         text(&missing.stderr).contains("no secret \"NOPE\""),
         "{}",
         text(&missing.stderr)
     );
-    let bad = cp.cli(home.path(), &["secret", "create", "1BAD"], &env, Some("x"));
+    let bad = cp.cli_as(&admin, &["secret", "create", "1BAD"], Some("x"));
     assert!(
         text(&bad.stderr).contains("environment variable"),
         "{}",
@@ -101,14 +84,9 @@ async fn secrets_are_sealed_listed_by_name_and_never_shown(backend: Backend) {
         assert!(!place.contains(VALUE) && !place.contains("second-value"));
     }
 
-    let deleted = cp.cli(
-        home.path(),
-        &["secret", "delete", "DB_PASSWORD"],
-        &env,
-        None,
-    );
+    let deleted = cp.cli_as(&admin, &["secret", "delete", "DB_PASSWORD"], None);
     assert!(deleted.status.success(), "{}", text(&deleted.stderr));
-    let listing = text(&cp.cli(home.path(), &["secret", "list"], &env, None).stdout);
+    let listing = text(&cp.cli_as(&admin, &["secret", "list"], None).stdout);
     assert!(!listing.contains("DB_PASSWORD"), "{listing}");
 }
 
@@ -166,21 +144,14 @@ async fn storage_credentials_are_sealed_and_the_secret_key_never_shown(backend: 
     const SECRET_KEY: &str = "wJalrXUtnFEMI-storage-secret-key";
     let cp = Controlplane::start(backend);
     let admin = cp.admin_token().await;
-    let home = tempfile::tempdir().expect("home");
-    let port = cp.grpc_port.to_string();
-    let env = [
-        ("LEVERS9_TOKEN", admin.as_str()),
-        ("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1"),
-        ("LEVERS9_CONTROLPLANE_PORT", port.as_str()),
-    ];
-    let missing = cp.cli(home.path(), &["workspace", "storage", "show"], &env, None);
+    let missing = cp.cli_as(&admin, &["workspace", "storage", "show"], None);
     assert!(
         text(&missing.stderr).contains("no storage credentials"),
         "{}",
         text(&missing.stderr)
     );
-    let set = cp.cli(
-        home.path(),
+    let set = cp.cli_as(
+        &admin,
         &[
             "workspace",
             "storage",
@@ -192,11 +163,10 @@ async fn storage_credentials_are_sealed_and_the_secret_key_never_shown(backend: 
             "--access-key-id",
             "AKIDEXAMPLE",
         ],
-        &env,
         Some(SECRET_KEY),
     );
     assert!(set.status.success(), "{}", text(&set.stderr));
-    let shown = cp.cli(home.path(), &["workspace", "storage", "show"], &env, None);
+    let shown = cp.cli_as(&admin, &["workspace", "storage", "show"], None);
     let shown = text(&shown.stdout);
     assert!(
         shown.contains("bucket: levers9") && shown.contains("AKIDEXAMPLE"),
@@ -225,8 +195,8 @@ async fn storage_credentials_are_sealed_and_the_secret_key_never_shown(backend: 
                 .any(|w| w == SECRET_KEY.as_bytes()));
         }
     }
-    let bad = cp.cli(
-        home.path(),
+    let bad = cp.cli_as(
+        &admin,
         &[
             "workspace",
             "storage",
@@ -238,7 +208,6 @@ async fn storage_credentials_are_sealed_and_the_secret_key_never_shown(backend: 
             "--access-key-id",
             "a",
         ],
-        &env,
         Some("k"),
     );
     assert!(
@@ -307,16 +276,9 @@ async fn a_secret_reaches_the_container_and_nowhere_else(backend: Backend) {
         ))
         .await
         .expect("create secret");
-    let home = tempfile::tempdir().expect("home");
-    let port = cp.grpc_port.to_string();
-    let cli_env = [
-        ("LEVERS9_TOKEN", admin.as_str()),
-        ("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1"),
-        ("LEVERS9_CONTROLPLANE_PORT", port.as_str()),
-    ];
     let image = common::fleet::busybox_image();
-    let out = cp.cli(
-        home.path(),
+    let out = cp.cli_as(
+        &admin,
         &[
             "container",
             "run",
@@ -328,7 +290,6 @@ async fn a_secret_reaches_the_container_and_nowhere_else(backend: Backend) {
             "-c",
             "printf %s \"$DB_PASSWORD\" | md5sum",
         ],
-        &cli_env,
         None,
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -342,7 +303,7 @@ async fn a_secret_reaches_the_container_and_nowhere_else(backend: Backend) {
         "the container saw the value"
     );
 
-    let listed = cp.cli(home.path(), &["container", "list"], &cli_env, None);
+    let listed = cp.cli_as(&admin, &["container", "list"], None);
     let mut places = vec![
         ("controlplane log", cp.log()),
         ("worker log", worker.log()),
@@ -369,8 +330,8 @@ async fn a_secret_reaches_the_container_and_nowhere_else(backend: Backend) {
         assert!(!contents.contains(VALUE), "the secret shows in the {place}");
     }
 
-    let missing = cp.cli(
-        home.path(),
+    let missing = cp.cli_as(
+        &admin,
         &[
             "container",
             "run",
@@ -380,7 +341,6 @@ async fn a_secret_reaches_the_container_and_nowhere_else(backend: Backend) {
             "--",
             "true",
         ],
-        &cli_env,
         None,
     );
     assert!(

@@ -270,6 +270,19 @@ impl Controlplane {
         answer.new_token
     }
 
+    /// Runs the CLI against this controlplane with `token`, as a user with
+    /// no CLI config would (a fresh HOME, the LEVERS9_* variables).
+    pub fn cli_as(&self, token: &str, args: &[&str], stdin: Option<&str>) -> Output {
+        let home = tempfile::tempdir().expect("home");
+        let port = self.grpc_port.to_string();
+        let env = [
+            ("LEVERS9_TOKEN", token),
+            ("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1"),
+            ("LEVERS9_CONTROLPLANE_PORT", port.as_str()),
+        ];
+        run_cli(home.path(), args, &env, stdin)
+    }
+
     /// Runs the CLI against this controlplane with a HOME of its own.
     pub fn cli(
         &self,
