@@ -356,6 +356,83 @@ async fn a_container_outlives_a_controlplane_restart() {
     assert_eq!(text(&logs.stdout), "done\n", "{}", text(&logs.stderr));
 }
 
+/// The REST mapping: run, read and list containers, list workers; another
+/// workspace's container is not found.
+#[tokio::test]
+async fn containers_and_workers_over_rest() {
+    let cp = Controlplane::start(Backend::Embedded);
+    let admin = cp.admin_token().await;
+    let _worker = Worker::start(&cp, &admin, "default", "runc").await;
+    let http = reqwest::Client::new();
+    let ran: serde_json::Value = http
+        .post(cp.http("/api/v1/controlplane/containers"))
+        .bearer_auth(&admin)
+        .json(&serde_json::json!({
+            "image": busybox_image(),
+            "args": ["sh", "-c", "exit 7"],
+            "memoryMib": 64,
+        }))
+        .send()
+        .await
+        .expect("POST containers")
+        .json()
+        .await
+        .expect("json");
+    let id = ran["container"]["containerId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let got: serde_json::Value = http
+            .get(cp.http(&format!("/api/v1/controlplane/containers/{id}")))
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .expect("GET container")
+            .json()
+            .await
+            .expect("json");
+        if got["container"]["state"] == "exited" {
+            assert_eq!(got["container"]["exitCode"], 7);
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{got}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let workers: serde_json::Value = http
+        .get(cp.http("/api/v1/controlplane/workers"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("GET workers")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(workers["workers"][0]["status"], "ready", "{workers}");
+
+    let other = cp
+        .workspaces()
+        .await
+        .create_workspace(with_token(
+            levers9_api::v1::CreateWorkspaceRequest {
+                name: "other".into(),
+            },
+            &admin,
+        ))
+        .await
+        .expect("workspace")
+        .into_inner()
+        .admin_token;
+    let hidden = http
+        .get(cp.http(&format!("/api/v1/controlplane/containers/{id}")))
+        .bearer_auth(&other)
+        .send()
+        .await
+        .expect("GET container");
+    assert_eq!(hidden.status(), 404);
+}
+
 /// GPU inventories on workers (no GPU hardware needed): type preference,
 /// counts, packing, device ids handed to the container, clear failures.
 async fn gpu_requests_get_their_type_count_and_devices(backend: Backend) {

@@ -12,9 +12,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use levers9_api::v1::{
-    auth_service_server::AuthService, secret_service_server::SecretService,
-    token_service_server::TokenService, workspace_service_server::WorkspaceService,
-    DeleteSecretRequest, RevokeTokenRequest, UpdateSecretRequest,
+    auth_service_server::AuthService, container_service_server::ContainerService,
+    secret_service_server::SecretService, token_service_server::TokenService,
+    worker_service_server::WorkerService, workspace_service_server::WorkspaceService,
+    DeleteSecretRequest, GetContainerRequest, RevokeTokenRequest, StopContainerRequest,
+    UpdateSecretRequest,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -107,6 +109,32 @@ pub fn router(services: Services) -> Router {
                 |State(s): State<Services>, Path(name): Path<String>, headers: HeaderMap| async move {
                     let body = DeleteSecretRequest { name };
                     call(&headers, body, |r| async move { s.secret.delete_secret(r).await }).await
+                },
+            ),
+        )
+        .route(
+            "/api/v1/controlplane/workers",
+            get(rpc!(empty: worker.list_workers)),
+        )
+        .route(
+            "/api/v1/controlplane/containers",
+            post(rpc!(body: container.run_container)).get(rpc!(empty: container.list_containers)),
+        )
+        .route(
+            "/api/v1/controlplane/containers/{container_id}",
+            get(
+                |State(s): State<Services>, Path(container_id): Path<String>, headers: HeaderMap| async move {
+                    let body = GetContainerRequest { container_id };
+                    call(&headers, body, |r| async move { s.container.get_container(r).await }).await
+                },
+            ),
+        )
+        .route(
+            "/api/v1/controlplane/containers/{container_id}/stop",
+            post(
+                |State(s): State<Services>, Path(container_id): Path<String>, headers: HeaderMap| async move {
+                    let body = StopContainerRequest { container_id };
+                    call(&headers, body, |r| async move { s.container.stop_container(r).await }).await
                 },
             ),
         )
