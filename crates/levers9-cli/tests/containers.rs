@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::fleet::{busybox_image, wait_for_state, Worker};
+use common::fleet::{busybox_image, stack, wait_for_state, Worker};
 use common::{text, with_token, Backend, Controlplane};
 use levers9_api::v1::{RunContainerRequest, StopContainerRequest};
 
@@ -40,9 +40,7 @@ async fn run_detached(cp: &Controlplane, admin: &str, request: RunContainerReque
 }
 
 async fn run_prints_output_and_exits_with_the_code(backend: Backend) {
-    let cp = Controlplane::start(backend);
-    let admin = cp.admin_token().await;
-    let _worker = Worker::start(&cp, &admin, "default", "runc").await;
+    let (cp, admin, _worker) = stack(backend).await;
     let image = busybox_image();
     let out = run_cli(
         &cp,
@@ -135,9 +133,7 @@ async fn a_gvisor_pool_runs_its_containers_under_runsc() {
 /// its standard library, under runc and under gVisor.
 #[tokio::test]
 async fn python_runs_in_a_container() {
-    let cp = Controlplane::start(Backend::Embedded);
-    let admin = cp.admin_token().await;
-    let _runc = Worker::start(&cp, &admin, "default", "runc").await;
+    let (cp, admin, _runc) = stack(Backend::Embedded).await;
     let _gvisor = Worker::start(&cp, &admin, "sandboxed", "gvisor").await;
     let image = common::fleet::python_image();
     let program = "import json, sqlite3, ssl, sys; print(json.dumps({'sum': 1 + 2, 'py': sys.version_info[:2]}))";
@@ -170,9 +166,7 @@ async fn python_runs_in_a_container() {
 
 #[tokio::test]
 async fn unknown_pools_and_missing_images_are_named() {
-    let cp = Controlplane::start(Backend::Embedded);
-    let admin = cp.admin_token().await;
-    let _worker = Worker::start(&cp, &admin, "default", "runc").await;
+    let (cp, admin, _worker) = stack(Backend::Embedded).await;
     let image = busybox_image();
     let out = run_cli(
         &cp,
@@ -199,9 +193,7 @@ async fn unknown_pools_and_missing_images_are_named() {
 
 #[tokio::test]
 async fn an_oom_kill_is_reported_as_such() {
-    let cp = Controlplane::start(Backend::Embedded);
-    let admin = cp.admin_token().await;
-    let _worker = Worker::start(&cp, &admin, "default", "runc").await;
+    let (cp, admin, _worker) = stack(Backend::Embedded).await;
     let image = busybox_image();
     // The shell holds the whole output of the substitution in memory.
     let out = run_cli(
@@ -231,9 +223,7 @@ async fn an_oom_kill_is_reported_as_such() {
 
 #[tokio::test]
 async fn stop_ends_a_running_container_and_leaves_nothing_behind() {
-    let cp = Controlplane::start(Backend::Embedded);
-    let admin = cp.admin_token().await;
-    let worker = Worker::start(&cp, &admin, "default", "runc").await;
+    let (cp, admin, worker) = stack(Backend::Embedded).await;
     // PID 1 gets no default signal handling: the shell traps SIGTERM itself.
     let id = detached(
         &cp,
@@ -360,9 +350,7 @@ async fn a_container_outlives_a_controlplane_restart() {
 /// workspace's container is not found.
 #[tokio::test]
 async fn containers_and_workers_over_rest() {
-    let cp = Controlplane::start(Backend::Embedded);
-    let admin = cp.admin_token().await;
-    let _worker = Worker::start(&cp, &admin, "default", "runc").await;
+    let (cp, admin, _worker) = stack(Backend::Embedded).await;
     let http = reqwest::Client::new();
     let ran: serde_json::Value = http
         .post(cp.http("/api/v1/controlplane/containers"))

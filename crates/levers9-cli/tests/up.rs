@@ -78,46 +78,33 @@ fn up_runs_the_stack_and_comes_back_on_the_same_data() {
     let (grpc, http) = (free_port(), free_port());
     let image = common::fleet::busybox_image();
 
-    let first = Up::start(home.path(), &data, grpc, http, "first");
-    let out = run_cli(
-        home.path(),
-        &["container", "run", &image, "--", "echo", "hello from up"],
-        &[],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        text(&out.stderr),
-        first.log()
-    );
-    assert_eq!(text(&out.stdout), "hello from up\n");
-    let workers = text(&run_cli(home.path(), &["worker", "list"], &[], None).stdout);
-    assert!(
-        workers.contains("local") && workers.contains("ready"),
-        "{workers}"
-    );
-    assert!(first.stop().success());
+    // The same data twice: the second `up` finds its records and token.
+    for (run, greeting) in [("first", "hello from up"), ("second", "again")] {
+        let up = Up::start(home.path(), &data, grpc, http, run);
+        let out = run_cli(
+            home.path(),
+            &["container", "run", &image, "--", "echo", greeting],
+            &[],
+            None,
+        );
+        assert!(out.status.success(), "{}\n{}", text(&out.stderr), up.log());
+        assert_eq!(text(&out.stdout), format!("{greeting}\n"));
+        let workers = text(&run_cli(home.path(), &["worker", "list"], &[], None).stdout);
+        assert!(
+            workers.contains("local") && workers.contains("ready"),
+            "{workers}"
+        );
+        check_one_admin_token(home.path());
+        assert!(up.stop().success(), "{run} up did not stop cleanly");
+    }
+}
 
-    let second = Up::start(home.path(), &data, grpc, http, "second");
-    let out = run_cli(
-        home.path(),
-        &["container", "run", &image, "--", "echo", "again"],
-        &[],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        text(&out.stderr),
-        second.log()
-    );
-    assert_eq!(text(&out.stdout), "again\n");
-    let tokens = text(&run_cli(home.path(), &["token", "list"], &[], None).stdout);
+/// Bootstrap ran once: however many times `up` started, one admin token.
+fn check_one_admin_token(home: &std::path::Path) {
+    let tokens = text(&run_cli(home, &["token", "list"], &[], None).stdout);
     assert_eq!(
         tokens.lines().filter(|l| l.contains(" admin ")).count(),
         1,
         "{tokens}"
     );
-    assert!(second.stop().success());
 }

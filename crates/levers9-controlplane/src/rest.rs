@@ -28,9 +28,22 @@ use crate::services::Services;
 
 const METADATA_HEADER_PREFIX: &str = "grpc-metadata-";
 
-/// A handler that reads the JSON body (or none, for GET) as the request of
-/// `service.method` and answers with its response.
+/// A handler that reads the JSON body (or none, for GET; or the one path
+/// parameter, bound to the request field of its name as grpc-gateway binds
+/// `{field}`) as the request of `service.method` and answers with its
+/// response.
 macro_rules! rpc {
+    (path: $service:ident . $method:ident, $request:ident { $field:ident }) => {
+        |State(s): State<Services>, Path($field): Path<String>, headers: HeaderMap| async move {
+            let body = $request { $field };
+            call(
+                &headers,
+                body,
+                |r| async move { s.$service.$method(r).await },
+            )
+            .await
+        }
+    };
     (body: $service:ident . $method:ident) => {
         |State(s): State<Services>, headers: HeaderMap, body: Bytes| async move {
             unary(
@@ -66,12 +79,7 @@ pub fn router(services: Services) -> Router {
         )
         .route(
             "/api/v1/controlplane/tokens/{token_id}",
-            delete(
-                |State(s): State<Services>, Path(token_id): Path<String>, headers: HeaderMap| async move {
-                    let body = RevokeTokenRequest { token_id };
-                    call(&headers, body, |r| async move { s.token.revoke_token(r).await }).await
-                },
-            ),
+            delete(rpc!(path: token.revoke_token, RevokeTokenRequest { token_id })),
         )
         .route(
             "/api/v1/controlplane/workspaces",
@@ -98,19 +106,18 @@ pub fn router(services: Services) -> Router {
                  headers: HeaderMap,
                  body: Bytes| async move {
                     // The name comes from the path, as grpc-gateway binds it.
-                    unary(&headers, &body, |mut r: tonic::Request<UpdateSecretRequest>| {
-                        r.get_mut().name = name;
-                        async move { s.secret.update_secret(r).await }
-                    })
+                    unary(
+                        &headers,
+                        &body,
+                        |mut r: tonic::Request<UpdateSecretRequest>| {
+                            r.get_mut().name = name;
+                            async move { s.secret.update_secret(r).await }
+                        },
+                    )
                     .await
                 },
             )
-            .delete(
-                |State(s): State<Services>, Path(name): Path<String>, headers: HeaderMap| async move {
-                    let body = DeleteSecretRequest { name };
-                    call(&headers, body, |r| async move { s.secret.delete_secret(r).await }).await
-                },
-            ),
+            .delete(rpc!(path: secret.delete_secret, DeleteSecretRequest { name })),
         )
         .route(
             "/api/v1/controlplane/workers",
@@ -122,21 +129,11 @@ pub fn router(services: Services) -> Router {
         )
         .route(
             "/api/v1/controlplane/containers/{container_id}",
-            get(
-                |State(s): State<Services>, Path(container_id): Path<String>, headers: HeaderMap| async move {
-                    let body = GetContainerRequest { container_id };
-                    call(&headers, body, |r| async move { s.container.get_container(r).await }).await
-                },
-            ),
+            get(rpc!(path: container.get_container, GetContainerRequest { container_id })),
         )
         .route(
             "/api/v1/controlplane/containers/{container_id}/stop",
-            post(
-                |State(s): State<Services>, Path(container_id): Path<String>, headers: HeaderMap| async move {
-                    let body = StopContainerRequest { container_id };
-                    call(&headers, body, |r| async move { s.container.stop_container(r).await }).await
-                },
-            ),
+            post(rpc!(path: container.stop_container, StopContainerRequest { container_id })),
         )
         .with_state(services)
 }

@@ -139,33 +139,7 @@ pub trait SealedStore: Send + Sync + 'static {
 const COLUMNS: &str = "kind, workspace_id, name, key_id, sealed, created_at, updated_at";
 const INFO_COLUMNS: &str = "kind, workspace_id, name, key_id, created_at, updated_at";
 
-#[derive(FromRow)]
-struct ValueRow {
-    kind: String,
-    workspace_id: String,
-    name: String,
-    key_id: String,
-    sealed: Vec<u8>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-}
-
-impl ValueRow {
-    fn into_value(self) -> Result<SealedValue, StoreError> {
-        Ok(SealedValue {
-            id: SealedId {
-                kind: SealedKind::parse(&self.kind)?,
-                workspace_id: self.workspace_id,
-                name: self.name,
-            },
-            key_id: self.key_id,
-            sealed: self.sealed,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        })
-    }
-}
-
+/// A row without its ciphertext.
 #[derive(FromRow)]
 struct InfoRow {
     kind: String,
@@ -187,6 +161,27 @@ impl InfoRow {
             key_id: self.key_id,
             created_at: self.created_at,
             updated_at: self.updated_at,
+        })
+    }
+}
+
+/// A whole row.
+#[derive(FromRow)]
+struct ValueRow {
+    #[sqlx(flatten)]
+    info: InfoRow,
+    sealed: Vec<u8>,
+}
+
+impl ValueRow {
+    fn into_value(self) -> Result<SealedValue, StoreError> {
+        let info = self.info.into_info()?;
+        Ok(SealedValue {
+            id: info.id,
+            key_id: info.key_id,
+            sealed: self.sealed,
+            created_at: info.created_at,
+            updated_at: info.updated_at,
         })
     }
 }

@@ -42,6 +42,15 @@ fn push(script: &str, name: &str) -> String {
     text(&out.stdout).trim().to_owned()
 }
 
+/// A controlplane on `backend`, its admin token, and one runc worker of
+/// the pool `default`.
+pub async fn stack(backend: super::Backend) -> (Controlplane, String, Worker) {
+    let cp = Controlplane::start(backend);
+    let admin = cp.admin_token().await;
+    let worker = Worker::start(&cp, &admin, "default", "runc").await;
+    (cp, admin, worker)
+}
+
 /// A worker process; stopped with SIGTERM (containers stopped too) on drop.
 pub struct Worker {
     child: Option<Child>,

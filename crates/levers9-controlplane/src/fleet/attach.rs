@@ -201,7 +201,7 @@ async fn handle(
             fleet.touch_alive(&worker.id).await?;
             let mut record = worker.clone();
             record.last_heartbeat_at = Utc::now();
-            fleet.put_worker(&record).await?;
+            fleet.update_worker(&record).await?;
         }
         Some(worker_message::Kind::Ack(ack)) => {
             unacked.lock().remove(&ack.request_id);

@@ -141,13 +141,20 @@ impl Fleet {
 
     /// Stores a worker record.
     pub async fn put_worker(&self, worker: &WorkerRecord) -> Result<(), ApiError> {
-        let key = format!("worker:{}", worker.id);
-        self.state
-            .set_with_ttl(&key, &encode(worker), RECORD_TTL)
-            .await?;
+        self.update_worker(worker).await?;
         self.state.set_add("workers", &worker.id).await?;
         self.state
             .set_add(&format!("pool:{}", worker.pool), &worker.id)
+            .await?;
+        Ok(())
+    }
+
+    /// Rewrites the record of a registered worker (its last heartbeat): the
+    /// set memberships were made when it registered.
+    pub async fn update_worker(&self, worker: &WorkerRecord) -> Result<(), ApiError> {
+        let key = format!("worker:{}", worker.id);
+        self.state
+            .set_with_ttl(&key, &encode(worker), RECORD_TTL)
             .await?;
         Ok(())
     }
