@@ -6,9 +6,9 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use levers9_api::v1::{
     auth_service_client::AuthServiceClient, container_service_client::ContainerServiceClient,
-    secret_service_client::SecretServiceClient, token_service_client::TokenServiceClient,
-    worker_service_client::WorkerServiceClient, workspace_service_client::WorkspaceServiceClient,
-    AuthorizeRequest, AuthorizeResponse,
+    function_service_client::FunctionServiceClient, secret_service_client::SecretServiceClient,
+    token_service_client::TokenServiceClient, worker_service_client::WorkerServiceClient,
+    workspace_service_client::WorkspaceServiceClient, AuthorizeRequest, AuthorizeResponse,
 };
 use levers9_api::BOOTSTRAP_SECRET_METADATA;
 use tonic::metadata::{Ascii, MetadataValue};
@@ -124,6 +124,11 @@ impl Client {
     /// ContainerService.
     pub fn containers(&self) -> ContainerServiceClient<Authed> {
         ContainerServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
+    /// FunctionService.
+    pub fn functions(&self) -> FunctionServiceClient<Authed> {
+        FunctionServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
     }
 
     /// SecretService.

@@ -50,6 +50,11 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
         "LEVERS9_BASE_IMAGE_REGISTRY",
         "imageService.runner.baseImageRegistry",
     ),
+    ("LEVERS9_BASE_IMAGE", "imageService.runner.baseImage"),
+    (
+        "LEVERS9_TASK_RESULT_TTL_SECONDS",
+        "controlplane.taskResultTtlSeconds",
+    ),
 ];
 
 /// Applies every variable of [`ENV_OVERRIDES`] that `env` has.

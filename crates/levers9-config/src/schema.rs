@@ -42,6 +42,8 @@ pub struct ControlplaneConfig {
     pub data_dir: String,
     /// Re-sealing stored values onto the current encryption key at start.
     pub key_rotation: KeyRotationConfig,
+    /// How long a task's result is kept after it ends.
+    pub task_result_ttl_seconds: u64,
 }
 
 /// `controlplane.keyRotation.*`
@@ -67,6 +69,7 @@ impl Default for ControlplaneConfig {
             auth: AuthConfig::default(),
             data_dir: String::new(),
             key_rotation: KeyRotationConfig::default(),
+            task_result_ttl_seconds: 24 * 3600,
         }
     }
 }
@@ -278,11 +281,37 @@ pub struct ImageServiceConfig {
 }
 
 /// `imageService.runner.*`
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct RunnerConfig {
     /// Registry that base images come from.
     pub base_image_registry: String,
+    /// The Python base image of functions that name no image, inside
+    /// `baseImageRegistry`.
+    pub base_image: String,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            base_image_registry: String::new(),
+            base_image: "levers9/python:3.11".into(),
+        }
+    }
+}
+
+impl RunnerConfig {
+    /// The full reference of the Python base image, if a registry is set.
+    pub fn base_image_reference(&self) -> Option<String> {
+        if self.base_image_registry.is_empty() || self.base_image.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "{}/{}",
+            self.base_image_registry.trim_end_matches('/'),
+            self.base_image
+        ))
+    }
 }
 
 /// `storage.*`: object storage and volumes, filled in by the volumes work.

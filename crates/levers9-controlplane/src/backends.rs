@@ -7,7 +7,8 @@ use std::sync::Arc;
 use levers9_config::Config;
 use levers9_state::{HotState, MemoryState, RedisState, StateError};
 use levers9_store::{
-    PostgresSettings, PostgresStore, RecordStore, SealedStore, SqliteStore, StoreError,
+    FunctionStore, PostgresSettings, PostgresStore, RecordStore, SealedStore, SqliteStore,
+    StoreError,
 };
 
 /// Why a backend could not be opened.
@@ -38,14 +39,17 @@ pub struct Stores {
     pub records: Arc<dyn RecordStore>,
     /// Sealed values.
     pub sealed: Arc<dyn SealedStore>,
+    /// Stubs, tasks and objects.
+    pub functions: Arc<dyn FunctionStore>,
 }
 
 impl Stores {
-    fn of<S: RecordStore + SealedStore>(store: S) -> Stores {
+    fn of<S: RecordStore + SealedStore + FunctionStore>(store: S) -> Stores {
         let store = Arc::new(store);
         Stores {
             records: store.clone(),
-            sealed: store,
+            sealed: store.clone(),
+            functions: store,
         }
     }
 }

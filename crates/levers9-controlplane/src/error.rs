@@ -33,6 +33,9 @@ pub enum ApiError {
     /// The hot state failed.
     #[error("hot state: {0}")]
     State(#[from] StateError),
+    /// A local resource (object storage on disk) failed.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl From<ApiError> for Status {
@@ -55,6 +58,12 @@ impl From<ApiError> for Status {
                 Status::new(
                     Code::Unavailable,
                     "the controlplane could not reach its database; try again shortly",
+                )
+            }
+            ApiError::Unavailable(detail) => {
+                tracing::error!(%detail, "a controlplane resource failed");
+                Status::unavailable(
+                    "the controlplane could not store or read data; try again shortly",
                 )
             }
             ApiError::State(e) => {

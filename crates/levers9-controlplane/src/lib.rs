@@ -7,6 +7,7 @@ pub mod auth;
 pub mod backends;
 pub mod error;
 pub mod fleet;
+pub mod functions;
 pub mod http;
 pub mod metrics;
 pub mod rest;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use levers9_config::Secret;
 use levers9_seal::Keyring;
 use levers9_state::HotState;
-use levers9_store::{RecordStore, SealedStore};
+use levers9_store::{FunctionStore, RecordStore, SealedStore};
 
 pub use server::{start, RunningControlplane, StartError};
 
@@ -29,6 +30,13 @@ pub struct Shared {
     pub store: Arc<dyn RecordStore>,
     /// Values sealed at rest, in the same database.
     pub sealed: Arc<dyn SealedStore>,
+    /// Stubs, tasks and objects, in the same database.
+    pub functions: Arc<dyn FunctionStore>,
+    /// The bytes of objects (code).
+    pub objects: functions::objects::ObjectStorage,
+    /// The image of stubs that name none, when a base image registry is
+    /// configured.
+    pub base_image: Option<String>,
     /// The keys values are sealed with.
     pub keyring: Keyring,
     /// Hot state.

@@ -7,8 +7,9 @@ use std::time::Duration;
 use axum::serve::ListenerExt;
 use levers9_api::v1::{
     auth_service_server::AuthServiceServer, container_service_server::ContainerServiceServer,
-    secret_service_server::SecretServiceServer, token_service_server::TokenServiceServer,
-    worker_service_server::WorkerServiceServer, workspace_service_server::WorkspaceServiceServer,
+    function_service_server::FunctionServiceServer, secret_service_server::SecretServiceServer,
+    token_service_server::TokenServiceServer, worker_service_server::WorkerServiceServer,
+    workspace_service_server::WorkspaceServiceServer,
 };
 use levers9_config::Config;
 use tokio::net::TcpListener;
@@ -22,6 +23,10 @@ use crate::metrics::{GrpcMetricsLayer, Metrics};
 use crate::sealing;
 use crate::services::Services;
 use crate::Shared;
+
+/// The largest function call message: arguments, results and code objects
+/// travel whole.
+const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
 
 /// Why the controlplane could not start.
 #[derive(Debug, thiserror::Error)]
@@ -105,7 +110,16 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
                 sealed: stores.sealed.clone(),
                 keyring: keyring.clone(),
             },
+            crate::functions::TaskState::new(
+                state.clone(),
+                Duration::from_secs(config.controlplane.task_result_ttl_seconds),
+            ),
         ),
+        functions: stores.functions.clone(),
+        objects: crate::functions::objects::ObjectStorage::new(
+            config.controlplane.data_dir().join("objects"),
+        ),
+        base_image: config.image_service.runner.base_image_reference(),
         state,
         image_registry: config.worker.image_registry.clone(),
         bootstrap_secret: config.controlplane.auth.bootstrap_secret.clone(),
@@ -142,6 +156,9 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     health_reporter
         .set_serving::<ContainerServiceServer<crate::services::ContainerApi>>()
         .await;
+    health_reporter
+        .set_serving::<FunctionServiceServer<crate::services::FunctionApi>>()
+        .await;
     let grpc = tonic::transport::Server::builder()
         .layer(GrpcMetricsLayer(metrics.clone()))
         .add_service(health_service)
@@ -149,8 +166,18 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         .add_service(TokenServiceServer::from_arc(services.token.clone()))
         .add_service(WorkspaceServiceServer::from_arc(services.workspace.clone()))
         .add_service(SecretServiceServer::from_arc(services.secret.clone()))
-        .add_service(WorkerServiceServer::from_arc(services.worker.clone()))
+        .add_service(
+            // Inputs and results of functions travel on worker streams.
+            WorkerServiceServer::from_arc(services.worker.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES + (1 << 20))
+                .max_encoding_message_size(MAX_MESSAGE_BYTES + (1 << 20)),
+        )
         .add_service(ContainerServiceServer::from_arc(services.container.clone()))
+        .add_service(
+            FunctionServiceServer::from_arc(services.function.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
         .serve_with_incoming_shutdown(
             // Small unary answers must not wait on Nagle's algorithm; our own
             // listener does not get tonic's default, so set it here.
@@ -176,6 +203,15 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         )),
         tokio::spawn(crate::fleet::reaper::run(
             shared.fleet.clone(),
+            replica_id.clone(),
+            stopped.clone(),
+        )),
+        tokio::spawn(crate::functions::dispatcher::run(
+            crate::functions::dispatcher::Parts {
+                store: shared.functions.clone(),
+                tasks: shared.fleet.tasks().clone(),
+                fleet: shared.fleet.clone(),
+            },
             replica_id,
             stopped,
         )),

@@ -8,6 +8,9 @@
 //! kernels) or `--network=host` inside a given network namespace.
 //! OCI seccomp profiles are ignored by runsc unless `--oci-seccomp` is
 //! given, which we pass only when the spec asks for a profile.
+//! `--host-uds=open` lets a process connect to a host Unix socket
+//! bind-mounted into the sandbox (the worker's container server); without
+//! it gVisor refuses the connect. It allows no socket creation on the host.
 
 use crate::oci_cli::Flavor;
 use crate::oci_runtime::OciRuntime;
@@ -76,6 +79,7 @@ impl Flavor for RunscFlavor {
         let mut args = vec![
             format!("--platform={}", self.platform),
             "--rootless=false".into(),
+            "--host-uds=open".into(),
         ];
         if let Some(spec) = spec {
             args.push(match spec.network {
@@ -111,7 +115,7 @@ mod tests {
         let f = RunscFlavor::default();
         assert_eq!(
             f.global_args(None),
-            ["--platform=ptrace", "--rootless=false"]
+            ["--platform=ptrace", "--rootless=false", "--host-uds=open"]
         );
         let mut spec = ContainerSpec::new("c", "/r", vec!["true".into()]);
         let run = f.global_args(Some(&spec));

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use crate::model::{NewToken, NewWorkspace};
 
-/// An error from a [`RecordStore`](crate::RecordStore). Messages never contain token hashes.
+/// An error from a [`RecordStore`](crate::RecordStore), [`SealedStore`](crate::SealedStore)
+/// or [`FunctionStore`](crate::FunctionStore). Messages never contain token hashes.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A record with the same unique key already exists; the text names it.
@@ -16,6 +17,11 @@ pub enum StoreError {
     /// The schema could not be brought up to date.
     #[error("migration error: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
+    /// A task was to end in a state that is not final; the text is that state.
+    #[error(
+        "{0:?} is not a final task state: expected one of complete, error, timeout, cancelled"
+    )]
+    NotFinalState(String),
     /// A stored row could not be read back as a record.
     #[error("corrupt record: {0}")]
     Corrupt(String),

@@ -1,9 +1,14 @@
-//! The durable records of levers9 behind one trait, [`RecordStore`], with a Postgres
-//! backend for production and an embedded SQLite backend for single-machine installs.
+//! The durable records of levers9 behind three traits — [`RecordStore`] (workspaces and
+//! tokens), [`SealedStore`] (values sealed at rest) and [`FunctionStore`] (uploaded
+//! objects, stubs and tasks) — with a Postgres backend for production and an embedded
+//! SQLite backend for single-machine installs.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod error;
+mod function_model;
+mod function_sql;
+mod functions;
 mod model;
 mod postgres;
 mod records;
@@ -12,6 +17,8 @@ mod sql;
 mod sqlite;
 
 pub use error::StoreError;
+pub use function_model::{task_state, NewTask, StubRecord, TaskRecord};
+pub use functions::FunctionStore;
 pub use model::{NewToken, NewWorkspace, TokenRecord, TokenType, UnknownTokenType, Workspace};
 pub use postgres::{PostgresSettings, PostgresStore};
 pub use sealed::{SealedId, SealedInfo, SealedKind, SealedStore, SealedValue};

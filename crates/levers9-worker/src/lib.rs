@@ -7,6 +7,8 @@
 #![forbid(unsafe_code)]
 
 mod capacity;
+mod container_server;
+mod objects;
 mod session;
 mod supervisor;
 
@@ -19,8 +21,13 @@ use levers9_runtime::{Runc, Runsc, Runtime, RuntimeConfig};
 use tokio::sync::watch;
 
 pub use capacity::{detect_capacity, detect_gpus, Capacity};
+pub use container_server::{
+    BindError, ContainerServer, InitError, RunnerOutcome, StopContainer, MAX_BODY_BYTES,
+    MAX_HEADER_BYTES,
+};
 pub use levers9_image::RegistryCredentials;
-pub use supervisor::Supervisor;
+pub use objects::{GrpcObjectSource, GrpcSourceError, ObjectCache, ObjectError, ObjectSource};
+pub use supervisor::{Supervisor, SupervisorOptions};
 
 /// Which runtime runs the containers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +99,20 @@ pub enum WorkerError {
     /// The controlplane address is not a URL.
     #[error("invalid controlplane address {0:?}")]
     Address(String),
+    /// The client for objects could not be set up.
+    #[error("{0}")]
+    ObjectSource(#[from] GrpcSourceError),
+    /// The object cache could not be opened.
+    #[error("cannot open the object cache: {0}")]
+    Objects(#[from] ObjectError),
+    /// Leftovers of a previous run could not be removed.
+    #[error("cannot clear {path} of a previous run: {source}")]
+    RunDir {
+        /// The directory of container servers.
+        path: PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
 }
 
 /// Runs the worker until `stopped` turns true: cleans up what a previous
@@ -123,7 +144,29 @@ pub async fn run(
     image_config.max_cache_bytes = options.image_cache_bytes;
     image_config.credentials = options.registry_credentials.clone();
     let images = ImageStore::open(image_config)?;
-    let (supervisor, events) = Supervisor::new(runtime, images, options.capacity.gpus.clone());
+    // The containers those servers belonged to were reaped above.
+    let run_root = options.state_dir.join("run");
+    match std::fs::remove_dir_all(&run_root) {
+        Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+            return Err(WorkerError::RunDir {
+                path: run_root,
+                source,
+            })
+        }
+        _ => {}
+    }
+    let source = GrpcObjectSource::new(&options.controlplane_url, &options.token)?;
+    let objects = ObjectCache::open(options.state_dir.join("objects"), Arc::new(source))?;
+    let (supervisor, events) = Supervisor::new(
+        runtime,
+        images,
+        objects,
+        SupervisorOptions {
+            worker_id: options.worker_id.clone(),
+            state_dir: options.state_dir.clone(),
+            gpus: options.capacity.gpus.clone(),
+        },
+    );
     session::run(options, supervisor.clone(), events, stopped).await;
     supervisor.stop_all(Duration::from_secs(10)).await;
     Ok(())

@@ -22,6 +22,12 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// How long a stopped container gets between SIGTERM and SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(10);
+/// The largest message taken from the controlplane: a task's input, which
+/// the container server carries in one frame body, plus room for the rest
+/// of the message (gRPC's default of 4 MiB would end the stream on the
+/// first large input).
+const MAX_INBOUND_MESSAGE_BYTES: usize =
+    crate::container_server::MAX_BODY_BYTES as usize + (1 << 20);
 
 /// Why a session ended.
 #[derive(Debug, thiserror::Error)]
@@ -89,7 +95,9 @@ async fn session(
         WorkerServiceClient::with_interceptor(channel, move |mut r: tonic::Request<()>| {
             r.metadata_mut().insert("authorization", bearer.clone());
             Ok(r)
-        });
+        })
+        .max_decoding_message_size(MAX_INBOUND_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_INBOUND_MESSAGE_BYTES);
     let (outbound, outbound_rx) = mpsc::channel(256);
     let register = Register {
         worker_id: options.worker_id.clone(),
@@ -165,6 +173,9 @@ async fn session(
                         let ack = Ack { request_id: stop.request_id.clone() };
                         let _ = outbound.send(message(worker_message::Kind::Ack(ack))).await;
                         supervisor.stop(stop.container_id, STOP_GRACE);
+                    }
+                    Some(controlplane_message::Kind::TaskInput(input)) => {
+                        supervisor.task_input(input);
                     }
                     Some(controlplane_message::Kind::Registered(_)) | None => {}
                 }

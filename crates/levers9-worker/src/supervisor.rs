@@ -1,7 +1,11 @@
 //! The containers of this worker: pull, prepare the root filesystem, start,
-//! forward output, report the exit, clean up.
+//! forward output, report the exit, clean up. Function containers also get
+//! a container server and their objects (see `function`).
+
+mod function;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -11,6 +15,9 @@ use levers9_api::v1::{
 use levers9_image::ImageStore;
 use levers9_runtime::{ContainerSpec, Exit, Resources, Runtime, Stream};
 use tokio::sync::mpsc;
+
+use crate::container_server::ContainerServer;
+use crate::objects::ObjectCache;
 
 /// Events and output wait here while no session is connected; beyond this
 /// the producers wait (output backs up into the runtime's own buffer).
@@ -28,12 +35,29 @@ struct Held {
 /// GPU device ids not given to a container, by type.
 type FreeGpus = HashMap<String, Vec<String>>;
 
+/// What a supervisor needs besides its runtime, images and objects.
+#[derive(Debug, Clone)]
+pub struct SupervisorOptions {
+    /// This worker, named in what it reports.
+    pub worker_id: String,
+    /// The worker's state directory: container servers live under its
+    /// `run/`.
+    pub state_dir: PathBuf,
+    /// The GPUs it hands out: type and device ids.
+    pub gpus: Vec<(String, Vec<String>)>,
+}
+
 /// Runs and tracks containers. Cheap to clone.
 #[derive(Clone)]
 pub struct Supervisor {
     runtime: Arc<dyn Runtime>,
     images: ImageStore,
+    objects: ObjectCache,
+    worker_id: String,
+    state_dir: PathBuf,
     held: Arc<Mutex<HashMap<String, Held>>>,
+    /// The servers of held function containers, for their inputs.
+    servers: Arc<Mutex<HashMap<String, Arc<ContainerServer>>>>,
     free_gpus: Arc<Mutex<FreeGpus>>,
     events: mpsc::Sender<WorkerMessage>,
 }
@@ -51,19 +75,23 @@ fn message(kind: worker_message::Kind) -> WorkerMessage {
 }
 
 impl Supervisor {
-    /// A supervisor of a worker with these GPUs (type, device ids), and the
-    /// stream of what it reports, for the sessions.
+    /// A supervisor, and the stream of what it reports, for the sessions.
     pub fn new(
         runtime: Arc<dyn Runtime>,
         images: ImageStore,
-        gpus: Vec<(String, Vec<String>)>,
+        objects: ObjectCache,
+        options: SupervisorOptions,
     ) -> (Supervisor, mpsc::Receiver<WorkerMessage>) {
         let (events, receiver) = mpsc::channel(EVENT_BUFFER);
         let supervisor = Supervisor {
             runtime,
             images,
+            objects,
+            worker_id: options.worker_id,
+            state_dir: options.state_dir,
             held: Arc::default(),
-            free_gpus: Arc::new(Mutex::new(gpus.into_iter().collect())),
+            servers: Arc::default(),
+            free_gpus: Arc::new(Mutex::new(options.gpus.into_iter().collect())),
             events,
         };
         (supervisor, receiver)
@@ -140,17 +168,42 @@ impl Supervisor {
                 },
             );
         }
+        // Bound now, not once the image is pulled, so an input that comes
+        // early is queued rather than lost.
+        let server = request
+            .container_server
+            .then(|| self.bind_server(&request.container_id));
         let this = self.clone();
         tokio::spawn(async move {
             let id = request.container_id.clone();
             let gpu_type = request.gpu_type.clone();
-            let (outcome, devices) = match this.take_gpus(&gpu_type, request.gpu_count) {
-                Ok(devices) => (this.run_to_exit(request, &devices).await, devices),
+            let (outcome, devices) = match server.clone().transpose() {
                 Err(reason) => (Err(reason), Vec::new()),
+                Ok(server) => match this.take_gpus(&gpu_type, request.gpu_count) {
+                    Ok(devices) => {
+                        let exit = this
+                            .run_to_exit(&request, &devices, server.as_deref())
+                            .await;
+                        (exit, devices)
+                    }
+                    Err(reason) => (Err(reason), Vec::new()),
+                },
             };
             this.give_back_gpus(&gpu_type, devices);
+            // Only a server that was bound has a directory to remove (a
+            // failed bind may have had an id unfit for paths).
+            let runner = match server {
+                Some(Ok(server)) => Some(this.close_server(&server, &id).await),
+                _ => None,
+            };
             let report = match outcome {
-                Ok(exit) => exited(&id, exit),
+                Ok(exit) => {
+                    let mut event = exited(&id, exit);
+                    if let Some(runner) = &runner {
+                        function::explain_exit(&mut event, runner);
+                    }
+                    event
+                }
                 Err(reason) => {
                     tracing::warn!(container_id = %id, %reason, "container failed");
                     ContainerEvent {
@@ -168,13 +221,20 @@ impl Supervisor {
         });
     }
 
-    async fn run_to_exit(&self, request: RunContainer, gpus: &[String]) -> Result<Exit, String> {
+    async fn run_to_exit(
+        &self,
+        request: &RunContainer,
+        gpus: &[String],
+        server: Option<&ContainerServer>,
+    ) -> Result<Exit, String> {
         let id = request.container_id.clone();
-        let image = self
-            .images
-            .pull(&request.image)
-            .await
-            .map_err(|e| format!("cannot pull image {}: {e}", request.image))?;
+        // The objects come while the image is pulled.
+        let (image, object_mounts) = tokio::join!(
+            self.images.pull(&request.image),
+            function::object_mounts(&self.objects, request),
+        );
+        let image = image.map_err(|e| format!("cannot pull image {}: {e}", request.image))?;
+        let object_mounts = object_mounts?;
         let rootfs = self.images.prepare_rootfs(&image, &id).await.map_err(|e| {
             format!(
                 "cannot prepare the root filesystem of {}: {e}",
@@ -211,6 +271,8 @@ impl Supervisor {
         if let Some(dir) = image.config.working_dir.as_ref().filter(|d| !d.is_empty()) {
             spec.cwd = dir.clone();
         }
+        spec.mounts.extend(object_mounts);
+        function::prepare_spec(&mut spec, request, server)?;
         spec.resources = Resources {
             cpu_millicores: request.cpu_millicores,
             memory_mib: request.memory_mib,

@@ -3,7 +3,9 @@
 mod config;
 mod container;
 mod controlplane;
+mod run;
 mod secret;
+mod task;
 mod token;
 mod up;
 mod worker;
@@ -56,6 +58,11 @@ pub enum Command {
     /// Run, list, stop containers and read their output.
     #[command(subcommand)]
     Container(container::ContainerCommand),
+    /// Call a function once from the shell: levers9 run path/file.py::fn [args].
+    Run(run::RunArgs),
+    /// List, show and cancel the calls of your functions.
+    #[command(subcommand)]
+    Task(task::TaskCommand),
 }
 
 impl Command {
@@ -81,6 +88,8 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Secret(command) => secret::run(command, context).await,
         Command::Worker(args) => worker::run(args, context).await,
         Command::Container(command) => container::run(command, context).await,
+        Command::Run(args) => run::run(args, context).await,
+        Command::Task(command) => task::run(command, context).await,
     }
 }
 

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use chrono::Utc;
 use levers9_api::v1::{
-    controlplane_message, worker_message, ContainerEvent, ControlplaneMessage, LogChunk, Register,
-    Registered, RunContainer, WorkerMessage,
+    controlplane_message, run_event, worker_message, ContainerEvent, ControlplaneMessage, LogChunk,
+    Register, Registered, RunContainer, TaskInput, TaskOutcome, TaskOutputEvent, TaskResult,
+    WorkerMessage,
 };
 use prost::Message;
 use tokio::sync::mpsc;
@@ -23,6 +24,7 @@ use super::records::{state, WorkerRecord};
 use super::scheduler::BACKLOG;
 use super::Fleet;
 use crate::error::ApiError;
+use crate::functions::{DispatchEvent, Ticket};
 
 /// How long a new stream may take to send its Register.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -34,15 +36,34 @@ pub fn inbox(worker_id: &str) -> String {
     format!("worker-inbox:{worker_id}")
 }
 
-/// Run requests sent and not yet acknowledged: request id → container id.
-#[derive(Default)]
-struct Unacked(Mutex<HashMap<String, String>>);
+/// A map behind a mutex whose every critical section is a single
+/// insert, remove or drain.
+struct Locked<V>(Mutex<HashMap<String, V>>);
 
-impl Unacked {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, String>> {
-        // Every critical section is a single insert/remove/drain.
+impl<V> Default for Locked<V> {
+    fn default() -> Self {
+        Self(Mutex::default())
+    }
+}
+
+impl<V> Locked<V> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, V>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// Run requests sent and not yet acknowledged: request id → container id.
+type Unacked = Locked<String>;
+
+/// The tickets of the inputs sent on this stream, by task id, so output
+/// and results find their caller without a hot-state read each.
+type Tickets = Locked<Ticket>;
+
+/// What the inbound and outbound halves of one stream share.
+#[derive(Default)]
+struct StreamState {
+    unacked: Unacked,
+    tickets: Tickets,
 }
 
 /// Reads the Register that must open the stream and answers it; returns the
@@ -163,12 +184,12 @@ pub async fn serve(
     mut inbound: Streaming<WorkerMessage>,
     outbound: mpsc::Sender<Result<ControlplaneMessage, Status>>,
 ) {
-    let unacked = Arc::new(Unacked::default());
+    let shared = Arc::new(StreamState::default());
     let pump = tokio::spawn(pump_inbox(
         fleet.clone(),
         worker.id.clone(),
         outbound.clone(),
-        unacked.clone(),
+        shared.clone(),
     ));
     loop {
         let message = match inbound.message().await {
@@ -179,21 +200,21 @@ pub async fn serve(
                 break;
             }
         };
-        if let Err(error) = handle(&fleet, &worker, &unacked, message).await {
+        if let Err(error) = handle(&fleet, &worker, &shared, message).await {
             tracing::warn!(worker_id = %worker.id, %error, "cannot handle a worker message");
         }
     }
     drop(outbound);
     pump.abort();
     let _ = pump.await;
-    requeue_unacked(&fleet, &worker, &unacked).await;
+    requeue_unacked(&fleet, &worker, &shared.unacked).await;
     tracing::info!(worker_id = %worker.id, "worker stream closed");
 }
 
 async fn handle(
     fleet: &Fleet,
     worker: &WorkerRecord,
-    unacked: &Unacked,
+    stream: &StreamState,
     message: WorkerMessage,
 ) -> Result<(), ApiError> {
     match message.kind {
@@ -204,7 +225,30 @@ async fn handle(
             fleet.update_worker(&record).await?;
         }
         Some(worker_message::Kind::Ack(ack)) => {
-            unacked.lock().remove(&ack.request_id);
+            stream.unacked.lock().remove(&ack.request_id);
+        }
+        Some(worker_message::Kind::RunnerReady(ready)) => {
+            fleet
+                .tasks()
+                .tell(&DispatchEvent::RunnerReady {
+                    container_id: ready.container_id,
+                })
+                .await?;
+        }
+        Some(worker_message::Kind::TaskOutput(output)) => {
+            let ticket = stream.tickets.lock().get(&output.task_id).cloned();
+            if let Some(ticket) = ticket {
+                let event = run_event::Kind::Output(TaskOutputEvent {
+                    index: ticket.index,
+                    task_id: output.task_id,
+                    stream: output.stream,
+                    data: output.data,
+                });
+                fleet.tasks().publish(&ticket.reply, event).await?;
+            }
+        }
+        Some(worker_message::Kind::TaskResult(result)) => {
+            task_result(fleet, stream, result).await?;
         }
         Some(worker_message::Kind::Event(event)) => container_event(fleet, worker, event).await?,
         Some(worker_message::Kind::Log(chunk)) => {
@@ -247,13 +291,42 @@ async fn container_event(
     Ok(())
 }
 
+/// Stores how an attempt ended and tells the dispatcher.
+async fn task_result(
+    fleet: &Fleet,
+    stream: &StreamState,
+    result: TaskResult,
+) -> Result<(), ApiError> {
+    let ticket = stream.tickets.lock().remove(&result.task_id);
+    if result.state != "lost" {
+        let outcome = TaskOutcome {
+            index: ticket.map_or(0, |t| t.index),
+            task_id: result.task_id.clone(),
+            state: result.state.clone(),
+            payload: result.payload,
+            traceback: result.traceback,
+            message: result.message.clone(),
+        };
+        fleet.tasks().put_outcome(&outcome).await?;
+    }
+    fleet
+        .tasks()
+        .tell(&DispatchEvent::Finished {
+            container_id: result.container_id,
+            task_id: result.task_id,
+            state: result.state,
+            message: result.message,
+        })
+        .await
+}
+
 /// Moves requests from the worker's inbox to its stream. Runs in its own
 /// task so a pop is never cancelled half-way (which could lose a request).
 async fn pump_inbox(
     fleet: Fleet,
     worker_id: String,
     outbound: mpsc::Sender<Result<ControlplaneMessage, Status>>,
-    unacked: Arc<Unacked>,
+    stream: Arc<StreamState>,
 ) {
     let queue = inbox(&worker_id);
     while !outbound.is_closed() {
@@ -274,9 +347,15 @@ async fn pump_inbox(
             if !open_secrets(&fleet, &worker_id, run).await {
                 continue;
             }
-            unacked
+            stream
+                .unacked
                 .lock()
                 .insert(run.request_id.clone(), run.container_id.clone());
+        }
+        if let Some(controlplane_message::Kind::TaskInput(input)) = &mut message.kind {
+            if !attach_input(&fleet, &stream, input).await {
+                continue;
+            }
         }
         if outbound.send(Ok(message)).await.is_err() {
             // The stream is gone: give the request back for the next stream.
@@ -288,17 +367,49 @@ async fn pump_inbox(
     }
 }
 
+/// Adds a task's payload to its input, just before it goes to the worker,
+/// and keeps its ticket for the output and result to come. An input that
+/// is gone (expired, or the task was cancelled meanwhile) is not sent: the
+/// dispatcher is told it was lost, or that it can never run.
+async fn attach_input(fleet: &Fleet, stream: &StreamState, input: &mut TaskInput) -> bool {
+    match fleet.tasks().input(&input.task_id).await {
+        Ok(Some((ticket, payload))) => {
+            input.payload = payload;
+            stream.tickets.lock().insert(input.task_id.clone(), ticket);
+            true
+        }
+        outcome => {
+            let (state, message) = match outcome {
+                Ok(_) => (
+                    "error",
+                    "the task's input expired before it could run".to_owned(),
+                ),
+                Err(error) => ("lost", format!("cannot read the task's input: {error}")),
+            };
+            let event = DispatchEvent::Finished {
+                container_id: input.container_id.clone(),
+                task_id: input.task_id.clone(),
+                state: state.to_owned(),
+                message,
+            };
+            if let Err(error) = fleet.tasks().tell(&event).await {
+                tracing::error!(%error, task_id = %input.task_id, "cannot report an input that cannot be sent");
+            }
+            false
+        }
+    }
+}
+
 /// Adds the opened secrets of a run request to its environment, just before
 /// it goes to the worker: they are never stored opened. On failure the
 /// container fails with the reason, its capacity is released, and false is
 /// returned.
 async fn open_secrets(fleet: &Fleet, worker_id: &str, run: &mut RunContainer) -> bool {
     let names = std::mem::take(&mut run.secret_names);
-    let workspace_id = std::mem::take(&mut run.workspace_id);
     if names.is_empty() {
         return true;
     }
-    match fleet.secrets().open(&workspace_id, &names).await {
+    match fleet.secrets().open(&run.workspace_id, &names).await {
         Ok(opened) => {
             run.env.extend(opened);
             true

@@ -28,6 +28,7 @@ use levers9_state::HotState;
 use levers9_store::{SealedId, SealedKind, SealedStore};
 
 use crate::error::ApiError;
+use crate::functions::{DispatchEvent, TaskState};
 use records::{decode, encode, ContainerRecord, WorkerRecord};
 
 /// How long records outlive their last change: long enough to list and read
@@ -53,6 +54,7 @@ pub struct Fleet {
     heartbeat_ttl: Duration,
     pools: Arc<BTreeMap<String, PoolConfig>>,
     secrets: SecretOpener,
+    tasks: TaskState,
 }
 
 /// Opens workspace secrets for a container, at the last moment.
@@ -98,19 +100,27 @@ impl SecretOpener {
 impl Fleet {
     /// A fleet over `state`; workers are lost after `heartbeat_ttl` of
     /// silence; `pools` are the configured pools (`worker.pools`); `secrets`
-    /// opens the secrets containers ask for.
+    /// opens the secrets containers ask for; `tasks` is where function
+    /// inputs and results meet the workers' streams.
     pub fn new(
         state: Arc<dyn HotState>,
         heartbeat_ttl: Duration,
         pools: BTreeMap<String, PoolConfig>,
         secrets: SecretOpener,
+        tasks: TaskState,
     ) -> Self {
         Self {
+            tasks,
             state,
             heartbeat_ttl,
             pools: Arc::new(pools),
             secrets,
         }
+    }
+
+    /// Function inputs, results and the dispatcher's queue.
+    pub fn tasks(&self) -> &TaskState {
+        &self.tasks
     }
 
     /// Opens secrets for containers.
@@ -315,7 +325,12 @@ impl Fleet {
     pub async fn publish_end(&self, container_id: &str) -> Result<(), ApiError> {
         let key = format!("container:{container_id}");
         self.state.publish(&key, END_MARKER).await?;
-        Ok(())
+        // The dispatcher ignores containers that serve no stub.
+        self.tasks
+            .tell(&DispatchEvent::ContainerEnded {
+                container_id: container_id.to_owned(),
+            })
+            .await
     }
 }
 

@@ -92,6 +92,18 @@ pub struct ContainerRecord {
     /// How many GPUs (all of one type).
     #[serde(default)]
     pub gpu_count: u32,
+    /// The stub whose inputs it serves, for a function container.
+    #[serde(default)]
+    pub stub_id: String,
+    /// Objects mounted read-only: digest, target, whether to unpack.
+    #[serde(default)]
+    pub objects: Vec<(String, String, bool)>,
+    /// Whether it gets a container server (function containers do).
+    #[serde(default)]
+    pub container_server: bool,
+    /// Its working directory; empty means the image's.
+    #[serde(default)]
+    pub working_dir: String,
 }
 
 impl ContainerRecord {

@@ -9,7 +9,9 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use levers9_api::v1::{controlplane_message, ControlplaneMessage, RunContainer};
+use levers9_api::v1::{
+    controlplane_message, ControlplaneMessage, ObjectMount, RunContainer, StopContainer,
+};
 use prost::Message;
 use tokio::sync::watch;
 
@@ -299,6 +301,17 @@ pub async fn send_run(fleet: &Fleet, c: &ContainerRecord) -> Result<(), ApiError
             } else {
                 c.gpu_count
             },
+            objects: c
+                .objects
+                .iter()
+                .map(|(digest, target, unpack)| ObjectMount {
+                    digest: digest.clone(),
+                    target: target.clone(),
+                    unpack: *unpack,
+                })
+                .collect(),
+            container_server: c.container_server,
+            working_dir: c.working_dir.clone(),
         })),
     };
     fleet
@@ -307,6 +320,21 @@ pub async fn send_run(fleet: &Fleet, c: &ContainerRecord) -> Result<(), ApiError
             &super::attach::inbox(&c.worker_id),
             &message.encode_to_vec(),
         )
+        .await?;
+    Ok(())
+}
+
+/// Puts a stop request in the inbox of a container's worker.
+pub async fn send_stop(fleet: &Fleet, worker_id: &str, container_id: &str) -> Result<(), ApiError> {
+    let message = ControlplaneMessage {
+        kind: Some(controlplane_message::Kind::Stop(StopContainer {
+            request_id: uuid::Uuid::now_v7().to_string(),
+            container_id: container_id.to_owned(),
+        })),
+    };
+    fleet
+        .state()
+        .push(&super::attach::inbox(worker_id), &message.encode_to_vec())
         .await?;
     Ok(())
 }

@@ -6,13 +6,12 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use levers9_api::v1::{
-    container_log_event, container_service_server::ContainerService, controlplane_message,
-    ContainerLogEvent, ControlplaneMessage, GetContainerRequest, GetContainerResponse,
-    ListContainersRequest, ListContainersResponse, RunContainerRequest, RunContainerResponse,
-    StopContainer, StopContainerRequest, StopContainerResponse, StreamContainerLogsRequest,
+    container_log_event, container_service_server::ContainerService, ContainerLogEvent,
+    GetContainerRequest, GetContainerResponse, ListContainersRequest, ListContainersResponse,
+    RunContainerRequest, RunContainerResponse, StopContainerRequest, StopContainerResponse,
+    StreamContainerLogsRequest,
 };
 use levers9_store::{SealedId, SealedKind, TokenType};
-use prost::Message;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
@@ -21,7 +20,7 @@ use super::convert;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::fleet::records::{state, ContainerRecord};
-use crate::fleet::scheduler::BACKLOG;
+use crate::fleet::scheduler::{send_stop, BACKLOG};
 use crate::fleet::{attach, Fleet, END_MARKER};
 use crate::Shared;
 
@@ -60,7 +59,7 @@ impl ContainerApi {
 /// A full image reference: a name without a registry (the first part has no
 /// `.` or `:` and is not `localhost`, as `docker pull` decides) is looked up
 /// in `worker.imageRegistry`.
-fn qualify_image(image: &str, registry: &str) -> Result<String, ApiError> {
+pub(super) fn qualify_image(image: &str, registry: &str) -> Result<String, ApiError> {
     if image.is_empty() {
         return Err(ApiError::InvalidArgument(
             "the image is empty: name an image reference".into(),
@@ -79,6 +78,34 @@ fn qualify_image(image: &str, registry: &str) -> Result<String, ApiError> {
         )));
     }
     Ok(format!("{}/{image}", registry.trim_end_matches('/')))
+}
+
+/// Refuses secrets that do not exist in the workspace, or that clash with
+/// an environment variable of the same name.
+pub(super) async fn check_secrets(
+    shared: &Shared,
+    workspace_id: &str,
+    secrets: &[String],
+    env: &BTreeMap<String, String>,
+) -> Result<(), ApiError> {
+    for name in secrets {
+        if env.contains_key(name) {
+            return Err(ApiError::InvalidArgument(format!(
+                "{name} is both an environment variable and a secret: keep one"
+            )));
+        }
+        let id = SealedId {
+            kind: SealedKind::Secret,
+            workspace_id: workspace_id.to_owned(),
+            name: name.clone(),
+        };
+        if shared.sealed.get_sealed(&id).await?.is_none() {
+            return Err(ApiError::InvalidArgument(format!(
+                "no secret {name:?} in this workspace: create it with levers9 secret create {name}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 type LogStream = Pin<Box<dyn Stream<Item = Result<ContainerLogEvent, Status>> + Send>>;
@@ -118,38 +145,14 @@ impl ContainerService for ContainerApi {
             )
             .into());
         }
-        for name in &body.secrets {
-            if body.env.contains_key(name) {
-                return Err(ApiError::InvalidArgument(format!(
-                    "{name} is both an environment variable and a secret: keep one"
-                ))
-                .into());
-            }
-            let id = SealedId {
-                kind: SealedKind::Secret,
-                workspace_id: caller.workspace.id.clone(),
-                name: name.clone(),
-            };
-            if self
-                .shared
-                .sealed
-                .get_sealed(&id)
-                .await
-                .map_err(ApiError::from)?
-                .is_none()
-            {
-                return Err(ApiError::InvalidArgument(format!(
-                    "no secret {name:?} in this workspace: create it with levers9 secret create {name}"
-                ))
-                .into());
-            }
-        }
+        let env: BTreeMap<String, String> = body.env.into_iter().collect();
+        check_secrets(&self.shared, &caller.workspace.id, &body.secrets, &env).await?;
         let container = ContainerRecord {
             id: format!("c-{}", uuid::Uuid::now_v7().simple()),
             workspace_id: caller.workspace.id.clone(),
             image,
             args: body.args,
-            env: body.env.into_iter().collect::<BTreeMap<_, _>>(),
+            env,
             pool,
             cpu_millicores: if body.cpu_millicores == 0 {
                 DEFAULT_CPU_MILLICORES
@@ -175,6 +178,10 @@ impl ContainerService for ContainerApi {
             },
             gpu_types: body.gpu_types,
             gpu_type: String::new(),
+            stub_id: String::new(),
+            objects: Vec::new(),
+            container_server: false,
+            working_dir: String::new(),
         };
         fleet.put_container(&container).await?;
         fleet
@@ -229,22 +236,7 @@ impl ContainerService for ContainerApi {
                 fleet.publish_end(&container.id).await?;
             }
             s if state::is_final(s) => {}
-            _ => {
-                let message = ControlplaneMessage {
-                    kind: Some(controlplane_message::Kind::Stop(StopContainer {
-                        request_id: uuid::Uuid::now_v7().to_string(),
-                        container_id: container.id.clone(),
-                    })),
-                };
-                fleet
-                    .state()
-                    .push(
-                        &attach::inbox(&container.worker_id),
-                        &message.encode_to_vec(),
-                    )
-                    .await
-                    .map_err(ApiError::from)?;
-            }
+            _ => send_stop(fleet, &container.worker_id, &container.id).await?,
         }
         Ok(Response::new(StopContainerResponse {
             container: Some(convert::container(&container)),

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use levers9_api::v1;
-use levers9_store::{TokenRecord, Workspace};
+use levers9_store::{TaskRecord, TokenRecord, Workspace};
 
 use crate::fleet::records::ContainerRecord;
 
@@ -63,5 +63,21 @@ pub(super) fn container(c: &ContainerRecord) -> v1::Container {
         secrets: c.secrets.clone(),
         gpu_type: c.gpu_type.clone(),
         gpu_count: c.gpu_count,
+    }
+}
+
+pub(super) fn task(t: &TaskRecord) -> v1::Task {
+    v1::Task {
+        task_id: t.id.clone(),
+        stub_id: t.stub_id.clone(),
+        function_name: t.function_name.clone(),
+        state: t.state.clone(),
+        attempts: t.attempts,
+        container_id: t.container_id.clone(),
+        worker_id: t.worker_id.clone(),
+        message: t.message.clone(),
+        created_at: rfc3339(t.created_at),
+        started_at: rfc3339_or_empty(t.started_at),
+        ended_at: rfc3339_or_empty(t.ended_at),
     }
 }

@@ -4,6 +4,7 @@
 mod auth;
 mod container;
 mod convert;
+mod function;
 mod secret;
 mod token;
 mod worker;
@@ -11,6 +12,7 @@ mod workspace;
 
 pub use auth::AuthApi;
 pub use container::ContainerApi;
+pub use function::FunctionApi;
 pub use secret::SecretApi;
 pub use token::TokenApi;
 pub use worker::WorkerApi;
@@ -51,7 +53,7 @@ fn new_workspace_with_admin(
     (workspace, record, minted)
 }
 
-/// All three services, sharing one [`Shared`].
+/// Every service, sharing one [`Shared`].
 #[derive(Clone)]
 pub struct Services {
     /// AuthService.
@@ -66,6 +68,8 @@ pub struct Services {
     pub worker: Arc<WorkerApi>,
     /// ContainerService.
     pub container: Arc<ContainerApi>,
+    /// FunctionService.
+    pub function: Arc<FunctionApi>,
 }
 
 impl Services {
@@ -77,7 +81,8 @@ impl Services {
             workspace: Arc::new(WorkspaceApi::new(shared.clone())),
             secret: Arc::new(SecretApi::new(shared.clone())),
             worker: Arc::new(WorkerApi::new(shared.clone())),
-            container: Arc::new(ContainerApi::new(shared)),
+            container: Arc::new(ContainerApi::new(shared.clone())),
+            function: Arc::new(FunctionApi::new(shared)),
         }
     }
 }

@@ -1,12 +1,15 @@
-//! The behaviour every `RecordStore` backend must show, run by `tests/postgres.rs`
-//! and `tests/sqlite.rs` through `record_store_suite!`.
+//! The behaviour every backend must show (of `RecordStore`, and of `SealedStore` and
+//! `FunctionStore` in the submodules), run by `tests/postgres.rs` and `tests/sqlite.rs`
+//! through `record_store_suite!`.
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use futures::future::join_all;
 use levers9_store::{NewToken, NewWorkspace, RecordStore, StoreError, TokenRecord, TokenType};
 use uuid::Uuid;
 
+mod functions;
 mod sealed;
+pub use functions::*;
 pub use sealed::*;
 
 /// Generates one `#[tokio::test]` per check, each on a fresh store from `$fresh`,
@@ -40,6 +43,18 @@ macro_rules! record_store_suite {
             rows_not_on_a_key_are_walked_in_pages,
             reseal_swaps_only_an_unchanged_row,
             concurrent_reseals_of_one_row_have_one_winner,
+            objects_are_put_idempotently_per_workspace,
+            a_stub_is_created_once_and_then_returned_as_stored,
+            concurrent_twins_of_a_stub_store_one_row,
+            another_workspace_cannot_read_or_take_a_stub,
+            thousands_of_tasks_are_inserted_at_once_and_listed_newest_first,
+            a_batch_of_tasks_is_stored_all_or_none,
+            another_workspace_cannot_read_a_task,
+            a_started_task_finishes_complete,
+            a_late_result_cannot_overwrite_a_cancel,
+            a_retried_task_starts_again_with_more_attempts,
+            unfinished_tasks_leave_out_final_ones,
+            finishing_in_a_state_that_is_not_final_is_refused,
         );
     };
     (@tests $fresh:path; $($check:ident),* $(,)?) => {

@@ -1,0 +1,51 @@
+//! `levers9 run path/file.py::fn [args]`: one call of a function, from the
+//! shell. The Python SDK does the work (it packs the code and calls the
+//! function); this command finds Python and hands over.
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+/// Arguments of `levers9 run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The function: path/to/file.py::name.
+    target: String,
+    /// Its arguments: Python literals (1, 'text', [1, 2]) or plain text;
+    /// key=value passes a keyword argument.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
+    /// The Python that has the levers9 SDK installed (pip install ./sdk/python).
+    #[arg(long, env = "LEVERS9_PYTHON", default_value = "python3")]
+    python: String,
+}
+
+/// Replaces this process with `python -m levers9 run …`, connected where
+/// this CLI would connect (the context, with the environment on top;
+/// the token goes in the environment, never in argv); returns only if
+/// that cannot start.
+pub async fn run(args: RunArgs, context: Option<&str>) -> Result<()> {
+    if !args.target.contains("::") {
+        bail!(
+            "{:?} names no function: write path/to/file.py::function_name",
+            args.target
+        );
+    }
+    let target = crate::first_run::resolve(context).await?;
+    let mut command = Command::new(&args.python);
+    command
+        .args(["-m", "levers9", "run", &args.target])
+        .args(&args.args)
+        .env("LEVERS9_CONTROLPLANE_HOST", &target.host)
+        .env("LEVERS9_CONTROLPLANE_PORT", target.port.to_string())
+        .env("LEVERS9_CONTROLPLANE_TLS", target.tls.to_string())
+        .env("LEVERS9_TOKEN", &target.token);
+    let error = command.exec();
+    bail!(
+        "cannot start {} ({error}): install Python 3.9+ and the SDK (pip install ./sdk/python), \
+         or point --python at the interpreter that has it",
+        args.python
+    )
+}

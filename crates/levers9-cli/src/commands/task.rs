@@ -1,0 +1,99 @@
+//! `levers9 task`: the calls of your functions.
+
+use anyhow::Result;
+use clap::Subcommand;
+use levers9_api::v1::{CancelTaskRequest, GetTaskRequest, ListTasksRequest, Task};
+
+use crate::output;
+
+/// Task commands.
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// List your recent tasks, newest first.
+    List {
+        /// How many, at most (up to 1000).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Show one task: its state, attempts, container and why it failed.
+    Show {
+        /// Task id.
+        id: String,
+    },
+    /// Cancel a task that has not finished (its container is stopped if
+    /// it is running).
+    Cancel {
+        /// Task id.
+        id: String,
+    },
+}
+
+/// Runs a task command.
+pub async fn run(command: TaskCommand, context: Option<&str>) -> Result<()> {
+    let client = super::connect(context).await?;
+    let mut tasks = client.functions();
+    match command {
+        TaskCommand::List { limit } => {
+            let list = tasks
+                .list_tasks(ListTasksRequest { limit })
+                .await?
+                .into_inner()
+                .tasks;
+            let rows: Vec<Vec<String>> = list
+                .into_iter()
+                .map(|t| {
+                    vec![
+                        t.task_id,
+                        t.function_name,
+                        t.state,
+                        t.attempts.to_string(),
+                        t.created_at,
+                        output::or_dash(&t.ended_at),
+                    ]
+                })
+                .collect();
+            output::table(
+                &["ID", "FUNCTION", "STATE", "ATTEMPTS", "CREATED", "ENDED"],
+                &rows,
+            );
+        }
+        TaskCommand::Show { id } => {
+            let task = tasks
+                .get_task(GetTaskRequest { task_id: id })
+                .await?
+                .into_inner()
+                .task
+                .unwrap_or_default();
+            show(&task);
+        }
+        TaskCommand::Cancel { id } => {
+            let task = tasks
+                .cancel_task(CancelTaskRequest { task_id: id })
+                .await?
+                .into_inner()
+                .task
+                .unwrap_or_default();
+            eprintln!("Task {} is {}", task.task_id, task.state);
+        }
+    }
+    Ok(())
+}
+
+fn show(task: &Task) {
+    let fields = [
+        ("ID", &task.task_id),
+        ("FUNCTION", &task.function_name),
+        ("STUB", &task.stub_id),
+        ("STATE", &task.state),
+        ("ATTEMPTS", &task.attempts.to_string()),
+        ("CONTAINER", &task.container_id),
+        ("WORKER", &task.worker_id),
+        ("CREATED", &task.created_at),
+        ("STARTED", &task.started_at),
+        ("ENDED", &task.ended_at),
+        ("MESSAGE", &task.message),
+    ];
+    for (name, value) in fields {
+        println!("{name:<10} {}", output::or_dash(value));
+    }
+}

@@ -1,0 +1,625 @@
+//! The dispatcher: one loop, on the replica that holds its lease, that
+//! owns the queue of every stub and the slots of every warm container.
+//!
+//! # The state machine of a task
+//! ```text
+//!  pending ──assign──▶ running ──complete──▶ complete
+//!     ▲                  │ error/timeout, attempts left ──▶ retry ──▶ (queued again)
+//!     │                  │ error/timeout, none left ─────▶ error | timeout
+//!     └──── lost ────────┘ (never ran: requeued, no attempt used)
+//!  any unfinished ──cancel──▶ cancelled
+//! ```
+//! A container of a stub is `starting` (requested from the scheduler) until
+//! its runner says it is ready, then `warm` with `concurrency` slots. An
+//! input goes to the warm container with the fewest free slots (packing
+//! keeps the others idle, so they scale to zero), and when none has a slot
+//! new containers are requested, up to the stub's `max_containers`. A warm
+//! container with nothing to do for `keep_warm_seconds` is stopped.
+//!
+//! Everything here is in memory and changed by one loop, so there are no
+//! races between deciding and doing; what it does to the outside (store
+//! rows, messages to workers, events to callers) is written as it goes.
+//! A replica that takes the lease over rebuilds the queues from the
+//! unfinished task rows.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use levers9_api::v1::{
+    controlplane_message, run_event, ControlplaneMessage, TaskInput, TaskOutcome, TaskRetrying,
+};
+use levers9_store::{task_state, FunctionStore, StubRecord, TaskRecord};
+use prost::Message;
+use tokio::sync::watch;
+
+use super::spec::{self, StubSpec};
+use super::{task_reply, DispatchEvent, TaskState, Ticket, DISPATCH};
+use crate::error::ApiError;
+use crate::fleet::records::state as container_state;
+use crate::fleet::scheduler::{send_stop, BACKLOG};
+use crate::fleet::{attach, Fleet};
+
+const LEASE: &str = "function-dispatcher";
+const LEASE_TTL: Duration = Duration::from_secs(10);
+/// How often idle containers are looked for, at most.
+const TICK: Duration = Duration::from_millis(250);
+/// Containers of one stub being started at once, at most: starting a
+/// hundred Python processes at once on a small worker helps nobody.
+const MAX_STARTING: usize = 8;
+/// Unfinished tasks a new leader takes over.
+const RECOVER_LIMIT: u32 = 100_000;
+
+/// A warm container: its runner is connected.
+struct Warm {
+    worker_id: String,
+    in_flight: BTreeSet<String>,
+    idle_since: Instant,
+}
+
+struct Stub {
+    record: StubRecord,
+    spec: StubSpec,
+    queue: VecDeque<String>,
+    warm: BTreeMap<String, Warm>,
+    starting: BTreeSet<String>,
+}
+
+/// A task the dispatcher holds: queued, or in a container.
+struct Held {
+    stub_id: String,
+    ticket: Ticket,
+    /// Attempts started.
+    attempt: u32,
+    container: Option<String>,
+}
+
+/// What the dispatcher needs from the rest of the controlplane.
+#[derive(Clone)]
+pub struct Parts {
+    /// Task rows and stubs.
+    pub store: Arc<dyn FunctionStore>,
+    /// Inputs, outcomes, events.
+    pub tasks: TaskState,
+    /// Containers and workers.
+    pub fleet: Fleet,
+}
+
+struct Dispatcher {
+    parts: Parts,
+    stubs: HashMap<String, Stub>,
+    held: HashMap<String, Held>,
+    /// Which stub each starting or warm container serves.
+    container_stub: HashMap<String, String>,
+}
+
+/// Runs the dispatcher whenever this replica holds the lease, until
+/// `stopped`.
+pub async fn run(parts: Parts, holder: String, stopped: watch::Receiver<bool>) {
+    let state = parts.tasks.state().clone();
+    loop {
+        if *stopped.borrow() {
+            return;
+        }
+        match state.acquire_lease(LEASE, &holder, LEASE_TTL).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tokio::time::sleep(LEASE_TTL / 4).await;
+                continue;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot take the dispatcher lease");
+                tokio::time::sleep(LEASE_TTL / 4).await;
+                continue;
+            }
+        }
+        tracing::info!("this replica dispatches function inputs");
+        let mut dispatcher = Dispatcher {
+            parts: parts.clone(),
+            stubs: HashMap::new(),
+            held: HashMap::new(),
+            container_stub: HashMap::new(),
+        };
+        if let Err(error) = dispatcher.recover().await {
+            tracing::error!(%error, "cannot take over unfinished tasks");
+        }
+        dispatcher.serve(&holder, &stopped).await;
+        if *stopped.borrow() {
+            let _ = state.release_lease(LEASE, &holder).await;
+            return;
+        }
+    }
+}
+
+impl Dispatcher {
+    /// Handles events while the lease holds.
+    async fn serve(&mut self, holder: &str, stopped: &watch::Receiver<bool>) {
+        let state = self.parts.tasks.state().clone();
+        let mut renewed = Instant::now();
+        let mut ticked = Instant::now();
+        while !*stopped.borrow() {
+            if renewed.elapsed() >= LEASE_TTL / 3 {
+                match state.acquire_lease(LEASE, holder, LEASE_TTL).await {
+                    Ok(true) => renewed = Instant::now(),
+                    Ok(false) => {
+                        tracing::warn!("lost the dispatcher lease to another replica");
+                        return;
+                    }
+                    Err(error) => tracing::warn!(%error, "cannot renew the dispatcher lease"),
+                }
+            }
+            // Not raced against the stop: a pop cancelled half-way could
+            // lose its event. The stop is seen within one TICK.
+            match state.pop(DISPATCH, TICK).await {
+                Ok(Some(bytes)) => match serde_json::from_slice::<DispatchEvent>(&bytes) {
+                    Ok(event) => {
+                        if let Err(error) = self.handle(event).await {
+                            tracing::warn!(%error, "cannot handle a dispatch event");
+                        }
+                    }
+                    Err(error) => tracing::error!(%error, "dropping an unreadable dispatch event"),
+                },
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read the dispatch queue");
+                    tokio::time::sleep(TICK).await;
+                }
+            }
+            if ticked.elapsed() >= TICK {
+                ticked = Instant::now();
+                self.stop_idle().await;
+            }
+        }
+    }
+
+    async fn handle(&mut self, event: DispatchEvent) -> Result<(), ApiError> {
+        match event {
+            DispatchEvent::Submitted {
+                workspace_id,
+                stub_id,
+                tasks,
+            } => self.submitted(&workspace_id, &stub_id, tasks).await,
+            DispatchEvent::RunnerReady { container_id } => self.ready(&container_id).await,
+            DispatchEvent::Finished {
+                container_id,
+                task_id,
+                state,
+                message,
+            } => {
+                self.finished(&container_id, &task_id, &state, message)
+                    .await
+            }
+            DispatchEvent::ContainerEnded { container_id } => self.ended(&container_id).await,
+            DispatchEvent::Cancel { task_id } => self.cancel(&task_id).await,
+        }
+    }
+
+    /// The stub, loaded on first use.
+    async fn load_stub(&mut self, workspace_id: &str, stub_id: &str) -> Result<bool, ApiError> {
+        if self.stubs.contains_key(stub_id) {
+            return Ok(true);
+        }
+        let Some(record) = self.parts.store.get_stub(workspace_id, stub_id).await? else {
+            return Ok(false);
+        };
+        let spec = StubSpec::from_json(stub_id, &record.config_json)?;
+        self.stubs.insert(
+            stub_id.to_owned(),
+            Stub {
+                record,
+                spec,
+                queue: VecDeque::new(),
+                warm: BTreeMap::new(),
+                starting: BTreeSet::new(),
+            },
+        );
+        Ok(true)
+    }
+
+    async fn submitted(
+        &mut self,
+        workspace_id: &str,
+        stub_id: &str,
+        tickets: Vec<Ticket>,
+    ) -> Result<(), ApiError> {
+        if !self.load_stub(workspace_id, stub_id).await? {
+            for ticket in tickets {
+                let message = format!("stub {stub_id} no longer exists");
+                self.publish_end(&ticket, task_state::ERROR, &message, false);
+            }
+            return Ok(());
+        }
+        for ticket in tickets {
+            self.queue(stub_id, ticket, 0, false);
+        }
+        self.pump(stub_id).await
+    }
+
+    fn queue(&mut self, stub_id: &str, ticket: Ticket, attempt: u32, front: bool) {
+        let Some(stub) = self.stubs.get_mut(stub_id) else {
+            return;
+        };
+        if front {
+            stub.queue.push_front(ticket.task_id.clone());
+        } else {
+            stub.queue.push_back(ticket.task_id.clone());
+        }
+        self.held.insert(
+            ticket.task_id.clone(),
+            Held {
+                stub_id: stub_id.to_owned(),
+                ticket,
+                attempt,
+                container: None,
+            },
+        );
+    }
+
+    async fn ready(&mut self, container_id: &str) -> Result<(), ApiError> {
+        let Some(stub_id) = self.container_stub.get(container_id).cloned() else {
+            // A container from before a takeover: nothing will feed it.
+            if let Some(c) = self.parts.fleet.container(container_id).await? {
+                send_stop(&self.parts.fleet, &c.worker_id, container_id).await?;
+            }
+            return Ok(());
+        };
+        let worker_id = self
+            .parts
+            .fleet
+            .container(container_id)
+            .await?
+            .map(|c| c.worker_id)
+            .unwrap_or_default();
+        if let Some(stub) = self.stubs.get_mut(&stub_id) {
+            stub.starting.remove(container_id);
+            stub.warm.insert(
+                container_id.to_owned(),
+                Warm {
+                    worker_id,
+                    in_flight: BTreeSet::new(),
+                    idle_since: Instant::now(),
+                },
+            );
+        }
+        self.pump(&stub_id).await
+    }
+
+    /// Hands queued inputs to warm containers with free slots, then asks
+    /// for containers for what is left.
+    async fn pump(&mut self, stub_id: &str) -> Result<(), ApiError> {
+        let Some(stub) = self.stubs.get_mut(stub_id) else {
+            return Ok(());
+        };
+        let slots = stub.spec.concurrency as usize;
+        let timeout_ms = u64::from(stub.spec.timeout_seconds) * 1000;
+        while let Some(task_id) = stub.queue.front().cloned() {
+            let Some((container_id, warm)) = stub
+                .warm
+                .iter_mut()
+                .filter(|(_, w)| w.in_flight.len() < slots)
+                .max_by_key(|(_, w)| w.in_flight.len())
+            else {
+                break;
+            };
+            stub.queue.pop_front();
+            let Some(held) = self.held.get_mut(&task_id) else {
+                continue;
+            };
+            held.attempt += 1;
+            held.container = Some(container_id.clone());
+            warm.in_flight.insert(task_id.clone());
+            let input = ControlplaneMessage {
+                kind: Some(controlplane_message::Kind::TaskInput(TaskInput {
+                    container_id: container_id.clone(),
+                    task_id: task_id.clone(),
+                    payload: Vec::new(),
+                    timeout_ms,
+                    attempt: held.attempt,
+                })),
+            };
+            self.parts
+                .fleet
+                .state()
+                .push(&attach::inbox(&warm.worker_id), &input.encode_to_vec())
+                .await?;
+            let store = self.parts.store.clone();
+            let (attempt, container_id, worker_id) =
+                (held.attempt, container_id.clone(), warm.worker_id.clone());
+            tokio::spawn(async move {
+                if let Err(error) = store
+                    .start_task(&task_id, attempt, &container_id, &worker_id, Utc::now())
+                    .await
+                {
+                    tracing::warn!(%error, %task_id, "cannot mark a task running");
+                }
+            });
+        }
+        let queued = stub.queue.len();
+        let coming = stub.starting.len() * slots;
+        if queued <= coming {
+            return Ok(());
+        }
+        let wanted = (queued - coming).div_ceil(slots);
+        let total = stub.warm.len() + stub.starting.len();
+        let room = (stub.spec.max_containers as usize)
+            .saturating_sub(total)
+            .min(MAX_STARTING.saturating_sub(stub.starting.len()));
+        for _ in 0..wanted.min(room) {
+            let container = spec::container(&stub.record, &stub.spec);
+            self.parts.fleet.put_container(&container).await?;
+            self.parts
+                .fleet
+                .state()
+                .push(BACKLOG, container.id.as_bytes())
+                .await?;
+            tracing::info!(container_id = %container.id, stub_id, function = %stub.record.function_name, "function container requested");
+            stub.starting.insert(container.id.clone());
+            self.container_stub.insert(container.id, stub_id.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Takes a task out of the container it ran in; None if it was not
+    /// there (a late word about an attempt already dealt with).
+    fn take_from(&mut self, container_id: &str, task_id: &str) -> Option<Held> {
+        let held = self.held.get(task_id)?;
+        if held.container.as_deref() != Some(container_id) {
+            return None;
+        }
+        if let Some(warm) = self
+            .stubs
+            .get_mut(&held.stub_id)
+            .and_then(|s| s.warm.get_mut(container_id))
+        {
+            warm.in_flight.remove(task_id);
+            if warm.in_flight.is_empty() {
+                warm.idle_since = Instant::now();
+            }
+        }
+        self.held.remove(task_id)
+    }
+
+    async fn finished(
+        &mut self,
+        container_id: &str,
+        task_id: &str,
+        state: &str,
+        message: String,
+    ) -> Result<(), ApiError> {
+        let Some(held) = self.take_from(container_id, task_id) else {
+            return Ok(());
+        };
+        let stub_id = held.stub_id.clone();
+        match state {
+            task_state::COMPLETE => self.publish_end(&held.ticket, task_state::COMPLETE, "", true),
+            "lost" => {
+                let attempt = held.attempt.saturating_sub(1);
+                self.queue(&stub_id, held.ticket, attempt, true);
+            }
+            failed => self.failed(held, failed, message, true),
+        }
+        self.pump(&stub_id).await
+    }
+
+    /// An attempt failed: another one if the stub's retries allow, else the
+    /// task ends in `state`. `stored`: the worker stored the outcome.
+    fn failed(&mut self, held: Held, state: &str, message: String, stored: bool) {
+        let retries = self.stubs.get(&held.stub_id).map_or(0, |s| s.spec.retries);
+        if held.attempt > retries {
+            let state = if state == task_state::TIMEOUT {
+                task_state::TIMEOUT
+            } else {
+                task_state::ERROR
+            };
+            self.publish_end(&held.ticket, state, &message, stored);
+            return;
+        }
+        let tasks = self.parts.tasks.clone();
+        let store = self.parts.store.clone();
+        let retrying = run_event::Kind::Retrying(TaskRetrying {
+            index: held.ticket.index,
+            task_id: held.ticket.task_id.clone(),
+            attempt: held.attempt + 1,
+            reason: message.clone(),
+        });
+        let (task_id, reply) = (held.ticket.task_id.clone(), held.ticket.reply.clone());
+        tokio::spawn(async move {
+            if let Err(error) = store.retry_task(&task_id, &message).await {
+                tracing::warn!(%error, %task_id, "cannot mark a task for retry");
+            }
+            if let Err(error) = tasks.publish(&reply, retrying).await {
+                tracing::warn!(%error, %task_id, "cannot tell the caller about a retry");
+            }
+        });
+        let (stub_id, attempt) = (held.stub_id.clone(), held.attempt);
+        self.queue(&stub_id, held.ticket, attempt, false);
+    }
+
+    /// Ends a task: the row, the outcome (unless the worker stored it), the
+    /// input dropped, the caller told.
+    fn publish_end(&self, ticket: &Ticket, state: &str, message: &str, stored: bool) {
+        let notice = TaskOutcome {
+            index: ticket.index,
+            task_id: ticket.task_id.clone(),
+            state: state.to_owned(),
+            message: message.to_owned(),
+            ..TaskOutcome::default()
+        };
+        let (tasks, store, ticket) = (
+            self.parts.tasks.clone(),
+            self.parts.store.clone(),
+            ticket.clone(),
+        );
+        tokio::spawn(async move {
+            let task_id = &ticket.task_id;
+            let result = async {
+                if !stored {
+                    tasks.put_outcome(&notice).await?;
+                }
+                store
+                    .finish_task(task_id, &notice.state, &notice.message, Utc::now())
+                    .await?;
+                tasks.drop_input(task_id).await?;
+                let own = task_reply(task_id);
+                tasks
+                    .publish(&ticket.reply, run_event::Kind::Result(notice.clone()))
+                    .await?;
+                if ticket.reply != own {
+                    tasks.publish(&own, run_event::Kind::Result(notice)).await?;
+                }
+                Ok::<(), ApiError>(())
+            }
+            .await;
+            if let Err(error) = result {
+                tracing::error!(%error, %task_id, "cannot record the end of a task");
+            }
+        });
+    }
+
+    async fn ended(&mut self, container_id: &str) -> Result<(), ApiError> {
+        let Some(stub_id) = self.container_stub.remove(container_id) else {
+            return Ok(());
+        };
+        let reason = match self.parts.fleet.container(container_id).await? {
+            Some(c) if c.state == container_state::EXITED && c.message.is_empty() => {
+                format!("its container exited with code {}", c.exit_code)
+            }
+            Some(c) if !c.message.is_empty() => c.message,
+            _ => "its container ended".to_owned(),
+        };
+        let Some(stub) = self.stubs.get_mut(&stub_id) else {
+            return Ok(());
+        };
+        let function = stub.record.function_name.clone();
+        let (never_started, in_flight): (Vec<String>, Vec<String>) =
+            if stub.starting.remove(container_id) {
+                // Nothing else can take the queue: say why rather than
+                // retry a container that will fail the same way.
+                let hopeless = stub.warm.is_empty() && stub.starting.is_empty();
+                let queued = if hopeless {
+                    stub.queue.drain(..).collect()
+                } else {
+                    Vec::new()
+                };
+                (queued, Vec::new())
+            } else if let Some(warm) = stub.warm.remove(container_id) {
+                (Vec::new(), warm.in_flight.into_iter().collect())
+            } else {
+                (Vec::new(), Vec::new())
+            };
+        let message = format!("the container for {function} failed to start: {reason}");
+        for task_id in never_started {
+            if let Some(held) = self.held.remove(&task_id) {
+                self.publish_end(&held.ticket, task_state::ERROR, &message, false);
+            }
+        }
+        for task_id in in_flight {
+            if let Some(held) = self.held.remove(&task_id) {
+                self.failed(held, task_state::ERROR, reason.clone(), false);
+            }
+        }
+        self.pump(&stub_id).await
+    }
+
+    async fn cancel(&mut self, task_id: &str) -> Result<(), ApiError> {
+        let Some(held) = self.held.remove(task_id) else {
+            return Ok(());
+        };
+        let stub_id = held.stub_id.clone();
+        let message = "cancelled by the caller";
+        self.publish_end(&held.ticket, task_state::CANCELLED, message, false);
+        let Some(container_id) = held.container else {
+            if let Some(stub) = self.stubs.get_mut(&stub_id) {
+                stub.queue.retain(|t| t != task_id);
+            }
+            return Ok(());
+        };
+        // The input runs in a thread that cannot be interrupted: the
+        // container goes, and its other inputs run again elsewhere.
+        self.container_stub.remove(&container_id);
+        let Some(warm) = self
+            .stubs
+            .get_mut(&stub_id)
+            .and_then(|s| s.warm.remove(&container_id))
+        else {
+            return Ok(());
+        };
+        send_stop(&self.parts.fleet, &warm.worker_id, &container_id).await?;
+        for other in warm.in_flight.iter().filter(|t| *t != task_id) {
+            if let Some(held) = self.held.remove(other) {
+                let attempt = held.attempt.saturating_sub(1);
+                self.queue(&stub_id, held.ticket, attempt, true);
+            }
+        }
+        self.pump(&stub_id).await
+    }
+
+    /// Stops warm containers idle for their keep-warm window: scale to zero.
+    async fn stop_idle(&mut self) {
+        let mut idle = Vec::new();
+        for stub in self.stubs.values_mut() {
+            let window = Duration::from_secs(u64::from(stub.spec.keep_warm_seconds));
+            let expired: Vec<String> = stub
+                .warm
+                .iter()
+                .filter(|(_, w)| w.in_flight.is_empty() && w.idle_since.elapsed() >= window)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in expired {
+                if let Some(warm) = stub.warm.remove(&id) {
+                    idle.push((id, warm.worker_id));
+                }
+            }
+        }
+        for (container_id, worker_id) in idle {
+            self.container_stub.remove(&container_id);
+            tracing::info!(%container_id, "stopping a function container after its keep-warm window");
+            if let Err(error) = send_stop(&self.parts.fleet, &worker_id, &container_id).await {
+                tracing::warn!(%error, %container_id, "cannot stop an idle container");
+            }
+        }
+    }
+
+    /// Takes over the unfinished tasks of a previous leader: queued ones
+    /// queue again; running ones run again (their containers are not
+    /// known to this leader), without using an attempt.
+    async fn recover(&mut self) -> Result<(), ApiError> {
+        let unfinished: Vec<TaskRecord> = self.parts.store.unfinished_tasks(RECOVER_LIMIT).await?;
+        let mut stubs = BTreeSet::new();
+        for task in unfinished {
+            let Some((ticket, _)) = self.parts.tasks.input(&task.id).await? else {
+                let ticket = Ticket {
+                    task_id: task.id.clone(),
+                    reply: task_reply(&task.id),
+                    index: 0,
+                };
+                let message = "the task's input was lost (the hot state restarted) before it \
+                               finished: call the function again";
+                self.publish_end(&ticket, task_state::ERROR, message, false);
+                continue;
+            };
+            if !self.load_stub(&task.workspace_id, &task.stub_id).await? {
+                continue;
+            }
+            let attempt = if task.state == task_state::RUNNING {
+                task.attempts.saturating_sub(1)
+            } else {
+                task.attempts
+            };
+            self.queue(&task.stub_id, ticket, attempt, false);
+            stubs.insert(task.stub_id);
+        }
+        if !stubs.is_empty() {
+            tracing::info!(
+                stubs = stubs.len(),
+                tasks = self.held.len(),
+                "took over unfinished tasks"
+            );
+        }
+        for stub_id in stubs {
+            self.pump(&stub_id).await?;
+        }
+        Ok(())
+    }
+}

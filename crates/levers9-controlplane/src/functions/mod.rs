@@ -1,0 +1,196 @@
+//! Python functions: stubs, tasks and the dispatcher that feeds inputs to
+//! warm containers.
+//!
+//! A call's journey: the FunctionService stores a task row (pending) and
+//! its input in the hot state, and tells the dispatcher. The dispatcher (one
+//! loop, on the replica holding its lease) hands the input to a warm
+//! container of the stub with a free slot, or asks the scheduler for a new
+//! container. The input goes to the container's worker through the
+//! worker's inbox; the replica pumping that inbox attaches the payload. The
+//! worker's result is stored in the hot state by the replica holding the
+//! worker's stream, and the dispatcher decides: done, or another attempt.
+//! Callers follow their tasks on a reply channel.
+//!
+//! Hot state keys:
+//! - kv `task-input:<id>`: the [`Ticket`] and payload of a task not yet done;
+//! - kv `task-result:<id>`: its [`TaskOutcome`], kept for the result TTL;
+//! - queue `dispatch`: [`DispatchEvent`]s for the dispatcher;
+//! - channel `reply:<id>`: [`RunEvent`]s for the caller.
+
+pub mod dispatcher;
+pub mod objects;
+pub mod spec;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use levers9_api::v1::{run_event, RunEvent, TaskOutcome};
+use levers9_state::HotState;
+use prost::Message;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+
+/// How long a task's input waits in the hot state at most.
+const INPUT_TTL: Duration = Duration::from_secs(24 * 3600);
+/// The dispatcher's queue.
+pub const DISPATCH: &str = "dispatch";
+
+/// What the dispatcher is told.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DispatchEvent {
+    /// New tasks of a stub, in order.
+    Submitted {
+        /// Whose stub.
+        workspace_id: String,
+        /// The stub.
+        stub_id: String,
+        /// The tasks.
+        tasks: Vec<Ticket>,
+    },
+    /// A container's runner is ready for inputs.
+    RunnerReady {
+        /// The container.
+        container_id: String,
+    },
+    /// A container finished an input (the outcome is stored already).
+    Finished {
+        /// The container.
+        container_id: String,
+        /// The task.
+        task_id: String,
+        /// complete, error, timeout or lost.
+        state: String,
+        /// Why, for error, timeout and lost.
+        message: String,
+    },
+    /// A container reached a final state.
+    ContainerEnded {
+        /// The container.
+        container_id: String,
+    },
+    /// A caller cancelled a task.
+    Cancel {
+        /// The task.
+        task_id: String,
+    },
+}
+
+/// Where a task's events go.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ticket {
+    /// The task.
+    pub task_id: String,
+    /// The caller's channel (`reply:<this>`).
+    pub reply: String,
+    /// The caller's number for the input.
+    pub index: u64,
+}
+
+/// The reply channel of a spawned task: its own.
+pub fn task_reply(task_id: &str) -> String {
+    format!("task:{task_id}")
+}
+
+/// Hot-state access for functions, shared by the service, the worker
+/// streams and the dispatcher.
+#[derive(Clone)]
+pub struct TaskState {
+    state: Arc<dyn HotState>,
+    result_ttl: Duration,
+}
+
+impl TaskState {
+    /// Over `state`; results are kept for `result_ttl`.
+    pub fn new(state: Arc<dyn HotState>, result_ttl: Duration) -> Self {
+        Self { state, result_ttl }
+    }
+
+    /// The hot state underneath.
+    pub fn state(&self) -> &Arc<dyn HotState> {
+        &self.state
+    }
+
+    /// Tells the dispatcher.
+    pub async fn tell(&self, event: &DispatchEvent) -> Result<(), ApiError> {
+        // Plain structs of strings: serialising cannot fail.
+        let bytes = serde_json::to_vec(event).unwrap_or_default();
+        self.state.push(DISPATCH, &bytes).await?;
+        Ok(())
+    }
+
+    /// Stores a task's input until it is done.
+    pub async fn put_input(&self, ticket: &Ticket, payload: &[u8]) -> Result<(), ApiError> {
+        let header = serde_json::to_vec(ticket).unwrap_or_default();
+        let mut value = Vec::with_capacity(4 + header.len() + payload.len());
+        value.extend_from_slice(&u32::try_from(header.len()).unwrap_or(0).to_be_bytes());
+        value.extend_from_slice(&header);
+        value.extend_from_slice(payload);
+        self.state
+            .set_with_ttl(&format!("task-input:{}", ticket.task_id), &value, INPUT_TTL)
+            .await?;
+        Ok(())
+    }
+
+    /// A task's ticket and payload, if it still waits.
+    pub async fn input(&self, task_id: &str) -> Result<Option<(Ticket, Vec<u8>)>, ApiError> {
+        let Some(value) = self.state.get(&format!("task-input:{task_id}")).await? else {
+            return Ok(None);
+        };
+        let corrupt = || ApiError::Corrupt(format!("the stored input of task {task_id}"));
+        let len = value
+            .get(..4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(|b| u32::from_be_bytes(b) as usize)
+            .ok_or_else(corrupt)?;
+        let header = value.get(4..4 + len).ok_or_else(corrupt)?;
+        let ticket: Ticket = serde_json::from_slice(header).map_err(|_| corrupt())?;
+        Ok(Some((ticket, value[4 + len..].to_vec())))
+    }
+
+    /// Forgets a finished task's input.
+    pub async fn drop_input(&self, task_id: &str) -> Result<(), ApiError> {
+        self.state.delete(&format!("task-input:{task_id}")).await?;
+        Ok(())
+    }
+
+    /// Stores how an attempt ended (the payload with it).
+    pub async fn put_outcome(&self, outcome: &TaskOutcome) -> Result<(), ApiError> {
+        self.state
+            .set_with_ttl(
+                &format!("task-result:{}", outcome.task_id),
+                &outcome.encode_to_vec(),
+                self.result_ttl,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The stored outcome of a task.
+    pub async fn outcome(&self, task_id: &str) -> Result<Option<TaskOutcome>, ApiError> {
+        match self.state.get(&format!("task-result:{task_id}")).await? {
+            Some(bytes) => Ok(Some(TaskOutcome::decode(bytes.as_slice()).map_err(
+                |_| ApiError::Corrupt(format!("the stored result of task {task_id}")),
+            )?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Sends an event to a caller's channel.
+    pub async fn publish(&self, reply: &str, event: run_event::Kind) -> Result<(), ApiError> {
+        let event = RunEvent { kind: Some(event) };
+        self.state
+            .publish(&format!("reply:{reply}"), &event.encode_to_vec())
+            .await?;
+        Ok(())
+    }
+
+    /// The events of a caller's channel from now on.
+    pub async fn follow(
+        &self,
+        reply: &str,
+    ) -> Result<futures::stream::BoxStream<'static, Vec<u8>>, ApiError> {
+        Ok(self.state.subscribe(&format!("reply:{reply}")).await?)
+    }
+}

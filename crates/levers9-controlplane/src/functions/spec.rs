@@ -1,0 +1,252 @@
+//! A stub's configuration as the controlplane keeps it: defaults filled in,
+//! limits checked, and the container it runs in.
+
+use std::collections::BTreeMap;
+
+use levers9_api::v1::StubConfig;
+use levers9_store::StubRecord;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
+use crate::fleet::records::{state, ContainerRecord};
+
+const DEFAULT_CPU_MILLICORES: u64 = 125;
+const DEFAULT_MEMORY_MIB: u64 = 512;
+const DEFAULT_TIMEOUT_SECONDS: u32 = 300;
+const DEFAULT_KEEP_WARM_SECONDS: u32 = 60;
+const DEFAULT_MAX_CONTAINERS: u32 = 100;
+const DEFAULT_POOL: &str = "default";
+
+/// Where the function's code is unpacked inside its container.
+pub const CODE_DIR: &str = "/levers9/code";
+/// Where the SDK (the runner and cloudpickle) is unpacked.
+pub const SDK_DIR: &str = "/levers9/sdk";
+
+/// A stub's resources and policy, defaults filled in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StubSpec {
+    /// A full image reference.
+    pub image: String,
+    /// CPU reserved per container.
+    pub cpu_millicores: u64,
+    /// Memory reserved per container.
+    pub memory_mib: u64,
+    /// GPU types in order of preference.
+    pub gpu_types: Vec<String>,
+    /// GPUs per container.
+    pub gpu_count: u32,
+    /// Further attempts after a failed one.
+    pub retries: u32,
+    /// Per input.
+    pub timeout_seconds: u32,
+    /// How long an idle container waits for more inputs.
+    pub keep_warm_seconds: u32,
+    /// Inputs one container runs at once.
+    pub concurrency: u32,
+    /// Environment of its containers.
+    pub env: BTreeMap<String, String>,
+    /// Workspace secrets its containers get as environment variables.
+    pub secrets: Vec<String>,
+    /// The pool its containers run in.
+    pub pool: String,
+    /// Containers at once, at most.
+    pub max_containers: u32,
+}
+
+fn or(value: u32, default: u32) -> u32 {
+    if value == 0 {
+        default
+    } else {
+        value
+    }
+}
+
+fn at_most(what: &str, value: u32, max: u32, hint: &str) -> Result<(), ApiError> {
+    if value > max {
+        return Err(ApiError::InvalidArgument(format!(
+            "{what} is {value}, more than the limit of {max}: {hint}"
+        )));
+    }
+    Ok(())
+}
+
+impl StubSpec {
+    /// The spec of a request; `image` is the request's image, already
+    /// qualified (the base image when it named none).
+    pub fn from_config(config: StubConfig, image: String) -> Result<StubSpec, ApiError> {
+        at_most("retries", config.retries, 10, "lower retries")?;
+        at_most(
+            "timeout",
+            config.timeout_seconds,
+            24 * 3600,
+            "a call may run a day at most",
+        )?;
+        at_most(
+            "keep_warm_seconds",
+            config.keep_warm_seconds,
+            3600,
+            "keep containers warm an hour at most",
+        )?;
+        at_most("concurrency", config.concurrency, 1000, "lower concurrency")?;
+        at_most(
+            "max_containers",
+            config.max_containers,
+            10_000,
+            "lower max_containers",
+        )?;
+        if config.gpu_count > 0 && config.gpu_types.is_empty() {
+            return Err(ApiError::InvalidArgument(
+                "gpu_count needs a gpu type: pass gpu=\"L40S\" (or a list) with it".into(),
+            ));
+        }
+        if config.gpu_types.iter().any(|t| t.is_empty()) || config.gpu_types.len() > 8 {
+            return Err(ApiError::InvalidArgument(
+                "gpu must be up to 8 non-empty GPU type names, e.g. \"H100\"".into(),
+            ));
+        }
+        Ok(StubSpec {
+            image,
+            cpu_millicores: if config.cpu_millicores == 0 {
+                DEFAULT_CPU_MILLICORES
+            } else {
+                config.cpu_millicores
+            },
+            memory_mib: if config.memory_mib == 0 {
+                DEFAULT_MEMORY_MIB
+            } else {
+                config.memory_mib
+            },
+            gpu_count: if config.gpu_types.is_empty() {
+                0
+            } else {
+                config.gpu_count.max(1)
+            },
+            gpu_types: config.gpu_types,
+            retries: config.retries,
+            timeout_seconds: or(config.timeout_seconds, DEFAULT_TIMEOUT_SECONDS),
+            keep_warm_seconds: or(config.keep_warm_seconds, DEFAULT_KEEP_WARM_SECONDS),
+            concurrency: or(config.concurrency, 1),
+            env: config.env.into_iter().collect(),
+            secrets: config.secrets,
+            pool: if config.pool.is_empty() {
+                DEFAULT_POOL.to_owned()
+            } else {
+                config.pool
+            },
+            max_containers: or(config.max_containers, DEFAULT_MAX_CONTAINERS),
+        })
+    }
+
+    /// The stored form.
+    pub fn to_json(&self) -> String {
+        // A plain struct of strings and numbers: serialising cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Reads the stored form.
+    pub fn from_json(stub_id: &str, json: &str) -> Result<StubSpec, ApiError> {
+        serde_json::from_str(json)
+            .map_err(|e| ApiError::Corrupt(format!("the configuration of stub {stub_id}: {e}")))
+    }
+}
+
+/// The id of a stub: the same workspace, function, code and configuration
+/// give the same stub, so a repeated deploy reuses it (and its warm
+/// containers).
+pub fn stub_id(workspace_id: &str, parts: &[&str]) -> String {
+    let mut hash = Sha256::new();
+    hash.update(workspace_id.as_bytes());
+    for part in parts {
+        // Length-prefixed, so no two part lists hash alike.
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    format!("st-{}", &hex::encode(hash.finalize())[..32])
+}
+
+/// A new container for a stub's inputs.
+pub fn container(stub: &StubRecord, spec: &StubSpec) -> ContainerRecord {
+    let mut env = spec.env.clone();
+    for (key, value) in [
+        ("LEVERS9_STUB_ID", stub.id.as_str()),
+        ("LEVERS9_MODULE_PATH", stub.module_path.as_str()),
+        ("LEVERS9_FUNCTION", stub.function_name.as_str()),
+        ("LEVERS9_CODE_DIR", CODE_DIR),
+        ("PYTHONUNBUFFERED", "1"),
+    ] {
+        env.insert(key.to_owned(), value.to_owned());
+    }
+    env.insert(
+        "LEVERS9_CONCURRENCY".to_owned(),
+        spec.concurrency.to_string(),
+    );
+    env.insert("PYTHONPATH".to_owned(), format!("{SDK_DIR}:{CODE_DIR}"));
+    ContainerRecord {
+        id: format!("c-{}", uuid::Uuid::now_v7().simple()),
+        workspace_id: stub.workspace_id.clone(),
+        image: spec.image.clone(),
+        args: ["python3", "-m", "levers9.runner"]
+            .map(str::to_owned)
+            .to_vec(),
+        env,
+        pool: spec.pool.clone(),
+        cpu_millicores: spec.cpu_millicores,
+        memory_mib: spec.memory_mib,
+        state: state::PENDING.to_owned(),
+        worker_id: String::new(),
+        exit_code: 0,
+        oom_killed: false,
+        message: String::new(),
+        created_at: chrono::Utc::now(),
+        secrets: spec.secrets.clone(),
+        gpu_types: spec.gpu_types.clone(),
+        gpu_type: String::new(),
+        gpu_count: spec.gpu_count,
+        stub_id: stub.id.clone(),
+        objects: vec![
+            (stub.code_digest.clone(), CODE_DIR.to_owned(), true),
+            (stub.sdk_digest.clone(), SDK_DIR.to_owned(), true),
+        ],
+        container_server: true,
+        working_dir: CODE_DIR.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_fill_zeroes_and_limits_are_checked() {
+        let spec = StubSpec::from_config(StubConfig::default(), "img".into()).unwrap();
+        assert_eq!(spec.concurrency, 1);
+        assert_eq!(spec.timeout_seconds, DEFAULT_TIMEOUT_SECONDS);
+        assert_eq!(spec.pool, "default");
+        assert_eq!(spec.gpu_count, 0);
+        let too_many = StubConfig {
+            retries: 11,
+            ..StubConfig::default()
+        };
+        let error = StubSpec::from_config(too_many, "img".into()).unwrap_err();
+        assert!(error.to_string().contains("lower retries"), "{error}");
+        let gpu = StubConfig {
+            gpu_types: vec!["L40S".into()],
+            ..StubConfig::default()
+        };
+        assert_eq!(
+            StubSpec::from_config(gpu, "img".into()).unwrap().gpu_count,
+            1
+        );
+    }
+
+    #[test]
+    fn stub_ids_follow_content() {
+        let a = stub_id("w", &["f", "sha256:1"]);
+        assert_eq!(a, stub_id("w", &["f", "sha256:1"]));
+        assert_ne!(a, stub_id("w", &["f", "sha256:2"]));
+        assert_ne!(a, stub_id("other", &["f", "sha256:1"]));
+        assert_ne!(stub_id("w", &["ab", "c"]), stub_id("w", &["a", "bc"]));
+    }
+}

@@ -1,0 +1,613 @@
+//! FunctionService: code objects, stubs and tasks of the caller's workspace.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::{FutureExt, Stream, StreamExt};
+use levers9_api::v1::{
+    function_service_server::FunctionService, run_event, run_request, CancelTaskRequest,
+    CancelTaskResponse, GetObjectRequest, GetObjectResponse, GetOrCreateStubRequest,
+    GetOrCreateStubResponse, GetTaskRequest, GetTaskResponse, HeadObjectRequest,
+    HeadObjectResponse, ListTasksRequest, ListTasksResponse, PutObjectRequest, PutObjectResponse,
+    RunEvent, RunInput, RunRequest, SpawnTaskRequest, SpawnTaskResponse, TaskAccepted, TaskOutcome,
+    WaitTaskRequest,
+};
+use levers9_store::{task_state, NewTask, StubRecord, TaskRecord, TokenType};
+use prost::Message;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+use super::container::{check_secrets, qualify_image};
+use super::convert;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::functions::objects::digest_hex;
+use crate::functions::spec::{stub_id, StubSpec};
+use crate::functions::{task_reply, DispatchEvent, Ticket};
+use crate::Shared;
+
+const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
+const INSTALL_WIDE: &[TokenType] = &[TokenType::Admin, TokenType::Worker];
+/// Inputs a Run stream turns into tasks in one batch, at most.
+const BATCH: usize = 500;
+
+/// The FunctionService implementation.
+pub struct FunctionApi {
+    shared: Arc<Shared>,
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<RunEvent, Status>> + Send>>;
+
+impl FunctionApi {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+
+    async fn caller(&self, metadata: &tonic::metadata::MetadataMap) -> Result<Caller, ApiError> {
+        let caller = self.shared.auth.authenticate(metadata).await?;
+        caller.require(USERS, "call functions")?;
+        Ok(caller)
+    }
+
+    async fn stub(&self, caller: &Caller, stub_id: &str) -> Result<StubRecord, ApiError> {
+        self.shared
+            .functions
+            .get_stub(&caller.workspace.id, stub_id)
+            .await?
+            .ok_or_else(|| {
+                ApiError::NotFound(format!(
+                    "no stub {stub_id:?} in this workspace: create it with GetOrCreateStub"
+                ))
+            })
+    }
+
+    async fn task(&self, caller: &Caller, task_id: &str) -> Result<TaskRecord, ApiError> {
+        self.shared
+            .functions
+            .get_task(&caller.workspace.id, task_id)
+            .await?
+            .ok_or_else(|| {
+                ApiError::NotFound(format!(
+                    "no task {task_id:?} in this workspace: see levers9 task list"
+                ))
+            })
+    }
+
+    /// Stores tasks for inputs and tells the dispatcher; the tickets say
+    /// where their events go.
+    async fn submit(
+        &self,
+        stub: &StubRecord,
+        inputs: Vec<(Ticket, Vec<u8>)>,
+    ) -> Result<(), ApiError> {
+        let now = chrono::Utc::now();
+        let rows: Vec<NewTask> = inputs
+            .iter()
+            .map(|(ticket, _)| NewTask {
+                id: ticket.task_id.clone(),
+                workspace_id: stub.workspace_id.clone(),
+                stub_id: stub.id.clone(),
+                function_name: stub.function_name.clone(),
+                created_at: now,
+            })
+            .collect();
+        self.shared.functions.insert_tasks(&rows).await?;
+        let tasks = self.shared.fleet.tasks();
+        let puts = inputs
+            .iter()
+            .map(|(ticket, payload)| tasks.put_input(ticket, payload));
+        for result in futures::future::join_all(puts).await {
+            result?;
+        }
+        tasks
+            .tell(&DispatchEvent::Submitted {
+                workspace_id: stub.workspace_id.clone(),
+                stub_id: stub.id.clone(),
+                tasks: inputs.into_iter().map(|(ticket, _)| ticket).collect(),
+            })
+            .await
+    }
+
+    /// The final outcome of a task that ended as `end` says (the notice of
+    /// its end, or its row): the stored one with the payload, or `end`
+    /// itself once that expired.
+    async fn final_outcome(&self, end: &TaskOutcome) -> Result<TaskOutcome, ApiError> {
+        let outcome = self.shared.fleet.tasks().outcome(&end.task_id).await?;
+        Ok(match outcome {
+            Some(mut outcome) if task_state::is_final(&outcome.state) => {
+                outcome.index = end.index;
+                outcome
+            }
+            _ if end.state == task_state::COMPLETE => TaskOutcome {
+                index: end.index,
+                task_id: end.task_id.clone(),
+                state: task_state::ERROR.to_owned(),
+                message: "the task completed, but its result expired: results are kept for \
+                          controlplane.taskResultTtlSeconds"
+                    .into(),
+                ..TaskOutcome::default()
+            },
+            _ => end.clone(),
+        })
+    }
+}
+
+fn new_task_id() -> String {
+    format!("t-{}", uuid::Uuid::now_v7().simple())
+}
+
+fn event(kind: run_event::Kind) -> Result<RunEvent, Status> {
+    Ok(RunEvent { kind: Some(kind) })
+}
+
+#[tonic::async_trait]
+impl FunctionService for FunctionApi {
+    async fn head_object(
+        &self,
+        request: Request<HeadObjectRequest>,
+    ) -> Result<Response<HeadObjectResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let digest = &request.get_ref().digest;
+        digest_hex(digest)?;
+        let exists = self
+            .shared
+            .functions
+            .has_object(&caller.workspace.id, digest)
+            .await
+            .map_err(ApiError::from)?
+            && self.shared.objects.exists(digest).await?;
+        Ok(Response::new(HeadObjectResponse { exists }))
+    }
+
+    async fn put_object(
+        &self,
+        request: Request<PutObjectRequest>,
+    ) -> Result<Response<PutObjectResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let body = request.into_inner();
+        self.shared.objects.put(&body.digest, &body.data).await?;
+        let size = i64::try_from(body.data.len()).unwrap_or(i64::MAX);
+        self.shared
+            .functions
+            .put_object(&caller.workspace.id, &body.digest, size, chrono::Utc::now())
+            .await
+            .map_err(ApiError::from)?;
+        Ok(Response::new(PutObjectResponse {}))
+    }
+
+    async fn get_object(
+        &self,
+        request: Request<GetObjectRequest>,
+    ) -> Result<Response<GetObjectResponse>, Status> {
+        let caller = self.shared.auth.authenticate(request.metadata()).await?;
+        let body = request.into_inner();
+        // Workers and admins act for the whole install: they read the
+        // objects of the workspace whose container needs them.
+        let workspace_id =
+            if INSTALL_WIDE.contains(&caller.token_type) && !body.workspace_id.is_empty() {
+                body.workspace_id
+            } else {
+                caller.require(
+                    &[TokenType::Admin, TokenType::Workspace, TokenType::Worker],
+                    "read objects",
+                )?;
+                caller.workspace.id.clone()
+            };
+        let missing = || {
+            ApiError::NotFound(format!(
+                "no object {} in workspace {workspace_id}",
+                body.digest
+            ))
+        };
+        if !self
+            .shared
+            .functions
+            .has_object(&workspace_id, &body.digest)
+            .await
+            .map_err(ApiError::from)?
+        {
+            return Err(missing().into());
+        }
+        let data = self.shared.objects.get(&body.digest).await?;
+        Ok(Response::new(GetObjectResponse { data }))
+    }
+
+    async fn get_or_create_stub(
+        &self,
+        request: Request<GetOrCreateStubRequest>,
+    ) -> Result<Response<GetOrCreateStubResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let body = request.into_inner();
+        let workspace_id = &caller.workspace.id;
+        if body.function_name.is_empty() || body.module_path.is_empty() {
+            return Err(ApiError::InvalidArgument(
+                "a stub needs module_path and function_name: where the function is defined".into(),
+            )
+            .into());
+        }
+        if body.module_path.starts_with('/') || body.module_path.split('/').any(|p| p == "..") {
+            return Err(ApiError::InvalidArgument(format!(
+                "module_path {:?} must be a path inside the code object",
+                body.module_path
+            ))
+            .into());
+        }
+        for (what, digest) in [("code", &body.code_digest), ("sdk", &body.sdk_digest)] {
+            digest_hex(digest)?;
+            if !self
+                .shared
+                .functions
+                .has_object(workspace_id, digest)
+                .await
+                .map_err(ApiError::from)?
+            {
+                return Err(ApiError::FailedPrecondition(format!(
+                    "the {what} object {digest} is not uploaded: PutObject it first"
+                ))
+                .into());
+            }
+        }
+        let config = body.config.unwrap_or_default();
+        let image = if config.image.trim().is_empty() {
+            self.shared.base_image.clone().ok_or_else(|| {
+                ApiError::InvalidArgument(
+                    "no image given and no Python base image configured: set \
+                     imageService.runner.baseImageRegistry (levers9 up does) or pass \
+                     image=Image.from_registry(\"registry/name@sha256:…\")"
+                        .into(),
+                )
+            })?
+        } else {
+            qualify_image(config.image.trim(), &self.shared.image_registry)?
+        };
+        let spec = StubSpec::from_config(config, image)?;
+        if !self.shared.fleet.pool_exists(&spec.pool).await? {
+            return Err(ApiError::InvalidArgument(format!(
+                "unknown pool {:?}: it is not in worker.pools and no worker has joined it",
+                spec.pool
+            ))
+            .into());
+        }
+        check_secrets(&self.shared, workspace_id, &spec.secrets, &spec.env).await?;
+        let config_json = spec.to_json();
+        let id = stub_id(
+            workspace_id,
+            &[
+                &body.name,
+                &body.code_digest,
+                &body.sdk_digest,
+                &body.module_path,
+                &body.function_name,
+                &config_json,
+            ],
+        );
+        let stub = self
+            .shared
+            .functions
+            .get_or_create_stub(StubRecord {
+                id,
+                workspace_id: workspace_id.clone(),
+                name: body.name,
+                code_digest: body.code_digest,
+                sdk_digest: body.sdk_digest,
+                module_path: body.module_path,
+                function_name: body.function_name,
+                config_json,
+                created_at: chrono::Utc::now(),
+            })
+            .await
+            .map_err(ApiError::from)?;
+        Ok(Response::new(GetOrCreateStubResponse { stub_id: stub.id }))
+    }
+
+    type RunStream = EventStream;
+
+    async fn run(
+        &self,
+        request: Request<Streaming<RunRequest>>,
+    ) -> Result<Response<Self::RunStream>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let mut inbound = request.into_inner();
+        let first = inbound.message().await?;
+        let Some(RunRequest {
+            kind: Some(run_request::Kind::Start(start)),
+        }) = first
+        else {
+            return Err(ApiError::InvalidArgument(
+                "the first message of a Run stream must be a start naming the stub".into(),
+            )
+            .into());
+        };
+        let stub = self.stub(&caller, &start.stub_id).await?;
+        let reply = format!("run-{}", uuid::Uuid::now_v7().simple());
+        let events = self.shared.fleet.tasks().follow(&reply).await?;
+        let (tx, rx) = mpsc::channel(256);
+        let api = FunctionApi {
+            shared: self.shared.clone(),
+        };
+        tokio::spawn(async move {
+            let mut run = RunDriver {
+                api,
+                stub,
+                reply,
+                tx,
+                outstanding: std::collections::HashSet::new(),
+            };
+            run.drive(inbound, events).await;
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn spawn_task(
+        &self,
+        request: Request<SpawnTaskRequest>,
+    ) -> Result<Response<SpawnTaskResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let body = request.into_inner();
+        let stub = self.stub(&caller, &body.stub_id).await?;
+        let task_id = new_task_id();
+        let ticket = Ticket {
+            task_id: task_id.clone(),
+            reply: task_reply(&task_id),
+            index: 0,
+        };
+        self.submit(&stub, vec![(ticket, body.payload)]).await?;
+        Ok(Response::new(SpawnTaskResponse { task_id }))
+    }
+
+    type WaitTaskStream = EventStream;
+
+    async fn wait_task(
+        &self,
+        request: Request<WaitTaskRequest>,
+    ) -> Result<Response<Self::WaitTaskStream>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let task_id = request.into_inner().task_id;
+        self.task(&caller, &task_id).await?;
+        // Follow first, then look: an end in between is not missed.
+        let mut events = self
+            .shared
+            .fleet
+            .tasks()
+            .follow(&task_reply(&task_id))
+            .await?;
+        let task = self.task(&caller, &task_id).await?;
+        let (tx, rx) = mpsc::channel(64);
+        let api = FunctionApi {
+            shared: self.shared.clone(),
+        };
+        tokio::spawn(async move {
+            let mut task = task;
+            loop {
+                if task_state::is_final(&task.state) {
+                    let end = TaskOutcome {
+                        task_id: task.id.clone(),
+                        state: task.state.clone(),
+                        message: task.message.clone(),
+                        ..TaskOutcome::default()
+                    };
+                    let outcome = api.final_outcome(&end).await;
+                    let _ = tx
+                        .send(outcome.map_err(Status::from).map(|o| RunEvent {
+                            kind: Some(run_event::Kind::Result(o)),
+                        }))
+                        .await;
+                    return;
+                }
+                let bytes = tokio::select! {
+                    bytes = events.next() => bytes,
+                    () = tx.closed() => return,
+                };
+                let Some(Ok(RunEvent { kind: Some(kind) })) =
+                    bytes.map(|b| RunEvent::decode(b.as_slice()))
+                else {
+                    return;
+                };
+                match kind {
+                    run_event::Kind::Result(notice) => {
+                        task.state = notice.state;
+                        task.message = notice.message;
+                    }
+                    other => {
+                        if tx.send(event(other)).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn list_tasks(
+        &self,
+        request: Request<ListTasksRequest>,
+    ) -> Result<Response<ListTasksResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let limit = match request.get_ref().limit {
+            0 => 50,
+            n => n.min(1000),
+        };
+        let tasks = self
+            .shared
+            .functions
+            .list_tasks(&caller.workspace.id, limit)
+            .await
+            .map_err(ApiError::from)?;
+        Ok(Response::new(ListTasksResponse {
+            tasks: tasks.iter().map(convert::task).collect(),
+        }))
+    }
+
+    async fn get_task(
+        &self,
+        request: Request<GetTaskRequest>,
+    ) -> Result<Response<GetTaskResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let task = self.task(&caller, &request.get_ref().task_id).await?;
+        Ok(Response::new(GetTaskResponse {
+            task: Some(convert::task(&task)),
+        }))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: Request<CancelTaskRequest>,
+    ) -> Result<Response<CancelTaskResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let task = self.task(&caller, &request.get_ref().task_id).await?;
+        if !task_state::is_final(&task.state) {
+            self.shared
+                .fleet
+                .tasks()
+                .tell(&DispatchEvent::Cancel {
+                    task_id: task.id.clone(),
+                })
+                .await?;
+            self.shared
+                .functions
+                .finish_task(
+                    &task.id,
+                    task_state::CANCELLED,
+                    "cancelled by the caller",
+                    chrono::Utc::now(),
+                )
+                .await
+                .map_err(ApiError::from)?;
+        }
+        let task = self.task(&caller, &task.id).await?;
+        Ok(Response::new(CancelTaskResponse {
+            task: Some(convert::task(&task)),
+        }))
+    }
+}
+
+/// One Run stream: inputs in, events out, its tasks cancelled if the
+/// caller goes away first.
+struct RunDriver {
+    api: FunctionApi,
+    stub: StubRecord,
+    reply: String,
+    tx: mpsc::Sender<Result<RunEvent, Status>>,
+    /// Tasks without a result yet.
+    outstanding: std::collections::HashSet<String>,
+}
+
+impl RunDriver {
+    async fn drive(
+        &mut self,
+        mut inbound: Streaming<RunRequest>,
+        mut events: futures::stream::BoxStream<'static, Vec<u8>>,
+    ) {
+        let mut inputs_done = false;
+        loop {
+            if inputs_done && self.outstanding.is_empty() {
+                return;
+            }
+            tokio::select! {
+                message = inbound.message(), if !inputs_done => match message {
+                    Ok(Some(first)) => {
+                        let mut batch = vec![first];
+                        // Take what else has arrived already, so a map
+                        // becomes a few large writes rather than many small.
+                        while batch.len() < BATCH {
+                            match inbound.message().now_or_never() {
+                                Some(Ok(Some(next))) => batch.push(next),
+                                Some(Ok(None)) => { inputs_done = true; break; }
+                                _ => break,
+                            }
+                        }
+                        if let Err(status) = self.accept(batch).await {
+                            let _ = self.tx.send(Err(status)).await;
+                            self.cancel_outstanding().await;
+                            return;
+                        }
+                    }
+                    Ok(None) => inputs_done = true,
+                    Err(_) => {
+                        self.cancel_outstanding().await;
+                        return;
+                    }
+                },
+                bytes = events.next() => {
+                    let Some(bytes) = bytes else {
+                        let _ = self.tx.send(Err(Status::unavailable(
+                            "lost the hot state's event channel; call again",
+                        ))).await;
+                        return;
+                    };
+                    if !self.forward(&bytes).await {
+                        self.cancel_outstanding().await;
+                        return;
+                    }
+                }
+                () = self.tx.closed() => {
+                    self.cancel_outstanding().await;
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn accept(&mut self, batch: Vec<RunRequest>) -> Result<(), Status> {
+        let mut inputs = Vec::with_capacity(batch.len());
+        for request in batch {
+            let Some(run_request::Kind::Input(RunInput { index, payload })) = request.kind else {
+                return Err(ApiError::InvalidArgument(
+                    "only inputs may follow the start of a Run stream".into(),
+                )
+                .into());
+            };
+            let task_id = new_task_id();
+            self.outstanding.insert(task_id.clone());
+            let ticket = Ticket {
+                task_id,
+                reply: self.reply.clone(),
+                index,
+            };
+            inputs.push((ticket, payload));
+        }
+        let accepted: Vec<(u64, String)> = inputs
+            .iter()
+            .map(|(t, _)| (t.index, t.task_id.clone()))
+            .collect();
+        self.api.submit(&self.stub, inputs).await?;
+        for (index, task_id) in accepted {
+            let accepted = run_event::Kind::Accepted(TaskAccepted { index, task_id });
+            if self.tx.send(event(accepted)).await.is_err() {
+                return Err(Status::cancelled("the caller went away"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends one event on; false if the caller is gone.
+    async fn forward(&mut self, bytes: &[u8]) -> bool {
+        let Ok(RunEvent { kind: Some(kind) }) = RunEvent::decode(bytes) else {
+            return true;
+        };
+        let kind = match kind {
+            run_event::Kind::Result(notice) => {
+                if !self.outstanding.remove(&notice.task_id) {
+                    return true;
+                }
+                match self.api.final_outcome(&notice).await {
+                    Ok(outcome) => run_event::Kind::Result(outcome),
+                    Err(error) => return self.tx.send(Err(error.into())).await.is_ok(),
+                }
+            }
+            other => other,
+        };
+        self.tx.send(event(kind)).await.is_ok()
+    }
+
+    async fn cancel_outstanding(&mut self) {
+        for task_id in self.outstanding.drain() {
+            let event = DispatchEvent::Cancel { task_id };
+            if let Err(error) = self.api.shared.fleet.tasks().tell(&event).await {
+                tracing::warn!(%error, "cannot cancel the task of a caller that went away");
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The records of deployed functions and their runs, as the rest of levers9 sees them.
+
+use chrono::{DateTime, Utc};
+
+/// The states a task moves through; stored as text so the controlplane owns the
+/// transitions and the store only guards the final ones.
+pub mod task_state {
+    /// Accepted, waiting for a container.
+    pub const PENDING: &str = "pending";
+    /// An attempt is running in a container.
+    pub const RUNNING: &str = "running";
+    /// An attempt failed and the task waits for another.
+    pub const RETRY: &str = "retry";
+    /// Finished with a result.
+    pub const COMPLETE: &str = "complete";
+    /// Finished with an error (the function raised, or attempts ran out).
+    pub const ERROR: &str = "error";
+    /// Finished because it ran past its time limit.
+    pub const TIMEOUT: &str = "timeout";
+    /// Finished because a user cancelled it.
+    pub const CANCELLED: &str = "cancelled";
+
+    /// Every state, in the order a task usually meets them.
+    pub const ALL: [&str; 7] = [PENDING, RUNNING, RETRY, COMPLETE, ERROR, TIMEOUT, CANCELLED];
+
+    /// The states a task never leaves.
+    pub const FINAL: [&str; 4] = [COMPLETE, ERROR, TIMEOUT, CANCELLED];
+
+    /// Whether a task in `state` is over, so nothing may change it any more.
+    pub fn is_final(state: &str) -> bool {
+        FINAL.contains(&state)
+    }
+}
+
+/// A deployable function: which code, which SDK, which entry point, with what settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StubRecord {
+    /// Derived by the controlplane from the stub's content, so a redeploy of the same
+    /// code and settings finds the same stub.
+    pub id: String,
+    /// The workspace that owns it.
+    pub workspace_id: String,
+    /// The name the user deployed it under.
+    pub name: String,
+    /// Digest of the code archive (an object of the workspace).
+    pub code_digest: String,
+    /// Digest of the SDK archive the code runs with.
+    pub sdk_digest: String,
+    /// The Python module that holds the function, e.g. `app.handlers`.
+    pub module_path: String,
+    /// The function within that module.
+    pub function_name: String,
+    /// Settings as JSON; opaque here, the controlplane owns its shape.
+    pub config_json: String,
+    /// When it was first stored.
+    pub created_at: DateTime<Utc>,
+}
+
+/// What a caller supplies to create a task; it starts pending with no attempts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTask {
+    /// Caller-made id (uuid v7 text).
+    pub id: String,
+    /// The workspace that owns it.
+    pub workspace_id: String,
+    /// The stub it runs (of the same workspace).
+    pub stub_id: String,
+    /// The function it calls, for listings without a join.
+    pub function_name: String,
+    /// When it was submitted.
+    pub created_at: DateTime<Utc>,
+}
+
+/// One invocation of a stub and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRecord {
+    /// Caller-made id (uuid v7 text).
+    pub id: String,
+    /// The workspace that owns it.
+    pub workspace_id: String,
+    /// The stub it runs.
+    pub stub_id: String,
+    /// The function it calls.
+    pub function_name: String,
+    /// One of [`task_state`].
+    pub state: String,
+    /// How many attempts have started (0 while first pending).
+    pub attempts: u32,
+    /// The container of the latest attempt; empty before the first.
+    pub container_id: String,
+    /// The worker of the latest attempt; empty before the first.
+    pub worker_id: String,
+    /// Why it is retried or how it ended; empty otherwise.
+    pub message: String,
+    /// When it was submitted.
+    pub created_at: DateTime<Utc>,
+    /// When its first attempt started.
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it reached a final state.
+    pub ended_at: Option<DateTime<Utc>>,
+}

@@ -1,0 +1,498 @@
+//! The SQL of [`FunctionStore`](crate::FunctionStore), written once for both databases:
+//! SQLite takes `$N` placeholders, `ON CONFLICT` and `RETURNING` too, so only the
+//! schemas differ (see `migrations/*/0003_functions.sql`).
+
+use chrono::{DateTime, Utc};
+use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
+
+use crate::error::StoreError;
+use crate::function_model::{task_state, NewTask, StubRecord, TaskRecord};
+use crate::sql::at_rest;
+
+/// The stub columns, in `StubRow` order.
+macro_rules! stub_columns {
+    () => {
+        "id, workspace_id, name, code_digest, sdk_digest, module_path, function_name, \
+         config_json, created_at"
+    };
+}
+
+/// The task columns, in `TaskRow` order.
+macro_rules! task_columns {
+    () => {
+        "id, workspace_id, stub_id, function_name, state, attempts, container_id, \
+         worker_id, message, created_at, started_at, ended_at"
+    };
+}
+
+/// A task that is not final. Literal rather than bound, and word for word the
+/// predicate of the partial index `tasks_unfinished_created_at`: both planners use a
+/// partial index only when the query repeats its predicate (a unit test holds the
+/// migrations and [`task_state::FINAL`] to this text).
+macro_rules! unfinished {
+    () => {
+        "state NOT IN ('complete', 'error', 'timeout', 'cancelled')"
+    };
+}
+
+/// Tasks per INSERT statement. Each binds 5 values, so a statement binds 2,500,
+/// far under the limits of Postgres (65,535) and the bundled SQLite (32,766), while
+/// thousands of tasks still take only a handful of round trips.
+const TASKS_PER_INSERT: usize = 500;
+
+/// A `stubs` row.
+#[derive(FromRow)]
+pub(crate) struct StubRow {
+    id: String,
+    workspace_id: String,
+    name: String,
+    code_digest: String,
+    sdk_digest: String,
+    module_path: String,
+    function_name: String,
+    config_json: String,
+    created_at: DateTime<Utc>,
+}
+
+impl StubRow {
+    fn into_record(self) -> StubRecord {
+        StubRecord {
+            id: self.id,
+            workspace_id: self.workspace_id,
+            name: self.name,
+            code_digest: self.code_digest,
+            sdk_digest: self.sdk_digest,
+            module_path: self.module_path,
+            function_name: self.function_name,
+            config_json: self.config_json,
+            created_at: self.created_at,
+        }
+    }
+}
+
+/// A `tasks` row.
+#[derive(FromRow)]
+pub(crate) struct TaskRow {
+    id: String,
+    workspace_id: String,
+    stub_id: String,
+    function_name: String,
+    state: String,
+    attempts: i64,
+    container_id: String,
+    worker_id: String,
+    message: String,
+    created_at: DateTime<Utc>,
+    started_at: Option<DateTime<Utc>>,
+    ended_at: Option<DateTime<Utc>>,
+}
+
+impl TaskRow {
+    /// The task this row holds; Corrupt if its attempts do not fit a u32 (the schema
+    /// keeps them non-negative, so only a hand-edited row gets here).
+    fn into_record(self) -> Result<TaskRecord, StoreError> {
+        let attempts = u32::try_from(self.attempts).map_err(|_| {
+            StoreError::Corrupt(format!("task {:?}: attempts {}", self.id, self.attempts))
+        })?;
+        Ok(TaskRecord {
+            id: self.id,
+            workspace_id: self.workspace_id,
+            stub_id: self.stub_id,
+            function_name: self.function_name,
+            state: self.state,
+            attempts,
+            container_id: self.container_id,
+            worker_id: self.worker_id,
+            message: self.message,
+            created_at: self.created_at,
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+        })
+    }
+}
+
+/// The text of an INSERT of `rows` tasks: `($1, …, $5), ($6, …, $10), …`. The other
+/// columns take their defaults (pending, no attempts, empty strings).
+fn insert_tasks_text(rows: usize) -> String {
+    let mut text = String::from(
+        "INSERT INTO tasks (id, workspace_id, stub_id, function_name, created_at) VALUES ",
+    );
+    for row in 0..rows {
+        let n = row * 5;
+        if row > 0 {
+            text.push_str(", ");
+        }
+        text.push_str(&format!(
+            "(${}, ${}, ${}, ${}, ${})",
+            n + 1,
+            n + 2,
+            n + 3,
+            n + 4,
+            n + 5
+        ));
+    }
+    text
+}
+
+/// Maps a failed task insert; a unique violation means a task id is taken.
+fn task_insert_error(err: sqlx::Error) -> StoreError {
+    match err.as_database_error() {
+        Some(db) if db.is_unique_violation() => {
+            StoreError::AlreadyExists("a task with one of these ids".to_owned())
+        }
+        _ => StoreError::Database(err),
+    }
+}
+
+/// Records an object of a workspace; a second put of the same digest changes nothing.
+pub(crate) async fn put_object<DB>(
+    pool: &Pool<DB>,
+    workspace_id: &str,
+    digest: &str,
+    size: i64,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+{
+    sqlx::query(
+        "INSERT INTO objects (workspace_id, digest, size, created_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (workspace_id, digest) DO NOTHING",
+    )
+    .bind(workspace_id)
+    .bind(digest)
+    .bind(size)
+    .bind(at_rest(at))
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Whether the workspace holds the object.
+pub(crate) async fn has_object<DB>(
+    pool: &Pool<DB>,
+    workspace_id: &str,
+    digest: &str,
+) -> Result<bool, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    (bool,): for<'r> FromRow<'r, DB::Row>,
+{
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM objects WHERE workspace_id = $1 AND digest = $2)",
+    )
+    .bind(workspace_id)
+    .bind(digest)
+    .fetch_one(pool)
+    .await?)
+}
+
+/// Inserts the stub unless its id is taken, then reads back the stored one.
+pub(crate) async fn get_or_create_stub<DB>(
+    pool: &Pool<DB>,
+    stub: &StubRecord,
+) -> Result<StubRecord, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    StubRow: for<'r> FromRow<'r, DB::Row>,
+{
+    // No transaction needed: stubs are never updated or deleted, so once the
+    // insert has run (or found the id taken) the row is there to read.
+    sqlx::query(concat!(
+        "INSERT INTO stubs (",
+        stub_columns!(),
+        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING"
+    ))
+    .bind(stub.id.as_str())
+    .bind(stub.workspace_id.as_str())
+    .bind(stub.name.as_str())
+    .bind(stub.code_digest.as_str())
+    .bind(stub.sdk_digest.as_str())
+    .bind(stub.module_path.as_str())
+    .bind(stub.function_name.as_str())
+    .bind(stub.config_json.as_str())
+    .bind(at_rest(stub.created_at))
+    .execute(pool)
+    .await?;
+    get_stub(pool, &stub.workspace_id, &stub.id)
+        .await?
+        .ok_or_else(|| {
+            StoreError::AlreadyExists(format!("stub with id {:?} in another workspace", stub.id))
+        })
+}
+
+/// The stub of this workspace with this id.
+pub(crate) async fn get_stub<DB>(
+    pool: &Pool<DB>,
+    workspace_id: &str,
+    stub_id: &str,
+) -> Result<Option<StubRecord>, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    StubRow: for<'r> FromRow<'r, DB::Row>,
+{
+    let row: Option<StubRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        stub_columns!(),
+        " FROM stubs WHERE workspace_id = $1 AND id = $2"
+    ))
+    .bind(workspace_id)
+    .bind(stub_id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(StubRow::into_record))
+}
+
+/// Inserts pending tasks in one transaction, a chunk of rows per statement.
+pub(crate) async fn insert_tasks<DB>(pool: &Pool<DB>, tasks: &[NewTask]) -> Result<(), StoreError>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+{
+    if tasks.is_empty() {
+        return Ok(());
+    }
+    let mut tx = pool.begin().await?;
+    for chunk in tasks.chunks(TASKS_PER_INSERT) {
+        let text = insert_tasks_text(chunk.len());
+        let mut insert = sqlx::query(&text);
+        for task in chunk {
+            insert = insert
+                .bind(task.id.as_str())
+                .bind(task.workspace_id.as_str())
+                .bind(task.stub_id.as_str())
+                .bind(task.function_name.as_str())
+                .bind(at_rest(task.created_at));
+        }
+        insert.execute(&mut *tx).await.map_err(task_insert_error)?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A task by id, of this workspace when one is given.
+pub(crate) async fn get_task<DB>(
+    pool: &Pool<DB>,
+    workspace_id: Option<&str>,
+    task_id: &str,
+) -> Result<Option<TaskRecord>, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    TaskRow: for<'r> FromRow<'r, DB::Row>,
+{
+    let row: Option<TaskRow> = match workspace_id {
+        Some(workspace_id) => {
+            sqlx::query_as(concat!(
+                "SELECT ",
+                task_columns!(),
+                " FROM tasks WHERE id = $1 AND workspace_id = $2"
+            ))
+            .bind(task_id)
+            .bind(workspace_id)
+            .fetch_optional(pool)
+            .await?
+        }
+        None => {
+            sqlx::query_as(concat!(
+                "SELECT ",
+                task_columns!(),
+                " FROM tasks WHERE id = $1"
+            ))
+            .bind(task_id)
+            .fetch_optional(pool)
+            .await?
+        }
+    };
+    row.map(TaskRow::into_record).transpose()
+}
+
+/// The workspace's tasks, newest first.
+pub(crate) async fn list_tasks<DB>(
+    pool: &Pool<DB>,
+    workspace_id: &str,
+    limit: u32,
+) -> Result<Vec<TaskRecord>, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    TaskRow: for<'r> FromRow<'r, DB::Row>,
+{
+    // The id breaks ties: uuid v7 ids sort by time.
+    let rows: Vec<TaskRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        task_columns!(),
+        " FROM tasks WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2"
+    ))
+    .bind(workspace_id)
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter().map(TaskRow::into_record).collect()
+}
+
+/// Tasks not final, oldest first.
+pub(crate) async fn unfinished_tasks<DB>(
+    pool: &Pool<DB>,
+    limit: u32,
+) -> Result<Vec<TaskRecord>, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    TaskRow: for<'r> FromRow<'r, DB::Row>,
+{
+    let rows: Vec<TaskRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        task_columns!(),
+        " FROM tasks WHERE ",
+        unfinished!(),
+        " ORDER BY created_at, id LIMIT $1"
+    ))
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter().map(TaskRow::into_record).collect()
+}
+
+/// Starts an attempt of a task that is not final.
+pub(crate) async fn start_task<DB>(
+    pool: &Pool<DB>,
+    task_id: &str,
+    attempt: u32,
+    container_id: &str,
+    worker_id: &str,
+    at: DateTime<Utc>,
+) -> Result<bool, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    (String,): for<'r> FromRow<'r, DB::Row>,
+{
+    // RETURNING rather than a row count: the generic QueryResult has no rows_affected().
+    let changed: Option<(String,)> = sqlx::query_as(concat!(
+        "UPDATE tasks SET state = $2, attempts = $3, container_id = $4, worker_id = $5, \
+         started_at = COALESCE(started_at, $6) WHERE id = $1 AND ",
+        unfinished!(),
+        " RETURNING id"
+    ))
+    .bind(task_id)
+    .bind(task_state::RUNNING)
+    .bind(i64::from(attempt))
+    .bind(container_id)
+    .bind(worker_id)
+    .bind(at_rest(at))
+    .fetch_optional(pool)
+    .await?;
+    Ok(changed.is_some())
+}
+
+/// Moves a task that is not final to `state` with `message`, and sets ended_at
+/// when `ended_at` is given.
+pub(crate) async fn move_task<DB>(
+    pool: &Pool<DB>,
+    task_id: &str,
+    state: &str,
+    message: &str,
+    ended_at: Option<DateTime<Utc>>,
+) -> Result<bool, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<DateTime<Utc>>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    (String,): for<'r> FromRow<'r, DB::Row>,
+{
+    let changed: Option<(String,)> = sqlx::query_as(concat!(
+        "UPDATE tasks SET state = $2, message = $3, ended_at = COALESCE($4, ended_at) \
+         WHERE id = $1 AND ",
+        unfinished!(),
+        " RETURNING id"
+    ))
+    .bind(task_id)
+    .bind(state)
+    .bind(message)
+    .bind(ended_at.map(at_rest))
+    .fetch_optional(pool)
+    .await?;
+    Ok(changed.is_some())
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The quoted, comma-separated final states, as the SQL lists them.
+    fn final_states_list() -> String {
+        let quoted: Vec<String> = task_state::FINAL.iter().map(|s| format!("'{s}'")).collect();
+        quoted.join(", ")
+    }
+
+    #[test]
+    fn the_unfinished_predicate_lists_exactly_the_final_states() {
+        assert_eq!(
+            unfinished!(),
+            format!("state NOT IN ({})", final_states_list())
+        );
+    }
+
+    #[test]
+    fn both_schemas_index_unfinished_tasks_with_the_queries_predicate() {
+        for schema in [
+            include_str!("../migrations/postgres/0003_functions.sql"),
+            include_str!("../migrations/sqlite/0003_functions.sql"),
+        ] {
+            assert!(schema.contains(concat!("WHERE ", unfinished!(), ";")));
+            for state in task_state::ALL {
+                assert!(schema.contains(&format!("'{state}'")), "{state} allowed");
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_four_ending_states_are_final() {
+        let finals: Vec<&str> = task_state::ALL
+            .into_iter()
+            .filter(|s| task_state::is_final(s))
+            .collect();
+        assert_eq!(finals, ["complete", "error", "timeout", "cancelled"]);
+        assert!(!task_state::is_final("no-such-state"));
+    }
+
+    #[test]
+    fn task_inserts_number_their_placeholders_row_by_row() {
+        assert_eq!(
+            insert_tasks_text(2),
+            "INSERT INTO tasks (id, workspace_id, stub_id, function_name, created_at) \
+             VALUES ($1, $2, $3, $4, $5), ($6, $7, $8, $9, $10)"
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! Deployed functions and their runs: the objects a workspace uploaded, the stubs
+//! (deployable functions) made from them, and the tasks (invocations) of a stub.
+//!
+//! The store guards one rule of the task state machine itself: a final state is
+//! never left. Every transition is a conditional update that changes nothing once
+//! a task is final, so a late result from a worker cannot overwrite a cancel, and
+//! the caller learns from the returned `bool` whether its transition took effect.
+
+use chrono::{DateTime, Utc};
+
+use crate::error::StoreError;
+use crate::function_model::{task_state, NewTask, StubRecord, TaskRecord};
+use crate::function_sql;
+use crate::postgres::PostgresStore;
+use crate::sqlite::SqliteStore;
+
+/// Functions, stubs and tasks, whichever database holds them.
+#[async_trait::async_trait]
+pub trait FunctionStore: Send + Sync + 'static {
+    /// Records that the workspace holds the object (idempotent: a second put keeps the first row).
+    async fn put_object(
+        &self,
+        workspace_id: &str,
+        digest: &str,
+        size: i64,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+
+    /// Whether the workspace holds the object (another workspace's object looks missing).
+    async fn has_object(&self, workspace_id: &str, digest: &str) -> Result<bool, StoreError>;
+
+    /// Inserts the stub unless one with its id exists, and returns the stored one (the id
+    /// is derived by the caller from the stub's content, so a concurrent twin is the same
+    /// stub). AlreadyExists if the id belongs to a stub of another workspace.
+    async fn get_or_create_stub(&self, stub: StubRecord) -> Result<StubRecord, StoreError>;
+
+    /// The stub of this workspace with this id.
+    async fn get_stub(
+        &self,
+        workspace_id: &str,
+        stub_id: &str,
+    ) -> Result<Option<StubRecord>, StoreError>;
+
+    /// Inserts tasks (state "pending", attempts 0) in one transaction: all or none.
+    /// Each task's stub must belong to its workspace.
+    async fn insert_tasks(&self, tasks: &[NewTask]) -> Result<(), StoreError>;
+
+    /// A task of this workspace.
+    async fn get_task(
+        &self,
+        workspace_id: &str,
+        task_id: &str,
+    ) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// A task by id, whatever its workspace (for the controlplane's own loops).
+    async fn find_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// The workspace's tasks, newest first, at most `limit`.
+    async fn list_tasks(
+        &self,
+        workspace_id: &str,
+        limit: u32,
+    ) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// An attempt starts: state "running", attempts = `attempt`, container and worker set,
+    /// started_at set if unset — only if the task is not final; true if it changed.
+    async fn start_task(
+        &self,
+        task_id: &str,
+        attempt: u32,
+        container_id: &str,
+        worker_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+
+    /// Back to the queue for another attempt: state "retry", message set — only if not
+    /// final; true if it changed.
+    async fn retry_task(&self, task_id: &str, message: &str) -> Result<bool, StoreError>;
+
+    /// Ends a task: final `state` (complete, error, timeout or cancelled), message,
+    /// ended_at — only if not final already, so a late result cannot overwrite a cancel;
+    /// true if it changed. NotFinalState if `state` is not final.
+    async fn finish_task(
+        &self,
+        task_id: &str,
+        state: &str,
+        message: &str,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+
+    /// Tasks not final, oldest first, at most `limit` (for a controlplane that takes
+    /// over dispatch).
+    async fn unfinished_tasks(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError>;
+}
+
+/// Implements [`FunctionStore`] over a reader and a writer pool (the same pool
+/// on Postgres).
+macro_rules! function_store_impl {
+    ($store:ty, $reader:ident, $writer:ident) => {
+        #[async_trait::async_trait]
+        impl FunctionStore for $store {
+            async fn put_object(
+                &self,
+                workspace_id: &str,
+                digest: &str,
+                size: i64,
+                at: DateTime<Utc>,
+            ) -> Result<(), StoreError> {
+                function_sql::put_object(&self.$writer, workspace_id, digest, size, at).await
+            }
+            async fn has_object(
+                &self,
+                workspace_id: &str,
+                digest: &str,
+            ) -> Result<bool, StoreError> {
+                function_sql::has_object(&self.$reader, workspace_id, digest).await
+            }
+            async fn get_or_create_stub(&self, stub: StubRecord) -> Result<StubRecord, StoreError> {
+                // Both statements on the writer, so the read follows the write.
+                function_sql::get_or_create_stub(&self.$writer, &stub).await
+            }
+            async fn get_stub(
+                &self,
+                workspace_id: &str,
+                stub_id: &str,
+            ) -> Result<Option<StubRecord>, StoreError> {
+                function_sql::get_stub(&self.$reader, workspace_id, stub_id).await
+            }
+            async fn insert_tasks(&self, tasks: &[NewTask]) -> Result<(), StoreError> {
+                function_sql::insert_tasks(&self.$writer, tasks).await
+            }
+            async fn get_task(
+                &self,
+                workspace_id: &str,
+                task_id: &str,
+            ) -> Result<Option<TaskRecord>, StoreError> {
+                function_sql::get_task(&self.$reader, Some(workspace_id), task_id).await
+            }
+            async fn find_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+                function_sql::get_task(&self.$reader, None, task_id).await
+            }
+            async fn list_tasks(
+                &self,
+                workspace_id: &str,
+                limit: u32,
+            ) -> Result<Vec<TaskRecord>, StoreError> {
+                function_sql::list_tasks(&self.$reader, workspace_id, limit).await
+            }
+            async fn start_task(
+                &self,
+                task_id: &str,
+                attempt: u32,
+                container_id: &str,
+                worker_id: &str,
+                at: DateTime<Utc>,
+            ) -> Result<bool, StoreError> {
+                function_sql::start_task(
+                    &self.$writer,
+                    task_id,
+                    attempt,
+                    container_id,
+                    worker_id,
+                    at,
+                )
+                .await
+            }
+            async fn retry_task(&self, task_id: &str, message: &str) -> Result<bool, StoreError> {
+                function_sql::move_task(&self.$writer, task_id, task_state::RETRY, message, None)
+                    .await
+            }
+            async fn finish_task(
+                &self,
+                task_id: &str,
+                state: &str,
+                message: &str,
+                at: DateTime<Utc>,
+            ) -> Result<bool, StoreError> {
+                if !task_state::is_final(state) {
+                    return Err(StoreError::NotFinalState(state.to_owned()));
+                }
+                function_sql::move_task(&self.$writer, task_id, state, message, Some(at)).await
+            }
+            async fn unfinished_tasks(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
+                function_sql::unfinished_tasks(&self.$reader, limit).await
+            }
+        }
+    };
+}
+
+function_store_impl!(PostgresStore, pool, pool);
+function_store_impl!(SqliteStore, reader, writer);

@@ -1,0 +1,371 @@
+//! The container server: per function container, a Unix socket the
+//! function runner (a Python process inside the container) connects to. It
+//! takes inputs from the worker and sends back output and results, which
+//! the server reports to the controlplane. It also enforces each input's
+//! timeout: a Python thread cannot be interrupted, so a task that runs too
+//! long costs its container.
+//!
+//! One runner connection per container, for the container's life: the
+//! runner is the container's main process, so once its connection ends the
+//! container is on its way out, and later inputs are reported lost.
+
+mod connection;
+mod wire;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use levers9_api::v1::{worker_message, TaskInput, TaskResult, WorkerMessage};
+use tokio::net::UnixListener;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+pub use wire::{MAX_BODY_BYTES, MAX_HEADER_BYTES};
+
+/// The socket's name in the container's run directory.
+pub const SOCKET_NAME: &str = "server.sock";
+/// `sun_path` holds 108 bytes, the terminating NUL included.
+const MAX_SOCKET_PATH: usize = 107;
+/// Output is forwarded in pieces no larger than this, well under gRPC's
+/// default message limit, however much the function printed at once.
+const OUTPUT_CHUNK: usize = 1 << 20;
+/// How long the accept loop rests after a failed accept (out of file
+/// descriptors, say) before trying again.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Stops the container, for inputs that run past their timeout.
+pub type StopContainer = Arc<dyn Fn() + Send + Sync>;
+
+/// Why a container server could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// The id would not make a safe directory name.
+    #[error("container id {0:?} cannot name a directory: use 1-64 of [A-Za-z0-9_.-], starting alphanumeric")]
+    BadId(String),
+    /// The kernel limits socket paths.
+    #[error("the container server's socket path {path} is {len} bytes, over the {MAX_SOCKET_PATH} a Unix socket allows: give the worker a shorter state directory than {state_dir}")]
+    PathTooLong {
+        /// The socket's path.
+        path: PathBuf,
+        /// Its length in bytes.
+        len: usize,
+        /// The worker's state directory, what to shorten.
+        state_dir: PathBuf,
+    },
+    /// The filesystem refused.
+    #[error("cannot create the container server socket {path}: {source}")]
+    Io {
+        /// What was being created.
+        path: PathBuf,
+        /// Why not.
+        source: std::io::Error,
+    },
+}
+
+/// The runner's failure to load the function, as it reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InitError {
+    /// The exception's last line.
+    pub message: String,
+    /// The whole traceback.
+    pub traceback: String,
+}
+
+/// What the runner told the server over the container's life.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunnerOutcome {
+    /// Whether it connected and loaded the function.
+    pub said_hello: bool,
+    /// Why it could not load the function, if it said.
+    pub init_error: Option<InitError>,
+}
+
+/// A container's server, listening from [`ContainerServer::bind`] until it
+/// is shut down or dropped.
+pub struct ContainerServer {
+    shared: Arc<Shared>,
+    dir: PathBuf,
+    accept: JoinHandle<()>,
+}
+
+struct Shared {
+    container_id: String,
+    events: mpsc::Sender<WorkerMessage>,
+    stop: StopContainer,
+    state: Mutex<State>,
+}
+
+/// The runner's connection.
+enum Connection {
+    /// Nobody connected yet.
+    Waiting,
+    /// Connected; `ready` once it said hello. Frames for it go to `writer`.
+    Open {
+        writer: mpsc::UnboundedSender<Vec<u8>>,
+        ready: bool,
+    },
+    /// Gone, for this reason (inputs from now on are lost).
+    Closed(&'static str),
+}
+
+struct State {
+    connection: Connection,
+    /// Inputs that came before the runner said hello, in order.
+    queued: Vec<TaskInput>,
+    /// Inputs given to the runner and not finished, with their timers.
+    running: HashMap<String, Option<JoinHandle<()>>>,
+    outcome: RunnerOutcome,
+    /// The connection's reader and writer, aborted at shutdown.
+    connection_tasks: Vec<JoinHandle<()>>,
+}
+
+fn message(kind: worker_message::Kind) -> WorkerMessage {
+    WorkerMessage { kind: Some(kind) }
+}
+
+/// Whether `id` is safe as a directory name (the runtimes' rule for ids).
+fn valid_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphanumeric())
+        && id.len() <= 64
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+/// `10000` → `10`, `1500` → `1.5`.
+fn seconds(ms: u64) -> String {
+    format!("{}", ms as f64 / 1000.0)
+}
+
+impl ContainerServer {
+    /// Listens on `<run_root>/<container_id>/server.sock` (the directory is
+    /// created; the caller mounts it into the container and removes it when
+    /// the container is gone). What the runner says is reported on
+    /// `events`; `stop` is called when an input times out. `state_dir` is
+    /// only named in errors.
+    ///
+    /// # Errors
+    /// A bad id, a socket path too long for the kernel, or a filesystem
+    /// failure.
+    pub fn bind(
+        run_root: &Path,
+        state_dir: &Path,
+        container_id: &str,
+        events: mpsc::Sender<WorkerMessage>,
+        stop: StopContainer,
+    ) -> Result<ContainerServer, BindError> {
+        use std::os::unix::fs::PermissionsExt;
+
+        if !valid_id(container_id) {
+            return Err(BindError::BadId(container_id.to_owned()));
+        }
+        let dir = run_root.join(container_id);
+        let socket = dir.join(SOCKET_NAME);
+        let len = socket.as_os_str().len();
+        if len > MAX_SOCKET_PATH {
+            return Err(BindError::PathTooLong {
+                path: socket,
+                len,
+                state_dir: state_dir.to_owned(),
+            });
+        }
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| BindError::Io { path, source }
+        };
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        // A leftover of a crashed worker would make bind fail.
+        match std::fs::remove_file(&socket) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&socket)(e)),
+            _ => {}
+        }
+        let listener = UnixListener::bind(&socket).map_err(io(&socket))?;
+        // The runner may run as any user, mapped to any host uid: the
+        // directory is mounted into this one container only, so let
+        // everyone in it connect.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).map_err(io(&dir))?;
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
+            .map_err(io(&socket))?;
+        let shared = Arc::new(Shared {
+            container_id: container_id.to_owned(),
+            events,
+            stop,
+            state: Mutex::new(State {
+                connection: Connection::Waiting,
+                queued: Vec::new(),
+                running: HashMap::new(),
+                outcome: RunnerOutcome::default(),
+                connection_tasks: Vec::new(),
+            }),
+        });
+        let accept = tokio::spawn(connection::accept_loop(shared.clone(), listener));
+        Ok(ContainerServer {
+            shared,
+            dir,
+            accept,
+        })
+    }
+
+    /// The directory holding the socket, to mount at `/levers9/run`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Hands an input to the runner; queued until it says hello, reported
+    /// lost once it is gone.
+    pub fn send_input(&self, input: TaskInput) {
+        let mut state = self.shared.state();
+        match state.connection {
+            Connection::Waiting | Connection::Open { ready: false, .. } => {
+                state.queued.push(input);
+            }
+            Connection::Open { ready: true, .. } => self.shared.deliver(&mut state, input),
+            Connection::Closed(why) => {
+                drop(state);
+                self.shared.report_lost(&input.task_id, why);
+            }
+        }
+    }
+
+    /// What the runner said so far.
+    pub fn outcome(&self) -> RunnerOutcome {
+        self.shared.state().outcome.clone()
+    }
+
+    /// Ends the server once its container is gone: inputs never delivered
+    /// are reported lost (they never ran). Returns what the runner said.
+    pub async fn shut_down(&self) -> RunnerOutcome {
+        let (queued, outcome) = {
+            let mut state = self.shared.state();
+            state.connection = Connection::Closed("its container has ended");
+            for timer in state.running.drain().filter_map(|(_, timer)| timer) {
+                timer.abort();
+            }
+            for task in state.connection_tasks.drain(..) {
+                task.abort();
+            }
+            (std::mem::take(&mut state.queued), state.outcome.clone())
+        };
+        self.accept.abort();
+        for input in queued {
+            self.shared
+                .report(lost(
+                    &self.shared.container_id,
+                    &input.task_id,
+                    "its container has ended",
+                ))
+                .await;
+        }
+        outcome
+    }
+}
+
+impl Drop for ContainerServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+        let mut state = self.shared.state();
+        for task in state.connection_tasks.drain(..) {
+            task.abort();
+        }
+        for timer in state.running.drain().filter_map(|(_, timer)| timer) {
+            timer.abort();
+        }
+    }
+}
+
+fn lost(container_id: &str, task_id: &str, why: &str) -> WorkerMessage {
+    message(worker_message::Kind::TaskResult(TaskResult {
+        container_id: container_id.to_owned(),
+        task_id: task_id.to_owned(),
+        state: "lost".into(),
+        message: format!("the input never ran in container {container_id}: {why}"),
+        ..TaskResult::default()
+    }))
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // Each critical section is a few map and queue operations.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn report(&self, message: WorkerMessage) {
+        // The receiver lives as long as the worker; a send fails only while
+        // it shuts down, when nothing is left to tell.
+        let _ = self.events.send(message).await;
+    }
+
+    /// Reports from code that cannot wait (it holds the state, or is called
+    /// from the session loop, which must not block).
+    fn report_lost(&self, task_id: &str, why: &str) {
+        let events = self.events.clone();
+        let report = lost(&self.container_id, task_id, why);
+        tokio::spawn(async move {
+            let _ = events.send(report).await;
+        });
+    }
+
+    /// Sends an input to a runner that said hello, and starts its timer.
+    fn deliver(self: &Arc<Self>, state: &mut State, input: TaskInput) {
+        let Connection::Open { writer, .. } = &state.connection else {
+            return self.report_lost(&input.task_id, "the function runner is not connected");
+        };
+        let frame = wire::encode(
+            &serde_json::json!({
+                "type": "input",
+                "task_id": input.task_id,
+                "attempt": input.attempt,
+            }),
+            &input.payload,
+        );
+        if writer.send(frame).is_err() {
+            return self.report_lost(&input.task_id, "the function runner has disconnected");
+        }
+        let timer = (input.timeout_ms > 0).then(|| {
+            tokio::spawn(time_out(
+                Arc::downgrade(self),
+                input.task_id.clone(),
+                input.timeout_ms,
+            ))
+        });
+        if let Some(Some(previous)) = state.running.insert(input.task_id, timer) {
+            // The same task again (a retry on this container): the new
+            // attempt gets the whole timeout.
+            previous.abort();
+        }
+    }
+}
+
+/// Fires when an input has run for `timeout_ms`: reports the timeout and
+/// stops the container, unless the result came first.
+async fn time_out(shared: Weak<Shared>, task_id: String, timeout_ms: u64) {
+    tokio::time::sleep(Duration::from_millis(timeout_ms)).await;
+    let Some(shared) = shared.upgrade() else {
+        return;
+    };
+    // Whoever removes the task (this timer or its result) reports it.
+    if shared.state().running.remove(&task_id).is_none() {
+        return;
+    }
+    tracing::warn!(container_id = %shared.container_id, %task_id, timeout_s = %seconds(timeout_ms), "an input ran past its timeout; stopping its container");
+    // Stop first: the report may wait while the stream to the controlplane
+    // is down, and the runaway function should not.
+    (shared.stop)();
+    let result = TaskResult {
+        container_id: shared.container_id.clone(),
+        task_id,
+        state: "timeout".into(),
+        message: format!(
+            "timed out after {} s (the function's timeout)",
+            seconds(timeout_ms)
+        ),
+        ..TaskResult::default()
+    };
+    shared
+        .report(message(worker_message::Kind::TaskResult(result)))
+        .await;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,175 @@
+//! The runner's connection: accepting it (only one), reading its frames
+//! and acting on them, writing the worker's.
+
+use std::sync::Arc;
+
+use levers9_api::v1::{worker_message, RunnerReady, TaskOutput, TaskResult, WorkerMessage};
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::UnixListener;
+use tokio::sync::mpsc;
+
+use super::wire::{self, FromRunner};
+use super::{lost, message, Connection, InitError, Shared, ACCEPT_BACKOFF, OUTPUT_CHUNK};
+
+impl Shared {
+    /// Handles one message; `Err` closes the connection.
+    async fn handle(self: &Arc<Self>, said: FromRunner, body: Vec<u8>) -> Result<(), String> {
+        match said {
+            FromRunner::Hello { container_id } => {
+                if container_id != self.container_id {
+                    return Err(format!(
+                        "the runner says hello as container {container_id:?}"
+                    ));
+                }
+                if self.state().outcome.said_hello {
+                    tracing::warn!(container_id = %self.container_id, "the function runner said hello twice; ignored");
+                    return Ok(());
+                }
+                tracing::info!(container_id = %self.container_id, "the function runner is ready");
+                // Reported before any input goes out, so the controlplane
+                // hears of the runner before any of its results.
+                self.report(message_ready(&self.container_id)).await;
+                let mut state = self.state();
+                state.outcome.said_hello = true;
+                if let Connection::Open { ready, .. } = &mut state.connection {
+                    *ready = true;
+                }
+                for input in std::mem::take(&mut state.queued) {
+                    self.deliver(&mut state, input);
+                }
+            }
+            FromRunner::InitError { message, traceback } => {
+                // The message is the user's exception: it stays out of the
+                // worker's logs and goes to the container's exit event.
+                tracing::info!(container_id = %self.container_id, "the function runner could not load the function");
+                self.state().outcome.init_error = Some(InitError { message, traceback });
+            }
+            FromRunner::Output { task_id, stream } => {
+                if !self.state().running.contains_key(&task_id) {
+                    tracing::debug!(container_id = %self.container_id, %task_id, "output of a task that is not running; dropped");
+                    return Ok(());
+                }
+                for data in body.chunks(OUTPUT_CHUNK) {
+                    let output = TaskOutput {
+                        container_id: self.container_id.clone(),
+                        task_id: task_id.clone(),
+                        stream: stream.as_str().to_owned(),
+                        data: data.to_vec(),
+                    };
+                    self.report(message(worker_message::Kind::TaskOutput(output)))
+                        .await;
+                }
+            }
+            FromRunner::Result {
+                task_id,
+                state,
+                message: text,
+                traceback,
+            } => {
+                let Some(timer) = self.state().running.remove(&task_id) else {
+                    tracing::info!(container_id = %self.container_id, %task_id, "a result for a task that timed out or was never sent; ignored");
+                    return Ok(());
+                };
+                if let Some(timer) = timer {
+                    timer.abort();
+                }
+                let result = TaskResult {
+                    container_id: self.container_id.clone(),
+                    task_id,
+                    state: state.as_str().to_owned(),
+                    payload: body,
+                    traceback,
+                    message: text,
+                };
+                self.report(message(worker_message::Kind::TaskResult(result)))
+                    .await;
+            }
+            FromRunner::Unknown => {
+                tracing::debug!(container_id = %self.container_id, "a message of a kind this worker does not know; ignored");
+            }
+        }
+        Ok(())
+    }
+}
+
+fn message_ready(container_id: &str) -> WorkerMessage {
+    message(worker_message::Kind::RunnerReady(RunnerReady {
+        container_id: container_id.to_owned(),
+    }))
+}
+
+pub(super) async fn accept_loop(shared: Arc<Shared>, listener: UnixListener) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                tracing::warn!(container_id = %shared.container_id, %error, "cannot accept a connection to the container server");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
+        let mut state = shared.state();
+        if !matches!(state.connection, Connection::Waiting) {
+            tracing::warn!(container_id = %shared.container_id, "refused a second connection to the container server: one runner per container");
+            continue;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        state.connection = Connection::Open {
+            writer: tx,
+            ready: false,
+        };
+        let (read, write) = stream.into_split();
+        state
+            .connection_tasks
+            .push(tokio::spawn(write_frames(write, rx)));
+        state
+            .connection_tasks
+            .push(tokio::spawn(read_frames(shared.clone(), read)));
+    }
+}
+
+async fn write_frames(mut write: OwnedWriteHalf, mut frames: mpsc::UnboundedReceiver<Vec<u8>>) {
+    while let Some(frame) = frames.recv().await {
+        if let Err(error) = write.write_all(&frame).await {
+            tracing::warn!(%error, "cannot write to the function runner");
+            return;
+        }
+    }
+}
+
+async fn read_frames(shared: Arc<Shared>, read: OwnedReadHalf) {
+    let mut reader = tokio::io::BufReader::new(read);
+    let why = loop {
+        match wire::read_frame(&mut reader).await {
+            Ok(Some((said, body))) => {
+                if let Err(reason) = shared.handle(said, body).await {
+                    tracing::warn!(container_id = %shared.container_id, %reason, "the function runner sent a bad message; closing its connection");
+                    break "the function runner sent a bad message";
+                }
+            }
+            Ok(None) => {
+                tracing::info!(container_id = %shared.container_id, "the function runner disconnected");
+                break "the function runner has disconnected";
+            }
+            Err(error) => {
+                tracing::warn!(container_id = %shared.container_id, %error, "bad frame from the function runner; closing its connection");
+                break "the function runner sent a bad message";
+            }
+        }
+    };
+    // Dropping the writer's sender ends the writer, which closes the socket
+    // with this task's read half. Inputs still waiting for a hello will
+    // never run here: they go back to the queue now, not when the
+    // container ends.
+    let queued = {
+        let mut state = shared.state();
+        state.connection = Connection::Closed(why);
+        std::mem::take(&mut state.queued)
+    };
+    for input in queued {
+        shared
+            .report(lost(&shared.container_id, &input.task_id, why))
+            .await;
+    }
+}

@@ -1,0 +1,314 @@
+//! What makes a container a function container: its container server, the
+//! objects it mounts (code, SDK), and exit messages that say why a function
+//! never ran.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, MutexGuard};
+use std::time::Duration;
+
+use levers9_api::v1::{
+    worker_message, ContainerEvent, ObjectMount, RunContainer, TaskInput, TaskResult,
+};
+use levers9_runtime::{BindMount, ContainerSpec};
+
+use super::{message, Supervisor};
+use crate::container_server::{ContainerServer, RunnerOutcome};
+use crate::objects::ObjectCache;
+
+/// Where the container server's directory appears in the container.
+pub const RUN_MOUNT: &str = "/levers9/run";
+/// How long a container whose input timed out gets between SIGTERM and
+/// SIGKILL: the function is stuck, so waiting only wastes the slot.
+const TIMEOUT_STOP_GRACE: Duration = Duration::from_secs(1);
+
+impl Supervisor {
+    /// Where container servers' directories go.
+    fn run_root(&self) -> PathBuf {
+        self.state_dir.join("run")
+    }
+
+    fn servers(&self) -> MutexGuard<'_, HashMap<String, Arc<ContainerServer>>> {
+        // Each critical section is one insert, remove or lookup.
+        self.servers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Binds the server of `container_id` and keeps it for the container's
+    /// inputs; an input running past its timeout stops the container.
+    pub(super) fn bind_server(&self, container_id: &str) -> Result<Arc<ContainerServer>, String> {
+        let runtime = self.runtime.clone();
+        let id = container_id.to_owned();
+        let stop = Arc::new(move || {
+            let runtime = runtime.clone();
+            let id = id.clone();
+            tokio::spawn(async move {
+                if let Err(error) = runtime.stop(&id, TIMEOUT_STOP_GRACE).await {
+                    tracing::warn!(container_id = %id, %error, "cannot stop a container whose input timed out");
+                }
+            });
+        });
+        let server = ContainerServer::bind(
+            &self.run_root(),
+            &self.state_dir,
+            container_id,
+            self.events.clone(),
+            stop,
+        )
+        .map(Arc::new)
+        .map_err(|e| e.to_string())?;
+        self.servers()
+            .insert(container_id.to_owned(), server.clone());
+        Ok(server)
+    }
+
+    /// Ends a container's server once the container is gone: forgets it,
+    /// removes its directory, and returns what the runner said.
+    pub(super) async fn close_server(
+        &self,
+        server: &ContainerServer,
+        container_id: &str,
+    ) -> RunnerOutcome {
+        self.servers().remove(container_id);
+        let runner = server.shut_down().await;
+        let dir = server.dir();
+        match tokio::fs::remove_dir_all(dir).await {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                tracing::warn!(%container_id, %error, dir = %dir.display(), "cannot remove the container server's directory");
+            }
+            _ => {}
+        }
+        runner
+    }
+
+    /// Hands an input to its container's runner. An input for a container
+    /// this worker does not hold, or one without a server, is reported
+    /// lost: it never ran, and goes back to the queue.
+    pub fn task_input(&self, input: TaskInput) {
+        let server = self.servers().get(&input.container_id).cloned();
+        if let Some(server) = server {
+            return server.send_input(input);
+        }
+        tracing::info!(container_id = %input.container_id, task_id = %input.task_id, "an input for a container that is not here; reported lost");
+        let lost = TaskResult {
+            message: format!(
+                "container {} is not running on worker {}",
+                input.container_id, self.worker_id
+            ),
+            container_id: input.container_id,
+            task_id: input.task_id,
+            state: "lost".into(),
+            ..TaskResult::default()
+        };
+        // Not awaited: the session loop calls this and must not block.
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            let _ = events
+                .send(message(worker_message::Kind::TaskResult(lost)))
+                .await;
+        });
+    }
+}
+
+/// The request's objects as read-only bind mounts, fetched (and unpacked)
+/// through the cache, all at once.
+pub async fn object_mounts(
+    objects: &ObjectCache,
+    request: &RunContainer,
+) -> Result<Vec<BindMount>, String> {
+    let mounts = request
+        .objects
+        .iter()
+        .map(|object| object_mount(objects, &request.workspace_id, object));
+    futures::future::try_join_all(mounts).await
+}
+
+async fn object_mount(
+    objects: &ObjectCache,
+    workspace_id: &str,
+    object: &ObjectMount,
+) -> Result<BindMount, String> {
+    if !is_plain_absolute(&object.target) {
+        return Err(format!(
+            "object {} has mount target {:?}: it must be an absolute path without ..",
+            object.digest, object.target
+        ));
+    }
+    let source = if object.unpack {
+        objects.unpacked(workspace_id, &object.digest).await
+    } else {
+        objects.file(workspace_id, &object.digest).await
+    }
+    .map_err(|e| format!("cannot fetch object {}: {e}", object.digest))?;
+    Ok(BindMount {
+        source,
+        destination: object.target.clone(),
+        read_only: true,
+    })
+}
+
+fn is_plain_absolute(path: &str) -> bool {
+    path.starts_with('/') && !path.split('/').any(|part| part == "..")
+}
+
+/// Turns `spec` into a function container's: the server's directory
+/// mounted, the variables the runner finds it by, the working directory.
+pub fn prepare_spec(
+    spec: &mut ContainerSpec,
+    request: &RunContainer,
+    server: Option<&ContainerServer>,
+) -> Result<(), String> {
+    if !request.working_dir.is_empty() {
+        if !request.working_dir.starts_with('/') {
+            return Err(format!(
+                "the working directory {:?} must be an absolute path",
+                request.working_dir
+            ));
+        }
+        spec.cwd = request.working_dir.clone();
+    }
+    let Some(server) = server else {
+        return Ok(());
+    };
+    spec.mounts.push(BindMount {
+        source: server.dir().to_owned(),
+        destination: RUN_MOUNT.into(),
+        // The runner connects to the socket, which needs write access to it.
+        read_only: false,
+    });
+    let ours = [
+        (
+            "LEVERS9_CONTAINER_SERVER".to_owned(),
+            format!("{RUN_MOUNT}/{}", crate::container_server::SOCKET_NAME),
+        ),
+        (
+            "LEVERS9_CONTAINER_ID".to_owned(),
+            request.container_id.clone(),
+        ),
+    ];
+    spec.env
+        .retain(|(k, _)| ours.iter().all(|(ours, _)| ours != k));
+    spec.env.extend(ours);
+    Ok(())
+}
+
+/// Why a function container ended, when its runner can say more than the
+/// exit code: the function failed to load, or the runner never started.
+pub fn explain_exit(event: &mut ContainerEvent, runner: &RunnerOutcome) {
+    if let Some(error) = &runner.init_error {
+        event.message = if error.traceback.is_empty() {
+            format!("the function could not be loaded: {}", error.message)
+        } else {
+            format!(
+                "the function could not be loaded: {}\n{}",
+                error.message, error.traceback
+            )
+        };
+    } else if !runner.said_hello && event.exit_code != 0 && !event.oom_killed {
+        // The OOM message is more precise than a guess about Python.
+        event.message = format!(
+            "the container exited with code {} before the function runner connected: does the image have python3 (3.9 or later) on its PATH?",
+            event.exit_code
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::container_server::InitError;
+    use tokio::sync::mpsc;
+
+    #[test]
+    fn the_exit_says_why_the_function_never_ran() {
+        let mut event = ContainerEvent {
+            exit_code: 1,
+            ..ContainerEvent::default()
+        };
+        explain_exit(
+            &mut event,
+            &RunnerOutcome {
+                said_hello: false,
+                init_error: Some(InitError {
+                    message: "ImportError: x".into(),
+                    traceback: "Traceback…".into(),
+                }),
+            },
+        );
+        assert_eq!(
+            event.message,
+            "the function could not be loaded: ImportError: x\nTraceback…"
+        );
+
+        let mut event = ContainerEvent {
+            exit_code: 127,
+            ..ContainerEvent::default()
+        };
+        explain_exit(&mut event, &RunnerOutcome::default());
+        assert_eq!(event.message, "the container exited with code 127 before the function runner connected: does the image have python3 (3.9 or later) on its PATH?");
+
+        let mut event = ContainerEvent::default();
+        explain_exit(
+            &mut event,
+            &RunnerOutcome {
+                said_hello: true,
+                init_error: None,
+            },
+        );
+        assert_eq!(event.message, "");
+    }
+
+    #[tokio::test]
+    async fn the_server_and_variables_are_added_and_the_working_dir_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let (events, _) = mpsc::channel(1);
+        let server = ContainerServer::bind(
+            &dir.path().join("run"),
+            dir.path(),
+            "c1",
+            events,
+            Arc::new(|| {}),
+        )
+        .unwrap();
+        let mut spec = ContainerSpec::new("c1", "/r", vec!["python3".into()]);
+        spec.env
+            .push(("LEVERS9_CONTAINER_ID".into(), "spoofed".into()));
+        let request = RunContainer {
+            container_id: "c1".into(),
+            working_dir: "/code".into(),
+            container_server: true,
+            ..RunContainer::default()
+        };
+        prepare_spec(&mut spec, &request, Some(&server)).unwrap();
+        assert_eq!(spec.cwd, "/code");
+        assert_eq!(
+            spec.env,
+            [
+                (
+                    "LEVERS9_CONTAINER_SERVER".to_owned(),
+                    "/levers9/run/server.sock".to_owned()
+                ),
+                ("LEVERS9_CONTAINER_ID".to_owned(), "c1".to_owned()),
+            ]
+        );
+        assert_eq!(
+            spec.mounts,
+            [BindMount {
+                source: dir.path().join("run/c1"),
+                destination: "/levers9/run".into(),
+                read_only: false,
+            }]
+        );
+        let relative = RunContainer {
+            working_dir: "code".into(),
+            ..request
+        };
+        assert!(prepare_spec(&mut spec, &relative, None).is_err());
+    }
+
+    #[test]
+    fn object_targets_must_be_plain_absolute_paths() {
+        assert!(is_plain_absolute("/levers9/code"));
+        assert!(!is_plain_absolute("levers9/code"));
+        assert!(!is_plain_absolute("/levers9/../etc"));
+    }
+}
