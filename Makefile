@@ -1,6 +1,6 @@
 # levers9: the two commands a newcomer needs are `make quickstart` and `make test`.
 
-.PHONY: build test quickstart bench bench-containers lint
+.PHONY: build test quickstart bench bench-containers bench-functions lint
 
 build:
 	cargo build --release -p levers9-cli
@@ -23,3 +23,6 @@ bench-containers:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+bench-functions:
+	scripts/test-servers.sh scripts/bench-functions.sh

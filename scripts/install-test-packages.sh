@@ -3,7 +3,7 @@
 set -euo pipefail
 
 wanted=(
-  redis-server redis-tools postgresql python3
+  redis-server redis-tools postgresql python3 python3-venv
   # containers: runtimes, a registry, and the tools that build test images
   runc runsc busybox-static umoci skopeo docker-registry
 )

@@ -1,59 +1,83 @@
 #!/usr/bin/env bash
-# Quickstart: builds levers9, starts a controlplane on the embedded default
-# (SQLite + in-process hot state under ~/.levers9/data), gets the first admin
-# token the documented way and lists it.
+# Quickstart, on a fresh Debian or Ubuntu machine, as root: installs what is
+# missing (runc, a registry, Python's venv), builds levers9, pushes a Python
+# base image to a registry on loopback, starts `levers9 up` (controlplane on
+# the embedded state + a local runc worker) and runs examples/hello.py in a
+# sandbox.
 #
-# The controlplane keeps running in the background; stop it with
-#   kill "$(cat ~/.levers9/controlplane.pid)"
+# Everything keeps running in the background; stop it with
+#   kill $(cat ~/.levers9/up.pid) $(cat ~/.levers9/registry.pid)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "$(id -u)" != 0 ]; then
+  echo "quickstart: run as root (the local worker starts containers with runc)" >&2
+  exit 1
+fi
 
 state_dir="$HOME/.levers9"
 mkdir -p "$state_dir" && chmod 700 "$state_dir"
-pid_file="$state_dir/controlplane.pid"
-log_file="$state_dir/controlplane.log"
 grpc_port=${LEVERS9_GRPC_PORT:-1993}
 http_port=${LEVERS9_HTTP_PORT:-1994}
+registry_port=${LEVERS9_REGISTRY_PORT:-5000}
+registry="127.0.0.1:$registry_port"
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+wait_http() {
+  for _ in $(seq 1 300); do
+    python3 -c "import urllib.request; urllib.request.urlopen('$1', timeout=1)" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  echo "quickstart: $1 did not answer" >&2
+  return 1
+}
+
+echo "==> installing missing system packages"
+scripts/install-test-packages.sh
 
 echo "==> building levers9 (release)"
 cargo build --release --locked -p levers9-cli
 levers9="$PWD/target/release/levers9"
 
-if [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null; then
-  echo "==> a controlplane started by this script is already running (pid $(cat "$pid_file"))"
-  secret=""
-else
-  # A fresh bootstrap secret, passed in the environment (never in argv).
-  secret=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
-  echo "==> starting the controlplane on the embedded default (log: $log_file)"
-  LEVERS9_BOOTSTRAP_SECRET="$secret" LEVERS9_BIND_ADDRESS=127.0.0.1 \
-    LEVERS9_GRPC_PORT="$grpc_port" LEVERS9_HTTP_PORT="$http_port" \
-    nohup "$levers9" controlplane >"$log_file" 2>&1 </dev/null &
-  echo $! >"$pid_file"
+if ! alive "$state_dir/registry.pid"; then
+  echo "==> starting an OCI registry on $registry"
+  mkdir -p "$state_dir/registry/data"
+  cat >"$state_dir/registry/config.yml" <<YAML
+version: 0.1
+log: {level: warn}
+storage:
+  filesystem: {rootdirectory: $state_dir/registry/data}
+http: {addr: $registry}
+YAML
+  nohup docker-registry serve "$state_dir/registry/config.yml" \
+    >"$state_dir/registry/log" 2>&1 </dev/null &
+  echo $! >"$state_dir/registry.pid"
+  wait_http "http://$registry/v2/"
+fi
+
+echo "==> pushing the Python base image (Debian's Python 3.11) to $registry"
+scripts/push-python-image.sh "$registry/levers9/python:3.11" >/dev/null
+
+if ! alive "$state_dir/up.pid"; then
+  echo "==> starting levers9 up (log: $state_dir/up.log)"
+  LEVERS9_BASE_IMAGE_REGISTRY="$registry" \
+    nohup "$levers9" up --grpc-port "$grpc_port" --http-port "$http_port" \
+    >"$state_dir/up.log" 2>&1 </dev/null &
+  echo $! >"$state_dir/up.pid"
+  wait_http "http://127.0.0.1:$http_port/readyz"
+  # The local context is written once the worker is on its way.
   for _ in $(seq 1 100); do
-    if python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$http_port/readyz', timeout=1)" 2>/dev/null; then
-      break
-    fi
-    kill -0 "$(cat "$pid_file")" 2>/dev/null || { cat "$log_file"; exit 1; }
+    grep -q "levers9 is up" "$state_dir/up.log" && break
     sleep 0.2
   done
 fi
 
-if "$levers9" config show quickstart >/dev/null 2>&1; then
-  echo "==> the CLI already has the quickstart context"
-  "$levers9" config select quickstart
-elif [ -n "$secret" ]; then
-  echo "==> getting the first admin token with the bootstrap secret"
-  # The empty line answers the token question: empty token = bootstrap.
-  echo "" | LEVERS9_BOOTSTRAP_SECRET="$secret" \
-    "$levers9" config create quickstart --host 127.0.0.1 --port "$grpc_port"
-else
-  echo "restart the quickstart controlplane (kill $(cat "$pid_file")) to bootstrap again" >&2
-  exit 1
-fi
+echo "==> installing the Python SDK in $state_dir/venv"
+[ -x "$state_dir/venv/bin/python" ] || /usr/bin/python3 -m venv "$state_dir/venv"
+"$state_dir/venv/bin/python" -m pip install -q --disable-pip-version-check ./sdk/python
 
-echo "==> levers9 token list"
-"$levers9" --context quickstart token list
+echo "==> python examples/hello.py"
+"$state_dir/venv/bin/python" examples/hello.py
 echo
-echo "The controlplane runs in the background (pid $(cat "$pid_file")): gRPC 127.0.0.1:$grpc_port, HTTP 127.0.0.1:$http_port."
-echo "Stop it with: kill \$(cat $pid_file)"
+echo "levers9 is up in the background (context \"local\"): gRPC 127.0.0.1:$grpc_port, HTTP 127.0.0.1:$http_port."
+echo "Next: levers9 run examples/hello.py::hello world    (with $state_dir/venv/bin on PATH)"
+echo "Stop it with: kill \$(cat $state_dir/up.pid) \$(cat $state_dir/registry.pid)"

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: every crate, both backends (embedded and
-# Postgres+Redis), against real servers started for the run.
+# Postgres+Redis), and the Python SDK's tests against a real stack, with
+# real servers started for the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/install-test-packages.sh
+LEVERS9_TEST_PYTHON=$(scripts/python-test-env.sh)
+export LEVERS9_TEST_PYTHON
 exec scripts/test-servers.sh cargo test --workspace --locked

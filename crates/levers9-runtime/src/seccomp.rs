@@ -127,8 +127,12 @@ fn allow(names: &[&str]) -> Result<LinuxSyscall, OciSpecError> {
         .build()
 }
 
-/// The default profile (see the module docs).
-pub(crate) fn default_profile() -> Result<LinuxSeccomp, OciSpecError> {
+/// The default profile (see the module docs). `sandboxed`: the profile is
+/// applied by gVisor's Sentry, which implements no `clone3` of its own
+/// (libc gets ENOSYS from it and falls back to `clone`) and, in the runsc
+/// we run on, ignores `errnoRet`: answering `clone3` with an errno there
+/// would answer EPERM, and no thread could start.
+pub(crate) fn default_profile(sandboxed: bool) -> Result<LinuxSeccomp, OciSpecError> {
     let mut syscalls = vec![allow(ALLOWED)?, allow(ALLOWED_ARCH)?];
     for value in PERSONALITIES {
         syscalls.push(
@@ -157,13 +161,15 @@ pub(crate) fn default_profile() -> Result<LinuxSeccomp, OciSpecError> {
                 .build()?])
             .build()?,
     );
-    syscalls.push(
-        LinuxSyscallBuilder::default()
-            .names(vec!["clone3".to_string()])
+    let clone3 = LinuxSyscallBuilder::default().names(vec!["clone3".to_string()]);
+    syscalls.push(if sandboxed {
+        clone3.action(LinuxSeccompAction::ScmpActAllow).build()?
+    } else {
+        clone3
             .action(LinuxSeccompAction::ScmpActErrno)
             .errno_ret(ENOSYS)
-            .build()?,
-    );
+            .build()?
+    });
     LinuxSeccompBuilder::default()
         .default_action(LinuxSeccompAction::ScmpActErrno)
         .default_errno_ret(EPERM)
@@ -178,7 +184,7 @@ mod tests {
 
     #[test]
     fn profile_denies_by_default_and_keeps_dangerous_calls_out() {
-        let profile = default_profile().expect("profile builds");
+        let profile = default_profile(false).expect("profile builds");
         assert_eq!(profile.default_action(), LinuxSeccompAction::ScmpActErrno);
         let allowed: Vec<&String> = profile
             .syscalls()

@@ -250,7 +250,7 @@ pub(crate) fn build(
         .masked_paths(get_default_maskedpaths())
         .readonly_paths(get_default_readonly_paths());
     if spec.seccomp == SeccompMode::Default {
-        linux = linux.seccomp(crate::seccomp::default_profile()?);
+        linux = linux.seccomp(crate::seccomp::default_profile(caps.sandboxed)?);
     }
 
     Ok(SpecBuilder::default()

@@ -1,0 +1,94 @@
+"""Function-call benchmarks against a running stack; prints a table.
+
+Run through scripts/bench-functions.sh, which starts the stack. Measures:
+- warm `.remote()` round trip (a container is already warm);
+- cold call: a new stub (so no warm container; the image is cached) to its
+  first result, beside a raw `runc run … python3 -c pass` of the same image;
+- `.map` throughput over N trivial inputs on warm containers.
+"""
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from levers9 import function
+
+WARM_CALLS = int(os.environ.get("LEVERS9_BENCH_WARM_CALLS", "300"))
+COLD_CALLS = int(os.environ.get("LEVERS9_BENCH_COLD_CALLS", "5"))
+MAP_INPUTS = int(os.environ.get("LEVERS9_BENCH_MAP_INPUTS", "10000"))
+
+
+@function(keep_warm_seconds=300, concurrency=100)
+def echo(x):
+    return x
+
+
+def cold_function(n):
+    # A distinct env per run makes a distinct stub: nothing is warm for it.
+    @function(env={"BENCH_COLD": f"{os.getpid()}-{n}-{time.time()}"}, keep_warm_seconds=1)
+    def cold():
+        return 1
+
+    return cold
+
+
+def pct(samples, p):
+    samples = sorted(samples)
+    return samples[min(len(samples) - 1, int(len(samples) * p / 100))]
+
+
+def row(measure, samples, unit="ms"):
+    print(
+        f"| {measure} | {len(samples)} | {pct(samples, 50):.1f} {unit} "
+        f"| {pct(samples, 99):.1f} {unit} | {statistics.mean(samples):.1f} {unit} |"
+    )
+
+
+def raw_runc(bundle):
+    times = []
+    for i in range(COLD_CALLS):
+        start = time.perf_counter()
+        subprocess.run(
+            ["runc", "run", "-b", bundle, f"l9-bench-raw-{os.getpid()}-{i}"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def main():
+    print("| measure | n | p50 | p99 | mean |")
+    print("|---|---|---|---|---|")
+    echo.remote(0)  # warm one container up
+    warm = []
+    for i in range(WARM_CALLS):
+        start = time.perf_counter()
+        echo.remote(i)
+        warm.append((time.perf_counter() - start) * 1000)
+    row("warm .remote() round trip", warm)
+
+    cold = []
+    for n in range(COLD_CALLS):
+        f = cold_function(n)
+        f.remote()  # uploads happen once per process; the stub is new
+        g = cold_function(n + 1000)
+        start = time.perf_counter()
+        g.remote()
+        cold.append((time.perf_counter() - start) * 1000)
+    bundle = os.environ.get("LEVERS9_BENCH_RAW_BUNDLE")
+    if bundle:
+        row("raw runc run python3 -c pass", raw_runc(bundle))
+    row("cold call (new container, image cached) to result", cold)
+
+    start = time.perf_counter()
+    results = list(echo.map(range(MAP_INPUTS)))
+    elapsed = time.perf_counter() - start
+    assert results == list(range(MAP_INPUTS)), "map returned wrong results"
+    print(f"| .map over {MAP_INPUTS} inputs | {MAP_INPUTS} | {MAP_INPUTS / elapsed:.0f} inputs/s | | {elapsed:.2f} s total |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

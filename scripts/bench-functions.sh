@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Function-call benchmarks (make bench-functions): a release controlplane on
+# the test Postgres and Redis, a release runc worker, the Python base image
+# in the test registry, then bench/functions/bench.py. Run it through
+# scripts/test-servers.sh, which starts the servers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --locked -p levers9-cli >&2
+python=$(scripts/python-test-env.sh)
+bin=$PWD/target/release/levers9
+work=$(mktemp -d /tmp/l9bench.XXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+image=$(scripts/push-python-image.sh "$LEVERS9_TEST_REGISTRY/levers9/python:3.11")
+# A raw bundle of the same image for the runc baseline.
+skopeo copy -q --src-tls-verify=false "docker://$image" "oci:$work/oci:py" >&2
+umoci unpack -q --image "$work/oci:py" "$work/bundle" >&2
+python3 - "$work/bundle/config.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+spec = json.load(open(path))
+spec["process"]["args"] = ["python3", "-c", "pass"]
+spec["process"]["terminal"] = False
+json.dump(spec, open(path, "w"))
+PY
+
+db=l9bench_$$
+psql "$LEVERS9_TEST_DATABASE_URL" -q -c "CREATE DATABASE $db"
+rest=${LEVERS9_TEST_DATABASE_URL#postgres://}
+user=${rest%%@*}; hostport=${rest#*@}; hostport=${hostport%%/*}
+grpc_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+http_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+export HOME=$work/home; mkdir -p "$HOME"
+LEVERS9_BOOTSTRAP_SECRET=bench LEVERS9_BIND_ADDRESS=127.0.0.1 LEVERS9_GRPC_PORT=$grpc_port \
+  LEVERS9_HTTP_PORT=$http_port LEVERS9_DATA_DIR=$work/data \
+  LEVERS9_POSTGRES_HOST=${hostport%:*} LEVERS9_POSTGRES_PORT=${hostport#*:} LEVERS9_POSTGRES_USER=$user \
+  LEVERS9_POSTGRES_NAME=$db LEVERS9_REDIS_ADDRS=${LEVERS9_TEST_REDIS_URL#redis://} \
+  LEVERS9_REDIS_KEY_PREFIX="$db:" LEVERS9_BASE_IMAGE_REGISTRY=$LEVERS9_TEST_REGISTRY \
+  "$bin" controlplane >"$work/cp.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do
+  python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$http_port/readyz', timeout=1)" 2>/dev/null && break
+  sleep 0.1
+done
+echo "" | LEVERS9_BOOTSTRAP_SECRET=bench "$bin" config create bench --host 127.0.0.1 --port "$grpc_port" >/dev/null 2>&1
+token=$(grep '^token' "$HOME/.levers9/config.toml" | head -1 | cut -d'"' -f2)
+LEVERS9_TOKEN=$token "$bin" worker --pool default --runtime runc --worker-id bench \
+  --controlplane "127.0.0.1:$grpc_port" --state-dir "$work/worker" >"$work/worker.log" 2>&1 &
+pids+=($!)
+sleep 2
+LEVERS9_BENCH_RAW_BUNDLE=$work/bundle "$python" bench/functions/bench.py

@@ -1,0 +1,49 @@
+"""levers9: run Python functions in containers on your own levers9 platform.
+
+    from levers9 import function
+
+    @function(cpu=1, memory="1Gi")
+    def square(x):
+        return x * x
+
+    square.remote(3)               # 9, computed in a container
+    list(square.map(range(10)))    # over one stream, in input order
+
+Importing this package does not import grpc or protobuf (the runner inside
+containers imports it without them); the client is loaded on first remote use.
+"""
+
+from .call import FunctionCall
+from .errors import (
+    AuthError,
+    ConfigError,
+    ControlplaneError,
+    ControlplaneUnavailable,
+    Levers9Error,
+    RemoteError,
+    RemoteTraceback,
+    TaskCancelled,
+    TaskFailed,
+    TaskTimeout,
+)
+from .function import Function, function
+from .image import Image
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AuthError",
+    "ConfigError",
+    "ControlplaneError",
+    "ControlplaneUnavailable",
+    "Function",
+    "FunctionCall",
+    "Image",
+    "Levers9Error",
+    "RemoteError",
+    "RemoteTraceback",
+    "TaskCancelled",
+    "TaskFailed",
+    "TaskTimeout",
+    "function",
+]

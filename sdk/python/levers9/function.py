@@ -1,0 +1,169 @@
+"""``@function``: a plain Python function that can also run remotely.
+
+This module must not import grpc or protobuf: the container's runner imports
+the user's module, and with it this decorator, in images that have neither.
+Everything that talks to the controlplane is imported on first remote use.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import threading
+from typing import Dict, Optional, Tuple
+
+from .aio import AioGeneratorMethod, AioMethod
+from .resources import FunctionConfig, build_config
+
+
+class Function:
+    """A decorated function.
+
+    - ``f(...)`` and ``f.local(...)`` run it here, as the plain function.
+    - ``f.remote(...)`` runs it in a container and returns its value.
+    - ``f.map(xs, ys, ...)`` runs it on every zipped item, yielding values.
+    - ``f.spawn(...)`` starts it and returns a `FunctionCall` at once.
+
+    ``remote``, ``map`` and ``spawn`` have async forms:
+    ``await f.remote.aio(...)``, ``async for v in f.map.aio(...)``,
+    ``await f.spawn.aio(...)``.
+    """
+
+    def __init__(self, raw_f, config: FunctionConfig):
+        functools.update_wrapper(self, raw_f)
+        self.raw_f = raw_f
+        self.config = config
+        # Stub ids by controlplane (address, token): a process may switch
+        # targets (e.g. LEVERS9_TOKEN changed), and ids are per workspace.
+        self._stub_ids: Dict[Tuple[str, str], str] = {}
+        self._stub_lock = threading.Lock()
+        self.remote = AioMethod(self._remote, "Runs the function remotely on one input and returns its value.")
+        self.map = AioGeneratorMethod(self._map, Function._map.__doc__ or "")
+        self.spawn = AioMethod(self._spawn, "Starts one remote call and returns a FunctionCall right away.")
+
+    def local(self, *args, **kwargs):
+        """Runs the plain function in this process."""
+        return self.raw_f(*args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        return self.raw_f(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<levers9.Function {self.raw_f.__module__}.{self.raw_f.__qualname__}>"
+
+    def _client_and_stub(self):
+        from .client import get_client
+        from .stub import create_stub
+
+        client = get_client()
+        key = (client.target.address, client.target.token)
+        # Held across the creation so concurrent first calls create the stub once.
+        with self._stub_lock:
+            stub_id = self._stub_ids.get(key)
+            if stub_id is None:
+                stub_id = self._stub_ids[key] = create_stub(client, self.raw_f, self.config)
+        return client, stub_id
+
+    def _remote(self, cancellation, /, *args, **kwargs):
+        from . import invoke
+
+        payload = invoke.pickle_input(args, kwargs)
+        client, stub_id = self._client_and_stub()
+        return invoke.run_one(client, stub_id, payload, cancellation)
+
+    def _map(self, cancellation, iterable, /, *more_iterables, order_outputs=True, return_exceptions=False):
+        """Runs the function on each item of the zipped iterables, over one stream.
+
+        Yields values in input order (or as they finish, with
+        ``order_outputs=False``). A failed input raises its exception, which
+        cancels the rest, unless ``return_exceptions=True`` yields it instead.
+        """
+        iterables = (iterable,) + more_iterables
+        for it in iterables:
+            if not hasattr(it, "__iter__"):
+                raise TypeError(f"map() takes iterables; got a {type(it).__name__}")
+        return self._map_results(cancellation, iterables, order_outputs, return_exceptions)
+
+    def _map_results(self, cancellation, iterables, order_outputs, return_exceptions):
+        from . import invoke
+
+        payloads = invoke.pickled_inputs(iterables)
+        first = next(payloads, None)
+        if first is None:
+            return  # nothing to run, so no stub and no stream
+        client, stub_id = self._client_and_stub()
+        yield from invoke.run_many(
+            client,
+            stub_id,
+            itertools.chain([first], payloads),
+            order_outputs=order_outputs,
+            return_exceptions=return_exceptions,
+            cancellation=cancellation,
+        )
+
+    def _spawn(self, cancellation, /, *args, **kwargs):
+        from . import invoke
+        from .call import FunctionCall
+
+        payload = invoke.pickle_input(args, kwargs)
+        client, stub_id = self._client_and_stub()
+        return FunctionCall(invoke.spawn(client, stub_id, payload))
+
+
+def function(
+    _fn=None,
+    *,
+    cpu: float = 0.125,
+    memory="128Mi",
+    gpu=None,
+    gpu_count: int = 1,
+    image=None,
+    retries: int = 0,
+    timeout: int = 300,
+    keep_warm_seconds: int = 60,
+    concurrency: int = 1,
+    env: Optional[dict] = None,
+    secrets=None,
+    pool: Optional[str] = None,
+    max_containers: Optional[int] = None,
+):
+    """Makes a module-level function runnable remotely; usable as ``@function`` or ``@function(...)``.
+
+    cpu: cores (0.125 = 125 millicores). memory: MiB as an int, or "512Mi",
+    "2Gi". gpu: a type ("L40S") or types in order of preference, with
+    gpu_count of them. image: an `Image` (default: the base Python image).
+    retries: extra attempts for a failed input. timeout: seconds per input.
+    keep_warm_seconds: how long an idle container waits for more inputs.
+    concurrency: inputs one container runs at once (in threads). env,
+    secrets: environment and secret names for the container. pool: the
+    worker pool. max_containers: at most this many containers at once.
+    """
+    if _fn is not None and not callable(_fn):
+        raise TypeError(f"@function takes keyword arguments only, e.g. @function(cpu=2); got {_fn!r}")
+    config = build_config(
+        cpu=cpu,
+        memory=memory,
+        gpu=gpu,
+        gpu_count=gpu_count,
+        image=image,
+        retries=retries,
+        timeout=timeout,
+        keep_warm_seconds=keep_warm_seconds,
+        concurrency=concurrency,
+        env=env,
+        secrets=secrets,
+        pool=pool,
+        max_containers=max_containers,
+    )
+
+    def decorate(fn):
+        if isinstance(fn, Function):
+            raise TypeError(f"{fn.raw_f.__qualname__} is already a levers9 function: decorate it once")
+        if not inspect.isfunction(fn):
+            raise TypeError(f"@function decorates functions defined with def or async def; got {type(fn).__name__}")
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise TypeError(f"{fn.__qualname__} is a generator; remote functions return a value: return a list instead")
+        return Function(fn, config)
+
+    return decorate(_fn) if _fn is not None else decorate

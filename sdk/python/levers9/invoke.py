@@ -1,0 +1,245 @@
+"""Calling a stub: the Run stream (remote, map), spawn and waiting for a task.
+
+# Guarantees
+- One Run stream per `remote` or `map` call. The first request is RunStart;
+  inputs follow as RunInput with their position as index; the stream is
+  half-closed after the last input.
+- At most `MAX_IN_FLIGHT` inputs are sent whose result has not arrived: the
+  request iterator (run by gRPC on its own thread) waits for a free slot, so
+  a huge or endless iterable is never pickled ahead into memory.
+- Output events are printed as they arrive; results are decoded as they
+  arrive, in the order they finish.
+- Leaving early (an exception, Ctrl-C, a consumer dropping a `map`) cancels
+  the call, and the controlplane cancels the unfinished tasks.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Iterable, Iterator, Optional, Tuple
+
+import cloudpickle
+import grpc
+
+from .client import Client
+from .errors import ControlplaneError, TaskCancelled
+from .outcome import outcome_value
+from .output import OutputPrinter
+from .v1 import function_pb2 as pb
+
+# Enough to keep every container of a large map busy; small enough that the
+# pickled inputs waiting for a result stay a bounded amount of memory.
+MAX_IN_FLIGHT = 1000
+# How often a request thread waiting for a free slot checks whether the call ended.
+_SLOT_POLL_SECONDS = 0.2
+
+
+class Cancellation:
+    """Lets another thread cancel the gRPC calls of one SDK call (used by `.aio`)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._calls = []
+        self.cancelled = False
+
+    def attach(self, call) -> None:
+        with self._lock:
+            if not self.cancelled:
+                self._calls.append(call)
+                return
+        call.cancel()
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            calls, self._calls = self._calls, []
+        for call in calls:
+            call.cancel()
+
+
+def pickle_input(args: tuple, kwargs: dict) -> bytes:
+    try:
+        return cloudpickle.dumps((args, kwargs))
+    except Exception as e:  # pickling raises anything the objects' __reduce__ does
+        raise TypeError(
+            f"the arguments cannot be pickled ({type(e).__name__}: {e}); pass plain data, "
+            f"or objects of classes the function's container can import"
+        ) from e
+
+
+class _Requests:
+    """The request side of a Run stream; iterated by gRPC's request thread."""
+
+    def __init__(self, stub_id: str, payloads: Iterator[bytes], max_in_flight: int):
+        self._stub_id = stub_id
+        self._payloads = payloads
+        self.slots = threading.Semaphore(max_in_flight)
+        self.finished = threading.Event()
+        self.error: Optional[BaseException] = None
+        self.sent = 0
+        self.call = None
+
+    def __iter__(self):
+        yield pb.RunRequest(start=pb.RunStart(stub_id=self._stub_id))
+        try:
+            for index, payload in enumerate(self._payloads):
+                while not self.slots.acquire(timeout=_SLOT_POLL_SECONDS):
+                    if self.finished.is_set():
+                        return
+                if self.finished.is_set():
+                    return
+                yield pb.RunRequest(input=pb.RunInput(index=index, payload=payload))
+                self.sent += 1
+        except Exception as e:
+            # The caller's iterable or an unpicklable argument: gRPC would
+            # swallow it, so keep it for the consumer and stop the call.
+            self.error = e
+            if self.call is not None:
+                self.call.cancel()
+
+
+def stream_results(
+    client: Client,
+    stub_id: str,
+    payloads: Iterator[bytes],
+    cancellation: Optional[Cancellation] = None,
+    max_in_flight: int = MAX_IN_FLIGHT,
+) -> Iterator[Tuple[int, object]]:
+    """Runs the inputs; yields (index, TaskOutcome) in the order tasks finish."""
+    requests = _Requests(stub_id, payloads, max_in_flight)
+    call = client.run(requests)
+    requests.call = call
+    if cancellation is not None:
+        cancellation.attach(call)
+    printer = OutputPrinter()
+    received = 0
+    completed = False
+    try:
+        for event in call:
+            kind = event.WhichOneof("kind")
+            if kind == "result":
+                requests.slots.release()
+                received += 1
+                printer.task_done(event.result.task_id)
+                yield event.result.index, event.result
+            elif kind == "output":
+                printer.output(event.output)
+            elif kind == "retrying":
+                printer.retrying(event.retrying)
+            # "accepted" only names the task; nothing to do with it here.
+        completed = True
+    except grpc.RpcError as e:
+        if requests.error is not None:
+            raise requests.error from None
+        if cancellation is not None and cancellation.cancelled:
+            raise TaskCancelled("the call was cancelled by the caller") from None
+        raise client.translate(e, "Run") from None
+    finally:
+        requests.finished.set()
+        if not completed:
+            call.cancel()
+        printer.close()
+    if requests.error is not None:
+        raise requests.error
+    if received < requests.sent:
+        raise ControlplaneError(
+            f"the controlplane ended the Run stream with {requests.sent - received} of {requests.sent} results missing"
+        )
+
+
+def run_one(client: Client, stub_id: str, payload: bytes, cancellation: Optional[Cancellation] = None):
+    """One input: the return value, or the exception raised."""
+    outcome = None
+    for _, result in stream_results(client, stub_id, iter([payload]), cancellation):
+        outcome = result
+    if outcome is None:
+        raise ControlplaneError("the controlplane ended the Run stream without a result")
+    ok, value = outcome_value(outcome)
+    if ok:
+        return value
+    raise value
+
+
+def run_many(
+    client: Client,
+    stub_id: str,
+    payloads: Iterator[bytes],
+    order_outputs: bool,
+    return_exceptions: bool,
+    cancellation: Optional[Cancellation] = None,
+) -> Iterator[object]:
+    """Values (or exceptions) of many inputs, in input order if `order_outputs`."""
+    results = stream_results(client, stub_id, payloads, cancellation)
+    waiting = {}  # index -> value, for results that arrived before an earlier one
+    next_index = 0
+    try:
+        for index, outcome in results:
+            ok, value = outcome_value(outcome)
+            if not ok and not return_exceptions:
+                raise value
+            if not order_outputs:
+                yield value
+                continue
+            waiting[index] = value
+            while next_index in waiting:
+                yield waiting.pop(next_index)
+                next_index += 1
+    finally:
+        # Closing the stream now (not when garbage-collected) cancels what is left.
+        results.close()
+
+
+def spawn(client: Client, stub_id: str, payload: bytes) -> str:
+    response = client.call("SpawnTask", pb.SpawnTaskRequest(stub_id=stub_id, payload=payload))
+    return response.task_id
+
+
+def wait_for_task(client: Client, task_id: str, timeout: Optional[float], cancellation: Optional[Cancellation] = None):
+    """Follows a task (printing its output) to its value, or raises its exception.
+
+    Raises TimeoutError when `timeout` seconds pass first; the task keeps running.
+    """
+    call = client.wait_task(task_id, timeout)
+    if cancellation is not None:
+        cancellation.attach(call)
+    printer = OutputPrinter()
+    outcome = None
+    try:
+        for event in call:
+            kind = event.WhichOneof("kind")
+            if kind == "result":
+                outcome = event.result
+                break
+            if kind == "output":
+                printer.output(event.output)
+            elif kind == "retrying":
+                printer.retrying(event.retrying)
+    except grpc.RpcError as e:
+        if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            raise TimeoutError(
+                f"task {task_id} did not finish within {timeout:g} s; it is still running: "
+                f"call get() again to keep waiting, or cancel() it"
+            ) from None
+        if cancellation is not None and cancellation.cancelled:
+            raise TaskCancelled("waiting was cancelled by the caller; the task itself keeps running") from None
+        raise client.translate(e, "WaitTask") from None
+    finally:
+        # After the result there is nothing more to read; do not wait for trailers.
+        call.cancel()
+        printer.close()
+    if outcome is None:
+        raise ControlplaneError(f"the controlplane ended WaitTask for task {task_id} without a result")
+    ok, value = outcome_value(outcome)
+    if ok:
+        return value
+    raise value
+
+
+def cancel_task(client: Client, task_id: str) -> None:
+    client.call("CancelTask", pb.CancelTaskRequest(task_id=task_id))
+
+
+def pickled_inputs(iterables: Iterable[Iterable]) -> Iterator[bytes]:
+    """Payloads for map: one (args, {}) pickle per zipped item, made lazily."""
+    for args in zip(*iterables):
+        yield pickle_input(args, {})

@@ -1,0 +1,185 @@
+"""Checks and normalises the arguments of ``@function`` into `FunctionConfig`.
+
+Everything is validated when the decorator runs, so a typo fails at import
+time with a message naming the argument, not minutes later on a worker.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Tuple
+
+from .image import Image
+
+# StubConfig's numeric fields are uint32 on the wire.
+_UINT32_MAX = 2**32 - 1
+
+_MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+# Binary units only: "1G" means 10^9 bytes in Kubernetes and 2^30 in many
+# people's heads, so the ambiguous decimal forms are refused rather than guessed.
+_MEMORY_UNITS_MIB = {"": 1, "mi": 1, "mib": 1, "gi": 1024, "gib": 1024, "ti": 1024 * 1024, "tib": 1024 * 1024}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class FunctionConfig:
+    """A function's resources and policy, ready for the wire (StubConfig)."""
+
+    cpu_millicores: int = 125
+    memory_mib: int = 128
+    gpu_types: Tuple[str, ...] = ()
+    gpu_count: int = 0
+    image: str = ""
+    retries: int = 0
+    timeout_seconds: int = 300
+    keep_warm_seconds: int = 60
+    concurrency: int = 1
+    env: Dict[str, str] = field(default_factory=dict)
+    secrets: Tuple[str, ...] = ()
+    pool: str = ""
+    max_containers: int = 0
+
+
+def parse_cpu(cpu) -> int:
+    """Cores (0.125, 1, 2.5) to millicores."""
+    if isinstance(cpu, bool) or not isinstance(cpu, (int, float)):
+        raise ValueError(f"cpu is a number of cores, e.g. cpu=0.5 or cpu=2; got {cpu!r}")
+    millicores = round(cpu * 1000)
+    if millicores < 1:
+        raise ValueError(f"cpu must be at least 0.001 cores; got {cpu!r}")
+    return millicores
+
+
+def parse_memory(memory) -> int:
+    """MiB as an int, or a string like "512Mi", "1.5Gi", "2GiB", to MiB."""
+    hint = "memory is MiB as an int, or a string like '512Mi' or '2Gi'"
+    if isinstance(memory, bool):
+        raise ValueError(f"{hint}; got {memory!r}")
+    if isinstance(memory, int):
+        mib = memory
+    elif isinstance(memory, str):
+        match = _MEMORY.match(memory)
+        unit = match.group(2).lower() if match else None
+        if unit not in _MEMORY_UNITS_MIB:
+            raise ValueError(f"{hint} (units Mi, Gi or Ti); got {memory!r}")
+        exact = float(match.group(1)) * _MEMORY_UNITS_MIB[unit]
+        if exact != int(exact):
+            raise ValueError(f"memory must be a whole number of MiB; {memory!r} is {exact} MiB")
+        mib = int(exact)
+    else:
+        raise ValueError(f"{hint}; got {memory!r}")
+    if mib < 1:
+        raise ValueError(f"memory must be at least 1 MiB; got {memory!r}")
+    return mib
+
+
+def parse_gpu(gpu, gpu_count) -> Tuple[Tuple[str, ...], int]:
+    """GPU types in order of preference and how many; ((), 0) without a GPU."""
+    if gpu is None:
+        if gpu_count != 1:
+            raise ValueError(f"gpu_count={gpu_count!r} needs a GPU type too, e.g. gpu='L40S'")
+        return (), 0
+    types = [gpu] if isinstance(gpu, str) else gpu
+    if not isinstance(types, (list, tuple)) or not types:
+        raise ValueError(f"gpu is a GPU type like 'L40S' or a list of types in order of preference; got {gpu!r}")
+    cleaned = []
+    for gpu_type in types:
+        if not isinstance(gpu_type, str) or not gpu_type.strip():
+            raise ValueError(f"every GPU type must be a non-empty string like 'H100'; got {gpu_type!r} in gpu={gpu!r}")
+        cleaned.append(gpu_type.strip())
+    count = _whole(gpu_count, "gpu_count", minimum=1)
+    return tuple(cleaned), count
+
+
+def parse_image(image) -> str:
+    if image is None:
+        return ""
+    if isinstance(image, str):
+        raise ValueError(f"image takes an Image, e.g. image=Image.from_registry({image!r})")
+    if not isinstance(image, Image):
+        raise ValueError(f"image must be a levers9.Image or None; got {type(image).__name__}")
+    return image.ref
+
+
+def parse_env(env) -> Dict[str, str]:
+    if env is None:
+        return {}
+    if not isinstance(env, dict):
+        raise ValueError(f"env is a dict of names to values; got {type(env).__name__}")
+    for name, value in env.items():
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            raise ValueError(f"env name {name!r} is not a valid environment variable name")
+        if name.startswith("LEVERS9_"):
+            # The worker sets these to wire the runner up; letting a user
+            # value win would break the container in confusing ways.
+            raise ValueError(f"env name {name!r} is reserved: names starting with LEVERS9_ are set by the worker")
+        if not isinstance(value, str):
+            raise ValueError(f"env[{name!r}] must be a string; got {type(value).__name__}")
+    return dict(env)
+
+
+def parse_secrets(secrets) -> Tuple[str, ...]:
+    if secrets is None:
+        return ()
+    if isinstance(secrets, str) or not isinstance(secrets, (list, tuple)):
+        raise ValueError(f"secrets is a list of secret names, e.g. secrets=['openai']; got {secrets!r}")
+    for name in secrets:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"every secret name must be a non-empty string; got {name!r}")
+    return tuple(secrets)
+
+
+def parse_pool(pool) -> str:
+    if pool is None:
+        return ""
+    if not isinstance(pool, str) or not pool.strip():
+        raise ValueError(f"pool is the name of a worker pool or None; got {pool!r}")
+    return pool
+
+
+def _whole(value, name, minimum) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be a whole number; got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}; got {value}")
+    if value > _UINT32_MAX:
+        raise ValueError(f"{name} must be at most {_UINT32_MAX}; got {value}")
+    return value
+
+
+def build_config(
+    cpu=0.125,
+    memory="128Mi",
+    gpu=None,
+    gpu_count=1,
+    image=None,
+    retries=0,
+    timeout=300,
+    keep_warm_seconds=60,
+    concurrency=1,
+    env=None,
+    secrets=None,
+    pool=None,
+    max_containers=None,
+) -> FunctionConfig:
+    """The decorator's arguments, checked. Raises ValueError naming the bad one."""
+    gpu_types, count = parse_gpu(gpu, gpu_count)
+    return FunctionConfig(
+        cpu_millicores=parse_cpu(cpu),
+        memory_mib=parse_memory(memory),
+        gpu_types=gpu_types,
+        gpu_count=count,
+        image=parse_image(image),
+        retries=_whole(retries, "retries", minimum=0),
+        timeout_seconds=_whole(timeout, "timeout (seconds)", minimum=1),
+        # 0 reads as "the controlplane's default" on the wire, so it cannot
+        # mean "no keep-warm"; refuse it instead of silently meaning 60.
+        keep_warm_seconds=_whole(keep_warm_seconds, "keep_warm_seconds", minimum=1),
+        concurrency=_whole(concurrency, "concurrency", minimum=1),
+        env=parse_env(env),
+        secrets=parse_secrets(secrets),
+        pool=parse_pool(pool),
+        max_containers=0 if max_containers is None else _whole(max_containers, "max_containers", minimum=1),
+    )
+

@@ -1,0 +1,90 @@
+"""Runs one input of the function and turns the outcome into a result frame."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import traceback
+from typing import Callable, Tuple
+
+import cloudpickle
+
+_RUNNER_DIR = os.path.dirname(os.path.abspath(__file__))
+_ASYNCIO_DIR = os.path.dirname(os.path.abspath(asyncio.__file__))
+
+
+def call_function(fn: Callable, body: bytes):
+    """Unpickles (args, kwargs) and calls `fn`; coroutines run to completion here.
+
+    Each task thread runs its own event loop (asyncio.run), so an async
+    function with concurrency > 1 runs its inputs side by side in threads.
+    """
+    try:
+        args, kwargs = cloudpickle.loads(body)
+    except Exception as e:
+        raise RuntimeError(
+            f"the arguments cannot be unpickled in the container ({type(e).__name__}: {e}); "
+            f"pass plain data, or make the modules they come from available in the image or the code directory"
+        ) from e
+    value = fn(*args, **kwargs)
+    if inspect.isawaitable(value):
+        value = asyncio.run(_wait_for(value))
+    return value
+
+
+async def _wait_for(awaitable):
+    return await awaitable
+
+
+def complete_result(task_id: str, function_name: str, value) -> Tuple[dict, bytes]:
+    """The result frame for a value; an unpicklable value becomes an error."""
+    try:
+        body = cloudpickle.dumps(value)
+    except Exception as e:  # pickling raises anything: TypeError, PicklingError, ...
+        problem = TypeError(
+            f"{function_name} returned a {type(value).__module__}.{type(value).__qualname__}, "
+            f"which cannot be pickled ({type(e).__name__}: {e}); return plain data instead"
+        )
+        return error_result(task_id, problem, traceback_text=_format(problem, None))
+    return {"type": "result", "task_id": task_id, "state": "complete"}, body
+
+
+def error_result(task_id: str, exc: BaseException, traceback_text: str = "") -> Tuple[dict, bytes]:
+    """The result frame for an exception the function raised."""
+    if not traceback_text:
+        traceback_text = _format(exc, _user_frames(exc.__traceback__))
+    message = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    try:
+        body = cloudpickle.dumps(exc)
+    except Exception:
+        # The caller still gets the message and traceback as a RemoteError.
+        body = b""
+    header = {
+        "type": "result",
+        "task_id": task_id,
+        "state": "error",
+        "message": message,
+        "traceback": traceback_text,
+    }
+    return header, body
+
+
+def _format(exc: BaseException, tb) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def _user_frames(tb):
+    """The traceback from the first frame that is not the runner's or asyncio's.
+
+    The caller wants to see where their function failed, not how the runner
+    called it.
+    """
+    first = tb
+    while tb is not None:
+        filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if not (filename.startswith(_RUNNER_DIR + os.sep) or filename.startswith(_ASYNCIO_DIR + os.sep)):
+            return tb
+        tb = tb.tb_next
+    # Failed inside the runner itself (e.g. unpickling the arguments): show all.
+    return first

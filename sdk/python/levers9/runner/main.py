@@ -1,0 +1,184 @@
+"""The function runner's process: connect, load the function, serve inputs.
+
+Contract with the worker (frames in `levers9.wire`):
+
+1. Connect to ``LEVERS9_CONTAINER_SERVER``, install output capture, import
+   the module at ``LEVERS9_CODE_DIR/LEVERS9_MODULE_PATH`` and find
+   ``LEVERS9_FUNCTION``. On failure send ``init_error`` (message,
+   traceback) and exit 1; on success send ``hello``.
+2. For each ``input`` frame, run the function in a pool of
+   ``LEVERS9_CONCURRENCY`` threads, send its ``output`` frames, then exactly
+   one ``result`` frame.
+3. Exit 0 when the worker closes the socket or on SIGTERM, without waiting
+   for running inputs: nobody is left to receive their results.
+
+``LEVERS9_TASK_ID`` and ``LEVERS9_TASK_ATTEMPT`` (1 for the first try) are
+set in ``os.environ`` before each call. The environment is per process, so
+with concurrency > 1 they hold the values of whichever input started last.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from .. import wire
+from ..modules import find_attribute, load_file
+from . import capture, execute
+
+# The worker listens before it starts the container, but a slow bind or a
+# restart of the container server should not cost the container.
+_CONNECT_ATTEMPTS_SECONDS = 10.0
+
+
+def log(message: str) -> None:
+    sys.__stderr__.write(f"levers9 runner: {message}\n")
+    sys.__stderr__.flush()
+
+
+class Connection:
+    """The socket to the worker; frames from several threads never interleave."""
+
+    def __init__(self, sock: socket.socket):
+        self._sock = sock
+        self._lock = threading.Lock()
+        self.reader = sock.makefile("rb")
+
+    def send(self, header: dict, body: bytes = b"") -> None:
+        with self._lock:
+            wire.write_frame(self._sock, header, body)
+
+
+def connect(path: str) -> Connection:
+    deadline = time.monotonic() + _CONNECT_ATTEMPTS_SECONDS
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            return Connection(sock)
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
+
+
+def load_function(code_dir: str, module_path: str, qualname: str) -> Callable:
+    """The plain function to call, unwrapped from its levers9 Function."""
+    from ..function import Function
+
+    module = load_file(os.path.join(code_dir, module_path))
+    target = find_attribute(module, qualname)
+    if isinstance(target, Function):
+        return target.raw_f
+    if callable(target):
+        return target
+    raise TypeError(f"{qualname} in {module_path} is a {type(target).__name__}, not a function")
+
+
+def _exit_now(code: int) -> None:
+    """Leaves without joining task threads (a stuck input must not keep us alive)."""
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:  # a closed or broken stream; nothing to save
+            pass
+    os._exit(code)
+
+
+def _settings():
+    missing = [
+        name
+        for name in ("LEVERS9_CONTAINER_SERVER", "LEVERS9_MODULE_PATH", "LEVERS9_FUNCTION")
+        if not os.environ.get(name)
+    ]
+    if missing:
+        raise SystemExit(
+            f"levers9 runner: {', '.join(missing)} not set; the runner is started by a levers9 worker, not by hand"
+        )
+    return os.environ
+
+
+def main() -> int:
+    env = _settings()
+    container_id = env.get("LEVERS9_CONTAINER_ID", "")
+    code_dir = env.get("LEVERS9_CODE_DIR") or os.getcwd()
+    module_path, qualname = env["LEVERS9_MODULE_PATH"], env["LEVERS9_FUNCTION"]
+    signal.signal(signal.SIGTERM, lambda *_: _exit_now(0))
+
+    try:
+        conn = connect(env["LEVERS9_CONTAINER_SERVER"])
+    except OSError as e:
+        log(f"cannot connect to the container server at {env['LEVERS9_CONTAINER_SERVER']}: {e}")
+        return 1
+
+    # Before the import, so logging handlers the module sets up bind to the
+    # capturing streams and what they log during an input reaches the caller.
+    router = capture.OutputRouter(conn.send)
+    capture.install(router)
+    try:
+        concurrency = int(env.get("LEVERS9_CONCURRENCY") or "1")
+        if concurrency < 1:
+            raise ValueError(f"LEVERS9_CONCURRENCY must be at least 1, got {concurrency}")
+        fn = load_function(code_dir, module_path, qualname)
+    except BaseException as e:  # SystemExit in the module's own code is a load failure too
+        message = f"cannot load {qualname} from {module_path}: {traceback.format_exception_only(type(e), e)[-1].strip()}"
+        log(message)
+        try:
+            conn.send({"type": "init_error", "message": message, "traceback": traceback.format_exc()})
+        except OSError:
+            pass
+        return 1
+
+    conn.send({"type": "hello", "container_id": container_id})
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="levers9-task")
+    serve(conn, router, pool, fn, qualname)
+    router.flush()
+    _exit_now(0)
+    return 0  # not reached; keeps the signature honest for tests that patch os._exit
+
+
+def serve(conn: Connection, router: capture.OutputRouter, pool, fn: Callable, name: str) -> None:
+    """Reads frames until the worker closes the socket."""
+    while True:
+        try:
+            frame = wire.read_frame(conn.reader)
+        except (wire.WireError, OSError) as e:
+            log(f"connection to the worker broken: {e}")
+            return
+        if frame is None:
+            return
+        header, body = frame
+        if header["type"] == "input":
+            pool.submit(_run_task, conn, router, fn, name, header, body)
+        else:
+            # A newer worker may send more; an old runner ignores what it
+            # does not know instead of dying.
+            log(f"ignoring a frame of unknown type {header['type']!r}")
+
+
+def _run_task(conn: Connection, router: capture.OutputRouter, fn: Callable, name: str, header: dict, body: bytes):
+    task_id = str(header.get("task_id", ""))
+    os.environ["LEVERS9_TASK_ID"] = task_id
+    os.environ["LEVERS9_TASK_ATTEMPT"] = str(header.get("attempt", 1))
+    router.begin_task(task_id)
+    try:
+        value = execute.call_function(fn, body)
+    except BaseException as e:  # the function's SystemExit is its failure, not ours
+        result = execute.error_result(task_id, e)
+    else:
+        result = execute.complete_result(task_id, name, value)
+    finally:
+        # Output first, so the caller sees everything printed before the result.
+        router.end_task(task_id)
+    try:
+        conn.send(*result)
+    except OSError as e:
+        log(f"cannot send the result of task {task_id}: {e}")

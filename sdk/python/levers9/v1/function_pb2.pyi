@@ -1,0 +1,267 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class HeadObjectRequest(_message.Message):
+    __slots__ = ("digest",)
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    digest: str
+    def __init__(self, digest: _Optional[str] = ...) -> None: ...
+
+class HeadObjectResponse(_message.Message):
+    __slots__ = ("exists",)
+    EXISTS_FIELD_NUMBER: _ClassVar[int]
+    exists: bool
+    def __init__(self, exists: bool = ...) -> None: ...
+
+class PutObjectRequest(_message.Message):
+    __slots__ = ("digest", "data")
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    digest: str
+    data: bytes
+    def __init__(self, digest: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class PutObjectResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetObjectRequest(_message.Message):
+    __slots__ = ("digest", "workspace_id")
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    digest: str
+    workspace_id: str
+    def __init__(self, digest: _Optional[str] = ..., workspace_id: _Optional[str] = ...) -> None: ...
+
+class GetObjectResponse(_message.Message):
+    __slots__ = ("data",)
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    def __init__(self, data: _Optional[bytes] = ...) -> None: ...
+
+class StubConfig(_message.Message):
+    __slots__ = ("image", "cpu_millicores", "memory_mib", "gpu_types", "gpu_count", "retries", "timeout_seconds", "keep_warm_seconds", "concurrency", "env", "secrets", "pool", "max_containers")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    CPU_MILLICORES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MIB_FIELD_NUMBER: _ClassVar[int]
+    GPU_TYPES_FIELD_NUMBER: _ClassVar[int]
+    GPU_COUNT_FIELD_NUMBER: _ClassVar[int]
+    RETRIES_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    KEEP_WARM_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONTAINERS_FIELD_NUMBER: _ClassVar[int]
+    image: str
+    cpu_millicores: int
+    memory_mib: int
+    gpu_types: _containers.RepeatedScalarFieldContainer[str]
+    gpu_count: int
+    retries: int
+    timeout_seconds: int
+    keep_warm_seconds: int
+    concurrency: int
+    env: _containers.ScalarMap[str, str]
+    secrets: _containers.RepeatedScalarFieldContainer[str]
+    pool: str
+    max_containers: int
+    def __init__(self, image: _Optional[str] = ..., cpu_millicores: _Optional[int] = ..., memory_mib: _Optional[int] = ..., gpu_types: _Optional[_Iterable[str]] = ..., gpu_count: _Optional[int] = ..., retries: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., keep_warm_seconds: _Optional[int] = ..., concurrency: _Optional[int] = ..., env: _Optional[_Mapping[str, str]] = ..., secrets: _Optional[_Iterable[str]] = ..., pool: _Optional[str] = ..., max_containers: _Optional[int] = ...) -> None: ...
+
+class GetOrCreateStubRequest(_message.Message):
+    __slots__ = ("name", "code_digest", "sdk_digest", "module_path", "function_name", "config")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CODE_DIGEST_FIELD_NUMBER: _ClassVar[int]
+    SDK_DIGEST_FIELD_NUMBER: _ClassVar[int]
+    MODULE_PATH_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    code_digest: str
+    sdk_digest: str
+    module_path: str
+    function_name: str
+    config: StubConfig
+    def __init__(self, name: _Optional[str] = ..., code_digest: _Optional[str] = ..., sdk_digest: _Optional[str] = ..., module_path: _Optional[str] = ..., function_name: _Optional[str] = ..., config: _Optional[_Union[StubConfig, _Mapping]] = ...) -> None: ...
+
+class GetOrCreateStubResponse(_message.Message):
+    __slots__ = ("stub_id",)
+    STUB_ID_FIELD_NUMBER: _ClassVar[int]
+    stub_id: str
+    def __init__(self, stub_id: _Optional[str] = ...) -> None: ...
+
+class RunRequest(_message.Message):
+    __slots__ = ("start", "input")
+    START_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    start: RunStart
+    input: RunInput
+    def __init__(self, start: _Optional[_Union[RunStart, _Mapping]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ...) -> None: ...
+
+class RunStart(_message.Message):
+    __slots__ = ("stub_id",)
+    STUB_ID_FIELD_NUMBER: _ClassVar[int]
+    stub_id: str
+    def __init__(self, stub_id: _Optional[str] = ...) -> None: ...
+
+class RunInput(_message.Message):
+    __slots__ = ("index", "payload")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    payload: bytes
+    def __init__(self, index: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class RunEvent(_message.Message):
+    __slots__ = ("accepted", "output", "retrying", "result")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    RETRYING_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    accepted: TaskAccepted
+    output: TaskOutputEvent
+    retrying: TaskRetrying
+    result: TaskOutcome
+    def __init__(self, accepted: _Optional[_Union[TaskAccepted, _Mapping]] = ..., output: _Optional[_Union[TaskOutputEvent, _Mapping]] = ..., retrying: _Optional[_Union[TaskRetrying, _Mapping]] = ..., result: _Optional[_Union[TaskOutcome, _Mapping]] = ...) -> None: ...
+
+class TaskAccepted(_message.Message):
+    __slots__ = ("index", "task_id")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    task_id: str
+    def __init__(self, index: _Optional[int] = ..., task_id: _Optional[str] = ...) -> None: ...
+
+class TaskOutputEvent(_message.Message):
+    __slots__ = ("index", "task_id", "stream", "data")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    task_id: str
+    stream: str
+    data: bytes
+    def __init__(self, index: _Optional[int] = ..., task_id: _Optional[str] = ..., stream: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class TaskRetrying(_message.Message):
+    __slots__ = ("index", "task_id", "attempt", "reason")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    task_id: str
+    attempt: int
+    reason: str
+    def __init__(self, index: _Optional[int] = ..., task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class TaskOutcome(_message.Message):
+    __slots__ = ("index", "task_id", "state", "payload", "traceback", "message")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    TRACEBACK_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    task_id: str
+    state: str
+    payload: bytes
+    traceback: str
+    message: str
+    def __init__(self, index: _Optional[int] = ..., task_id: _Optional[str] = ..., state: _Optional[str] = ..., payload: _Optional[bytes] = ..., traceback: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class SpawnTaskRequest(_message.Message):
+    __slots__ = ("stub_id", "payload")
+    STUB_ID_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    stub_id: str
+    payload: bytes
+    def __init__(self, stub_id: _Optional[str] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class SpawnTaskResponse(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class WaitTaskRequest(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class Task(_message.Message):
+    __slots__ = ("task_id", "stub_id", "function_name", "state", "attempts", "container_id", "worker_id", "message", "created_at", "started_at", "ended_at")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    STUB_ID_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    stub_id: str
+    function_name: str
+    state: str
+    attempts: int
+    container_id: str
+    worker_id: str
+    message: str
+    created_at: str
+    started_at: str
+    ended_at: str
+    def __init__(self, task_id: _Optional[str] = ..., stub_id: _Optional[str] = ..., function_name: _Optional[str] = ..., state: _Optional[str] = ..., attempts: _Optional[int] = ..., container_id: _Optional[str] = ..., worker_id: _Optional[str] = ..., message: _Optional[str] = ..., created_at: _Optional[str] = ..., started_at: _Optional[str] = ..., ended_at: _Optional[str] = ...) -> None: ...
+
+class ListTasksRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+
+class ListTasksResponse(_message.Message):
+    __slots__ = ("tasks",)
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[Task]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ...) -> None: ...
+
+class GetTaskRequest(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class GetTaskResponse(_message.Message):
+    __slots__ = ("task",)
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
+
+class CancelTaskRequest(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class CancelTaskResponse(_message.Message):
+    __slots__ = ("task",)
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...

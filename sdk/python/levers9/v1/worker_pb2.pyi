@@ -1,0 +1,265 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Gpu(_message.Message):
+    __slots__ = ("gpu_type", "device_ids", "count")
+    GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_IDS_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    gpu_type: str
+    device_ids: _containers.RepeatedScalarFieldContainer[str]
+    count: int
+    def __init__(self, gpu_type: _Optional[str] = ..., device_ids: _Optional[_Iterable[str]] = ..., count: _Optional[int] = ...) -> None: ...
+
+class Capacity(_message.Message):
+    __slots__ = ("cpu_millicores", "memory_mib", "gpus")
+    CPU_MILLICORES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MIB_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    cpu_millicores: int
+    memory_mib: int
+    gpus: _containers.RepeatedCompositeFieldContainer[Gpu]
+    def __init__(self, cpu_millicores: _Optional[int] = ..., memory_mib: _Optional[int] = ..., gpus: _Optional[_Iterable[_Union[Gpu, _Mapping]]] = ...) -> None: ...
+
+class WorkerMessage(_message.Message):
+    __slots__ = ("register", "heartbeat", "ack", "event", "log", "runner_ready", "task_output", "task_result")
+    REGISTER_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    LOG_FIELD_NUMBER: _ClassVar[int]
+    RUNNER_READY_FIELD_NUMBER: _ClassVar[int]
+    TASK_OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    TASK_RESULT_FIELD_NUMBER: _ClassVar[int]
+    register: Register
+    heartbeat: Heartbeat
+    ack: Ack
+    event: ContainerEvent
+    log: LogChunk
+    runner_ready: RunnerReady
+    task_output: TaskOutput
+    task_result: TaskResult
+    def __init__(self, register: _Optional[_Union[Register, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., event: _Optional[_Union[ContainerEvent, _Mapping]] = ..., log: _Optional[_Union[LogChunk, _Mapping]] = ..., runner_ready: _Optional[_Union[RunnerReady, _Mapping]] = ..., task_output: _Optional[_Union[TaskOutput, _Mapping]] = ..., task_result: _Optional[_Union[TaskResult, _Mapping]] = ...) -> None: ...
+
+class RunnerReady(_message.Message):
+    __slots__ = ("container_id",)
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    def __init__(self, container_id: _Optional[str] = ...) -> None: ...
+
+class TaskOutput(_message.Message):
+    __slots__ = ("container_id", "task_id", "stream", "data")
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    task_id: str
+    stream: str
+    data: bytes
+    def __init__(self, container_id: _Optional[str] = ..., task_id: _Optional[str] = ..., stream: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class TaskResult(_message.Message):
+    __slots__ = ("container_id", "task_id", "state", "payload", "traceback", "message")
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    TRACEBACK_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    task_id: str
+    state: str
+    payload: bytes
+    traceback: str
+    message: str
+    def __init__(self, container_id: _Optional[str] = ..., task_id: _Optional[str] = ..., state: _Optional[str] = ..., payload: _Optional[bytes] = ..., traceback: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class Register(_message.Message):
+    __slots__ = ("worker_id", "pool", "hostname", "capacity", "runtime", "running")
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    pool: str
+    hostname: str
+    capacity: Capacity
+    runtime: str
+    running: _containers.RepeatedCompositeFieldContainer[RunningContainer]
+    def __init__(self, worker_id: _Optional[str] = ..., pool: _Optional[str] = ..., hostname: _Optional[str] = ..., capacity: _Optional[_Union[Capacity, _Mapping]] = ..., runtime: _Optional[str] = ..., running: _Optional[_Iterable[_Union[RunningContainer, _Mapping]]] = ...) -> None: ...
+
+class RunningContainer(_message.Message):
+    __slots__ = ("container_id", "cpu_millicores", "memory_mib", "gpu_type", "gpu_count")
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    CPU_MILLICORES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MIB_FIELD_NUMBER: _ClassVar[int]
+    GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
+    GPU_COUNT_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    cpu_millicores: int
+    memory_mib: int
+    gpu_type: str
+    gpu_count: int
+    def __init__(self, container_id: _Optional[str] = ..., cpu_millicores: _Optional[int] = ..., memory_mib: _Optional[int] = ..., gpu_type: _Optional[str] = ..., gpu_count: _Optional[int] = ...) -> None: ...
+
+class Heartbeat(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Ack(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    def __init__(self, request_id: _Optional[str] = ...) -> None: ...
+
+class ContainerEvent(_message.Message):
+    __slots__ = ("container_id", "state", "exit_code", "oom_killed", "message")
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    OOM_KILLED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    state: str
+    exit_code: int
+    oom_killed: bool
+    message: str
+    def __init__(self, container_id: _Optional[str] = ..., state: _Optional[str] = ..., exit_code: _Optional[int] = ..., oom_killed: bool = ..., message: _Optional[str] = ...) -> None: ...
+
+class LogChunk(_message.Message):
+    __slots__ = ("container_id", "stream", "data", "seq")
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    stream: str
+    data: bytes
+    seq: int
+    def __init__(self, container_id: _Optional[str] = ..., stream: _Optional[str] = ..., data: _Optional[bytes] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class ControlplaneMessage(_message.Message):
+    __slots__ = ("registered", "run", "stop", "task_input")
+    REGISTERED_FIELD_NUMBER: _ClassVar[int]
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    TASK_INPUT_FIELD_NUMBER: _ClassVar[int]
+    registered: Registered
+    run: RunContainer
+    stop: StopContainer
+    task_input: TaskInput
+    def __init__(self, registered: _Optional[_Union[Registered, _Mapping]] = ..., run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., task_input: _Optional[_Union[TaskInput, _Mapping]] = ...) -> None: ...
+
+class TaskInput(_message.Message):
+    __slots__ = ("container_id", "task_id", "payload", "timeout_ms", "attempt")
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    task_id: str
+    payload: bytes
+    timeout_ms: int
+    attempt: int
+    def __init__(self, container_id: _Optional[str] = ..., task_id: _Optional[str] = ..., payload: _Optional[bytes] = ..., timeout_ms: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
+
+class ObjectMount(_message.Message):
+    __slots__ = ("digest", "target", "unpack")
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    UNPACK_FIELD_NUMBER: _ClassVar[int]
+    digest: str
+    target: str
+    unpack: bool
+    def __init__(self, digest: _Optional[str] = ..., target: _Optional[str] = ..., unpack: bool = ...) -> None: ...
+
+class Registered(_message.Message):
+    __slots__ = ("heartbeat_interval_ms",)
+    HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    heartbeat_interval_ms: int
+    def __init__(self, heartbeat_interval_ms: _Optional[int] = ...) -> None: ...
+
+class RunContainer(_message.Message):
+    __slots__ = ("request_id", "container_id", "image", "args", "env", "cpu_millicores", "memory_mib", "secret_names", "workspace_id", "gpu_type", "gpu_count", "objects", "container_server", "working_dir")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    CPU_MILLICORES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MIB_FIELD_NUMBER: _ClassVar[int]
+    SECRET_NAMES_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
+    GPU_COUNT_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_SERVER_FIELD_NUMBER: _ClassVar[int]
+    WORKING_DIR_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    container_id: str
+    image: str
+    args: _containers.RepeatedScalarFieldContainer[str]
+    env: _containers.ScalarMap[str, str]
+    cpu_millicores: int
+    memory_mib: int
+    secret_names: _containers.RepeatedScalarFieldContainer[str]
+    workspace_id: str
+    gpu_type: str
+    gpu_count: int
+    objects: _containers.RepeatedCompositeFieldContainer[ObjectMount]
+    container_server: bool
+    working_dir: str
+    def __init__(self, request_id: _Optional[str] = ..., container_id: _Optional[str] = ..., image: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., cpu_millicores: _Optional[int] = ..., memory_mib: _Optional[int] = ..., secret_names: _Optional[_Iterable[str]] = ..., workspace_id: _Optional[str] = ..., gpu_type: _Optional[str] = ..., gpu_count: _Optional[int] = ..., objects: _Optional[_Iterable[_Union[ObjectMount, _Mapping]]] = ..., container_server: bool = ..., working_dir: _Optional[str] = ...) -> None: ...
+
+class StopContainer(_message.Message):
+    __slots__ = ("request_id", "container_id")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    container_id: str
+    def __init__(self, request_id: _Optional[str] = ..., container_id: _Optional[str] = ...) -> None: ...
+
+class ListWorkersRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Worker(_message.Message):
+    __slots__ = ("worker_id", "pool", "hostname", "runtime", "capacity", "free", "status", "last_heartbeat_at")
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    FREE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    LAST_HEARTBEAT_AT_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    pool: str
+    hostname: str
+    runtime: str
+    capacity: Capacity
+    free: Capacity
+    status: str
+    last_heartbeat_at: str
+    def __init__(self, worker_id: _Optional[str] = ..., pool: _Optional[str] = ..., hostname: _Optional[str] = ..., runtime: _Optional[str] = ..., capacity: _Optional[_Union[Capacity, _Mapping]] = ..., free: _Optional[_Union[Capacity, _Mapping]] = ..., status: _Optional[str] = ..., last_heartbeat_at: _Optional[str] = ...) -> None: ...
+
+class ListWorkersResponse(_message.Message):
+    __slots__ = ("workers",)
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    workers: _containers.RepeatedCompositeFieldContainer[Worker]
+    def __init__(self, workers: _Optional[_Iterable[_Union[Worker, _Mapping]]] = ...) -> None: ...

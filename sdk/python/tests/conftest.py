@@ -1,0 +1,34 @@
+"""Shared fixtures: an isolated environment and an in-process fake controlplane."""
+
+import pytest
+
+_CONNECTION_ENV = (
+    "LEVERS9_CONTROLPLANE_HOST",
+    "LEVERS9_CONTROLPLANE_PORT",
+    "LEVERS9_CONTROLPLANE_TLS",
+    "LEVERS9_TOKEN",
+    "LEVERS9_CONTEXT",
+)
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path):
+    """No LEVERS9_* connection settings and an empty HOME (no CLI config)."""
+    for name in _CONNECTION_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return monkeypatch
+
+
+@pytest.fixture
+def fake(clean_env):
+    """A fake FunctionService on localhost, with the environment pointing at it."""
+    pytest.importorskip("grpc")
+    from fake_controlplane import TOKEN, start_server
+
+    server, service, port = start_server()
+    clean_env.setenv("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1")
+    clean_env.setenv("LEVERS9_CONTROLPLANE_PORT", str(port))
+    clean_env.setenv("LEVERS9_TOKEN", TOKEN)
+    yield service
+    server.stop(grace=None)

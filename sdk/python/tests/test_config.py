@@ -1,0 +1,95 @@
+"""Which controlplane and token the SDK uses: CLI config file, context, environment."""
+
+import os
+
+import pytest
+
+from levers9.config import NOT_CONFIGURED, resolve_target
+from levers9.errors import ConfigError
+
+CONFIG = '''
+current = "home"
+
+[contexts.home]
+host = "cp.home"
+port = 1993
+tls = false
+token = "home-token"
+
+[contexts.prod]
+host = "cp.example.com"
+port = 443
+token = "prod-token"
+'''
+
+
+@pytest.fixture
+def home(tmp_path):
+    (tmp_path / ".levers9").mkdir()
+    (tmp_path / ".levers9" / "config.toml").write_text(CONFIG)
+    return {"HOME": str(tmp_path)}
+
+
+def test_the_current_context_is_used(home):
+    target = resolve_target(home)
+    assert (target.host, target.port, target.tls, target.token) == ("cp.home", 1993, False, "home-token")
+    assert "context 'home'" in target.token_source and target.address == "cp.home:1993"
+
+
+def test_levers9_context_picks_another_and_port_443_means_tls(home):
+    target = resolve_target({**home, "LEVERS9_CONTEXT": "prod"})
+    assert (target.host, target.port, target.tls, target.token) == ("cp.example.com", 443, True, "prod-token")
+
+
+def test_an_unknown_context_lists_the_known_ones(home):
+    with pytest.raises(ConfigError, match="contexts: home, prod"):
+        resolve_target({**home, "LEVERS9_CONTEXT": "staging"})
+
+
+def test_the_environment_overrides_the_context(home):
+    env = {
+        **home,
+        "LEVERS9_CONTROLPLANE_HOST": "10.0.0.5",
+        "LEVERS9_CONTROLPLANE_PORT": "2000",
+        "LEVERS9_CONTROLPLANE_TLS": "1",
+        "LEVERS9_TOKEN": "env-token",
+    }
+    target = resolve_target(env)
+    assert (target.host, target.port, target.tls, target.token) == ("10.0.0.5", 2000, True, "env-token")
+    assert target.token_source == "the token in LEVERS9_TOKEN"
+
+
+def test_the_environment_alone_is_enough(tmp_path):
+    target = resolve_target({"HOME": str(tmp_path), "LEVERS9_CONTROLPLANE_HOST": "cp", "LEVERS9_TOKEN": "t"})
+    assert (target.host, target.port, target.tls) == ("cp", 1993, False)
+
+
+def test_a_token_alone_means_this_machine_like_the_cli(tmp_path):
+    assert resolve_target({"HOME": str(tmp_path), "LEVERS9_TOKEN": "t"}).host == "localhost"
+
+
+def test_nothing_configured_says_how_to_configure(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        resolve_target({"HOME": str(tmp_path)})
+    assert str(info.value) == NOT_CONFIGURED
+    assert "levers9 up" in NOT_CONFIGURED and "LEVERS9_CONTROLPLANE_HOST" in NOT_CONFIGURED
+
+
+def test_a_host_without_a_token_asks_for_one(tmp_path):
+    with pytest.raises(ConfigError, match="no token .* LEVERS9_TOKEN"):
+        resolve_target({"HOME": str(tmp_path), "LEVERS9_CONTROLPLANE_HOST": "cp"})
+
+
+def test_a_bad_port_or_file_is_a_clear_error(home, tmp_path):
+    with pytest.raises(ConfigError, match="not a port number"):
+        resolve_target({**home, "LEVERS9_CONTROLPLANE_PORT": "http"})
+    path = os.path.join(home["HOME"], ".levers9", "config.toml")
+    with open(path, "w") as f:
+        f.write("current = \n")
+    with pytest.raises(ConfigError, match="not a readable CLI config"):
+        resolve_target(home)
+
+
+def test_ipv6_hosts_are_bracketed_in_the_address(tmp_path):
+    target = resolve_target({"HOME": str(tmp_path), "LEVERS9_CONTROLPLANE_HOST": "::1", "LEVERS9_TOKEN": "t"})
+    assert target.address == "[::1]:1993"

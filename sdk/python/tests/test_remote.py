@@ -1,0 +1,122 @@
+"""The SDK against a real levers9 stack (controlplane, worker, runner in containers).
+
+Runs only when LEVERS9_TEST_CONTROLPLANE_HOST and LEVERS9_TEST_TOKEN are set
+(LEVERS9_TEST_CONTROLPLANE_PORT, and
+LEVERS9_TEST_CONTROLPLANE_TLS optional); skipped otherwise. The functions are in functions_app.py.
+"""
+
+import asyncio
+import os
+import time
+
+import pytest
+
+import functions_app as app
+import levers9
+from levers9 import RemoteTraceback
+
+HOST = os.environ.get("LEVERS9_TEST_CONTROLPLANE_HOST")
+TOKEN = os.environ.get("LEVERS9_TEST_TOKEN")
+
+pytestmark = [
+    pytest.mark.stack,
+    pytest.mark.skipif(not (HOST and TOKEN), reason="set LEVERS9_TEST_CONTROLPLANE_HOST and LEVERS9_TEST_TOKEN to run against a stack"),
+]
+
+
+@pytest.fixture(autouse=True)
+def stack(monkeypatch):
+    monkeypatch.setenv("LEVERS9_CONTROLPLANE_HOST", HOST or "")
+    monkeypatch.setenv("LEVERS9_TOKEN", TOKEN or "")
+    for name in ("PORT", "TLS"):
+        value = os.environ.get(f"LEVERS9_TEST_CONTROLPLANE_{name}")
+        if value:
+            monkeypatch.setenv(f"LEVERS9_CONTROLPLANE_{name}", value)
+        else:
+            monkeypatch.delenv(f"LEVERS9_CONTROLPLANE_{name}", raising=False)
+
+
+@pytest.mark.smoke
+def test_remote_returns_the_value():
+    assert app.add.remote(1, b=2) == 3
+
+
+def test_map_over_1000_inputs_comes_back_in_order():
+    assert list(app.square.map(range(1000))) == [i * i for i in range(1000)]
+
+
+@pytest.mark.smoke
+def test_an_exception_comes_back_as_its_type_with_the_remote_traceback():
+    with pytest.raises(app.AppError, match="custom failure") as info:
+        app.fail.remote("custom failure")
+    cause = info.value.__cause__
+    assert isinstance(cause, RemoteTraceback)
+    assert "functions_app.py" in cause.traceback_text and "raise AppError(message)" in cause.traceback_text
+    with pytest.raises(ZeroDivisionError) as info:
+        app.divide.remote(1, 0)
+    assert "return a / b" in str(info.value.__cause__)
+
+
+def test_a_function_past_its_timeout_raises_task_timeout():
+    started = time.monotonic()
+    with pytest.raises(levers9.TaskTimeout):
+        app.sleep_past_timeout.remote(10)
+    assert time.monotonic() - started < 10
+
+
+def test_a_failed_attempt_is_retried(capfd):
+    assert app.fails_on_first_attempt.remote() == "2"
+    assert "retrying" in capfd.readouterr().err
+
+
+@pytest.mark.smoke
+def test_a_warm_container_is_reused():
+    assert app.container_id.remote() == app.container_id.remote()
+
+
+def test_concurrency_runs_inputs_side_by_side_in_one_container():
+    app.sleep_and_report.remote(0)  # a warm container takes all four
+    reports = list(app.sleep_and_report.map([2] * 4))
+    assert len({container for container, _, _ in reports}) == 1
+    # Side by side: every input started before any of them ended.
+    assert max(start for _, start, _ in reports) < min(end for _, _, end in reports)
+
+
+def test_a_spawned_call_can_be_awaited_or_cancelled():
+    assert app.add.spawn(20, 22).get(timeout=120) == 42
+    call = app.sleep_for.spawn(120)
+    time.sleep(2)
+    call.cancel()
+    with pytest.raises(levers9.TaskCancelled):
+        call.get(timeout=60)
+    with pytest.raises(TimeoutError):
+        app.sleep_for.spawn(30).get(timeout=1)
+
+
+def test_50_mb_argument_and_result_round_trip():
+    data = bytes(range(256)) * (50 * 1024 * 1024 // 256)
+    assert app.echo.remote(data) == data
+
+
+@pytest.mark.smoke
+def test_unicode_output_shows_in_the_callers_terminal(capfd):
+    assert app.say.remote("héllo ✓") == 7
+    captured = capfd.readouterr()
+    assert "héllo ✓" in captured.out
+    assert "to stderr: héllo ✓" in captured.err
+
+
+def test_async_forms():
+    async def main():
+        value = await app.add.remote.aio(1, 1)
+        values = [v async for v in app.square.map.aio(range(5))]
+        return value, values
+
+    assert asyncio.run(main()) == (2, [0, 1, 4, 9, 16])
+
+
+@pytest.mark.smoke
+def test_a_wrong_token_is_an_auth_error_about_the_token(monkeypatch):
+    monkeypatch.setenv("LEVERS9_TOKEN", "l9_not-a-real-token")
+    with pytest.raises(levers9.AuthError, match="token"):
+        app.add.remote(1, 2)

@@ -1,0 +1,134 @@
+"""The decorator's arguments: parsing, defaults and the errors a user reads."""
+
+import pytest
+
+from levers9 import Function, Image, function
+from levers9.resources import build_config, parse_cpu, parse_gpu, parse_memory
+
+
+@pytest.mark.parametrize("cores, millicores", [(0.125, 125), (1, 1000), (2.5, 2500), (0.001, 1)])
+def test_cpu_is_cores_turned_into_millicores(cores, millicores):
+    assert parse_cpu(cores) == millicores
+
+
+@pytest.mark.parametrize("bad", [0, -1, 0.0001, "500m", True, None])
+def test_cpu_refuses_what_is_not_a_positive_number_of_cores(bad):
+    with pytest.raises(ValueError, match="cpu"):
+        parse_cpu(bad)
+
+
+@pytest.mark.parametrize(
+    "memory, mib",
+    [(512, 512), ("512Mi", 512), ("1Gi", 1024), ("1.5Gi", 1536), ("2GiB", 2048), ("64", 64), ("1Ti", 1048576), (" 256 mi ", 256)],
+)
+def test_memory_accepts_mib_and_binary_units(memory, mib):
+    assert parse_memory(memory) == mib
+
+
+@pytest.mark.parametrize("bad", ["1G", "512MB", "lots", "0.5Mi", 0, -5, 1.5, True, None])
+def test_memory_refuses_ambiguous_or_invalid_sizes(bad):
+    with pytest.raises(ValueError, match="memory"):
+        parse_memory(bad)
+
+
+def test_gpu_takes_one_type_or_types_in_order_of_preference():
+    assert parse_gpu(None, 1) == ((), 0)
+    assert parse_gpu("L40S", 1) == (("L40S",), 1)
+    assert parse_gpu(["H100", "A100"], 2) == (("H100", "A100"), 2)
+
+
+@pytest.mark.parametrize(
+    "gpu, count, message",
+    [
+        (None, 2, "gpu_count=2 needs a GPU type"),
+        ([], 1, "gpu is a GPU type"),
+        (["H100", ""], 1, "non-empty string"),
+        ("H100", 0, "gpu_count must be at least 1"),
+        (3, 1, "gpu is a GPU type"),
+    ],
+)
+def test_gpu_errors_say_what_is_wrong(gpu, count, message):
+    with pytest.raises(ValueError, match=message):
+        parse_gpu(gpu, count)
+
+
+def test_defaults():
+    config = build_config()
+    assert (config.cpu_millicores, config.memory_mib, config.gpu_types, config.gpu_count) == (125, 128, (), 0)
+    assert (config.retries, config.timeout_seconds, config.keep_warm_seconds, config.concurrency) == (0, 300, 60, 1)
+    assert (config.image, config.pool, config.max_containers, config.env, config.secrets) == ("", "", 0, {}, ())
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"retries": -1}, "retries must be at least 0"),
+        ({"timeout": 0}, "timeout"),
+        ({"timeout": 2.5}, "timeout .* whole number"),
+        ({"keep_warm_seconds": 0}, "keep_warm_seconds must be at least 1"),
+        ({"concurrency": 0}, "concurrency must be at least 1"),
+        ({"max_containers": 0}, "max_containers must be at least 1"),
+        ({"env": {"A": 1}}, "must be a string"),
+        ({"env": {"1A": "x"}}, "not a valid environment variable name"),
+        ({"env": {"LEVERS9_FUNCTION": "x"}}, "reserved"),
+        ({"secrets": "db"}, "list of secret names"),
+        ({"pool": ""}, "pool"),
+        ({"image": "python:3.12"}, r"Image.from_registry\('python:3.12'\)"),
+        ({"retries": 2**32}, "at most"),
+    ],
+)
+def test_invalid_arguments_raise_value_errors_naming_the_argument(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        build_config(**kwargs)
+
+
+def test_image_from_registry_sets_the_reference():
+    assert build_config(image=Image.from_registry("ghcr.io/acme/app:1")).image == "ghcr.io/acme/app:1"
+    assert build_config(image=Image()).image == ""
+    with pytest.raises(ValueError, match="image reference"):
+        Image.from_registry(" ")
+
+
+def test_function_works_bare_and_with_arguments_and_runs_locally():
+    @function
+    def double(x):
+        return 2 * x
+
+    @function(cpu=1, memory="1Gi", gpu="L40S")
+    def triple(x):
+        return 3 * x
+
+    assert isinstance(double, Function) and isinstance(triple, Function)
+    assert double(2) == 4 and double.local(3) == 6 and triple(1) == 3
+    assert triple.config.gpu_types == ("L40S",) and triple.config.gpu_count == 1
+    assert double.__name__ == "double" and double.raw_f.__qualname__.endswith("double")
+
+
+def test_function_errors_fail_at_decoration_time():
+    with pytest.raises(ValueError, match="memory"):
+
+        @function(memory="lots")
+        def f():
+            pass
+
+    with pytest.raises(TypeError, match="keyword arguments only"):
+        function(2)
+
+    with pytest.raises(TypeError, match="generator"):
+
+        @function
+        def gen():
+            yield 1
+
+
+def test_nested_functions_run_locally_but_refuse_remote_with_a_clear_error():
+    from levers9.errors import Levers9Error
+    from levers9.stub import locate
+
+    @function
+    def inner():
+        return 1
+
+    assert inner.local() == 1
+    with pytest.raises(Levers9Error, match="module-level functions only"):
+        locate(inner.raw_f)

@@ -1,0 +1,269 @@
+"""`python -m levers9.runner` end to end against a fake worker in the test.
+
+The runner runs as the container would run it: `python -S` (no site-packages,
+so no grpc, protobuf or installed cloudpickle) with PYTHONPATH set to the
+unpacked SDK object and the code directory.
+"""
+
+import io
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import zipfile
+
+import cloudpickle
+import pytest
+
+from levers9.archive import sdk_archive
+from levers9.wire import read_frame, write_frame
+
+APP = '''
+import asyncio, logging, os, sys, threading, time
+from levers9 import function
+
+logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+@function
+def log_it(x):
+    logging.info("logged %s", x)
+    return x
+
+@function
+def add(a, b=0):
+    return a + b
+
+@function
+def boom(x):
+    raise ValueError(f"boom {x}")
+
+@function(concurrency=2)
+def talk(name, n):
+    for i in range(n):
+        print(f"{name} {i}")
+        time.sleep(0.02)
+    print(f"{name} done", file=sys.stderr)
+    sys.stdout.buffer.write(f"{name} raw\\n".encode())
+    return name
+
+@function
+async def async_add(a, b):
+    await asyncio.sleep(0.01)
+    return a + b
+
+@function
+def attempt():
+    return os.environ["LEVERS9_TASK_ATTEMPT"], os.environ["LEVERS9_TASK_ID"]
+
+@function
+def unpicklable():
+    return threading.Lock()
+
+def plain(x):
+    return x * 10
+
+if __name__ == "__main__":
+    raise SystemExit("the __main__ block must not run in the container")
+'''
+
+
+class FakeWorker:
+    """Serves one runner on a Unix socket, as the worker's container server does."""
+
+    def __init__(self, function, concurrency=1, app=APP, module_path="app.py"):
+        # Unix socket paths are limited to ~108 bytes: keep the directory short.
+        self.dir = tempfile.mkdtemp(prefix="l9r-")
+        code = os.path.join(self.dir, "code")
+        sdk = os.path.join(self.dir, "sdk")
+        os.makedirs(code)
+        with open(os.path.join(code, module_path), "w") as f:
+            f.write(textwrap.dedent(app))
+        zipfile.ZipFile(io.BytesIO(sdk_archive().data)).extractall(sdk)
+        socket_path = os.path.join(self.dir, "server.sock")
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(socket_path)
+        self.listener.listen(1)
+        self.listener.settimeout(20)
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": f"{sdk}:{code}",
+            "PYTHONUNBUFFERED": "1",
+            "LEVERS9_CONTAINER_SERVER": socket_path,
+            "LEVERS9_CONTAINER_ID": "c-test",
+            "LEVERS9_MODULE_PATH": module_path,
+            "LEVERS9_FUNCTION": function,
+            "LEVERS9_CONCURRENCY": str(concurrency),
+            "LEVERS9_CODE_DIR": code,
+        }
+        self.process = subprocess.Popen(
+            [sys.executable, "-S", "-m", "levers9.runner"], cwd=code, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        self.conn, _ = self.listener.accept()
+        self.conn.settimeout(20)
+        self.reader = self.conn.makefile("rb")
+
+    def read(self):
+        return read_frame(self.reader)
+
+    def send_input(self, task_id, *args, attempt=1, **kwargs):
+        write_frame(self.conn, {"type": "input", "task_id": task_id, "attempt": attempt}, cloudpickle.dumps((args, kwargs)))
+
+    def results(self, count):
+        """Frames until `count` results: (results by task, outputs as (task, stream, bytes) in order)."""
+        results, outputs = {}, []
+        while len(results) < count:
+            header, body = self.read()
+            if header["type"] == "result":
+                results[header["task_id"]] = (header, body)
+            elif header["type"] == "output":
+                assert header["task_id"] not in results, "output must come before its task's result"
+                outputs.append((header["task_id"], header["stream"], body))
+        return results, outputs
+
+    def close(self):
+        # The reader holds the socket open too: both must go for the runner to see EOF.
+        self.reader.close()
+        self.conn.close()
+        self.listener.close()
+        try:
+            return self.process.wait(timeout=10)
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def make_worker():
+    workers = []
+
+    def make(*args, **kwargs):
+        worker = FakeWorker(*args, **kwargs)
+        workers.append(worker)
+        return worker
+
+    yield make
+    for worker in workers:
+        if worker.process.poll() is None:
+            worker.process.kill()
+        worker.process.wait()
+        shutil.rmtree(worker.dir, ignore_errors=True)
+
+
+def test_hello_then_a_result_per_input_and_exit_0_when_the_worker_goes(make_worker):
+    worker = make_worker("add")
+    assert worker.read() == ({"type": "hello", "container_id": "c-test"}, b"")
+    worker.send_input("t1", 2, b=3)
+    worker.send_input("t2", 10)
+    results, _ = worker.results(2)
+    assert results["t1"][0] == {"type": "result", "task_id": "t1", "state": "complete"}
+    assert cloudpickle.loads(results["t1"][1]) == 5
+    assert cloudpickle.loads(results["t2"][1]) == 10
+    assert worker.close() == 0
+
+
+def test_an_exception_comes_back_pickled_with_message_and_user_traceback(make_worker):
+    worker = make_worker("boom")
+    worker.read()
+    worker.send_input("t1", 7)
+    header, body = worker.results(1)[0]["t1"]
+    assert header["state"] == "error"
+    assert header["message"] == "ValueError: boom 7"
+    assert 'raise ValueError(f"boom {x}")' in header["traceback"]
+    assert "app.py" in header["traceback"]
+    assert "levers9/runner" not in header["traceback"]
+    error = cloudpickle.loads(body)
+    assert isinstance(error, ValueError) and str(error) == "boom 7"
+
+
+def test_output_is_routed_to_the_task_that_wrote_it_with_concurrency_2(make_worker):
+    worker = make_worker("talk", concurrency=2)
+    worker.read()
+    worker.send_input("ta", "alpha", 10)
+    worker.send_input("tb", "beta", 10)
+    results, outputs = worker.results(2)
+    assert {t: cloudpickle.loads(b) for t, (_, b) in results.items()} == {"ta": "alpha", "tb": "beta"}
+    by_task = {}
+    for task_id, stream, data in outputs:
+        by_task.setdefault((task_id, stream), b"")
+        by_task[(task_id, stream)] += data
+    expected_a = "".join(f"alpha {i}\n" for i in range(10)) + "alpha raw\n"
+    expected_b = "".join(f"beta {i}\n" for i in range(10)) + "beta raw\n"
+    assert by_task[("ta", "stdout")].decode() == expected_a
+    assert by_task[("tb", "stdout")].decode() == expected_b
+    assert by_task[("ta", "stderr")] == b"alpha done\n"
+    assert by_task[("tb", "stderr")] == b"beta done\n"
+    # Batched: far fewer frames than writes (each print is two writes).
+    assert len(outputs) < 30
+    worker.close()
+    # The container log (real stdout) still has everything.
+    log = worker.process.stdout.read().decode()
+    assert "alpha 9" in log and "beta 9" in log
+
+
+def test_logging_set_up_at_import_is_captured_per_task(make_worker):
+    worker = make_worker("log_it")
+    worker.read()
+    worker.send_input("t1", 5)
+    results, outputs = worker.results(1)
+    assert cloudpickle.loads(results["t1"][1]) == 5
+    assert ("t1", "stderr", b"logged 5\n") in outputs
+
+
+def test_async_functions_run_to_completion(make_worker):
+    worker = make_worker("async_add")
+    worker.read()
+    worker.send_input("t1", 1, 2)
+    assert cloudpickle.loads(worker.results(1)[0]["t1"][1]) == 3
+
+
+def test_the_attempt_and_task_id_are_in_the_environment(make_worker):
+    worker = make_worker("attempt")
+    worker.read()
+    worker.send_input("t9", attempt=3)
+    assert cloudpickle.loads(worker.results(1)[0]["t9"][1]) == ("3", "t9")
+
+
+def test_an_unpicklable_return_value_is_an_error_saying_so(make_worker):
+    worker = make_worker("unpicklable")
+    worker.read()
+    worker.send_input("t1")
+    header, body = worker.results(1)[0]["t1"]
+    assert header["state"] == "error"
+    assert "cannot be pickled" in header["message"]
+    assert isinstance(cloudpickle.loads(body), TypeError)
+
+
+def test_a_plain_undecorated_function_can_be_run_too(make_worker):
+    worker = make_worker("plain")
+    worker.read()
+    worker.send_input("t1", 4)
+    assert cloudpickle.loads(worker.results(1)[0]["t1"][1]) == 40
+
+
+def test_a_missing_function_is_an_init_error_and_exit_1(make_worker):
+    worker = make_worker("nope")
+    header, body = worker.read()
+    assert header["type"] == "init_error"
+    assert "nope" in header["message"] and "app.py" in header["message"]
+    assert "Traceback" in header["traceback"]
+    assert worker.read() is None
+    assert worker.process.wait(timeout=10) == 1
+
+
+def test_an_import_failure_is_an_init_error(make_worker):
+    worker = make_worker("f", app="import not_installed_anywhere\n")
+    header, _ = worker.read()
+    assert header["type"] == "init_error"
+    assert "ModuleNotFoundError" in header["message"]
+    assert worker.process.wait(timeout=10) == 1
+
+
+def test_sigterm_exits_0_even_with_an_input_running(make_worker):
+    worker = make_worker("talk")
+    worker.read()
+    worker.send_input("t1", "slow", 1000)
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.process.wait(timeout=10) == 0
