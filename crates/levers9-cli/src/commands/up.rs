@@ -105,7 +105,7 @@ pub async fn run(args: UpArgs) -> Result<()> {
     eprintln!(
         "levers9 is up: gRPC {} and HTTP {}, a {} worker in pool default.\n\
          The CLI context {CONTEXT:?} is selected ({}).\n\
-         Try: levers9 container run REGISTRY/IMAGE -- echo hello\n\
+         Try: python examples/hello.py (with the SDK: pip install ./sdk/python)\n\
          Stop with Ctrl-C.",
         running.grpc_addr,
         running.http_addr,
