@@ -10,13 +10,13 @@ python=$(scripts/python-test-env.sh)
 bin=$PWD/target/release/levers9
 work=$(mktemp -d /tmp/l9bench.XXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work" 2>/dev/null || echo "bench: left $work (a container mount was still busy)" >&2; }
 trap cleanup EXIT
 
 image=$(scripts/push-python-image.sh "$LEVERS9_TEST_REGISTRY/levers9/python:3.11")
 # A raw bundle of the same image for the runc baseline.
 skopeo copy -q --src-tls-verify=false "docker://$image" "oci:$work/oci:py" >&2
-umoci unpack -q --image "$work/oci:py" "$work/bundle" >&2
+umoci unpack --image "$work/oci:py" "$work/bundle" >/dev/null 2>&1
 python3 - "$work/bundle/config.json" <<'PY'
 import json, sys
 path = sys.argv[1]

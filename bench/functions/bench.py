@@ -25,13 +25,13 @@ def echo(x):
     return x
 
 
+def cold():
+    return 1
+
+
 def cold_function(n):
     # A distinct env per run makes a distinct stub: nothing is warm for it.
-    @function(env={"BENCH_COLD": f"{os.getpid()}-{n}-{time.time()}"}, keep_warm_seconds=1)
-    def cold():
-        return 1
-
-    return cold
+    return function(env={"BENCH_COLD": f"{os.getpid()}-{n}-{time.time()}"}, keep_warm_seconds=1)(cold)
 
 
 def pct(samples, p):
