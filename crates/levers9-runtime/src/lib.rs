@@ -107,9 +107,13 @@ impl ContainerSpec {
 /// limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resources {
-    /// CPU in thousandths of a core: quota = millicores × period / 1000.
-    /// Also sets proportional shares (1024 per core).
+    /// CPU the container is guaranteed, in thousandths of a core: its
+    /// proportional shares (1024 per core), which decide under contention.
     pub cpu_millicores: u64,
+    /// The most CPU it may use when the machine has idle CPU: quota =
+    /// millicores × period / 1000. Below `cpu_millicores` (0 included) it
+    /// is `cpu_millicores`.
+    pub cpu_limit_millicores: u64,
     /// Memory limit in MiB (also the size of `/dev/shm`).
     pub memory_mib: u64,
     /// Maximum number of processes and threads.
@@ -117,10 +121,11 @@ pub struct Resources {
 }
 
 impl Default for Resources {
-    /// One core, 512 MiB, 512 pids.
+    /// One core (guaranteed and at most), 512 MiB, 512 pids.
     fn default() -> Self {
         Resources {
             cpu_millicores: 1000,
+            cpu_limit_millicores: 1000,
             memory_mib: 512,
             pids: 512,
         }

@@ -231,7 +231,7 @@ pub(crate) fn build(
         )
         .cpu(
             LinuxCpuBuilder::default()
-                .quota((r.cpu_millicores * CPU_PERIOD_US / 1000) as i64)
+                .quota((r.cpu_millicores.max(r.cpu_limit_millicores) * CPU_PERIOD_US / 1000) as i64)
                 .period(CPU_PERIOD_US)
                 .shares((r.cpu_millicores * SHARES_PER_CORE / 1000).max(2))
                 .build()?,
@@ -290,6 +290,7 @@ mod tests {
         let mut s = ContainerSpec::new("c1", "/r", vec!["true".into()]);
         s.resources = Resources {
             cpu_millicores: 500,
+            cpu_limit_millicores: 0,
             memory_mib: 32,
             pids: 16,
         };
@@ -306,11 +307,19 @@ mod tests {
         let res = &json["linux"]["resources"];
         assert_eq!(res["memory"]["limit"], 132 << 20);
         assert_eq!(res["memory"]["swap"], 132 << 20);
-        assert_eq!(res["cpu"]["quota"], 50_000);
+        assert_eq!(res["cpu"]["quota"], 50_000, "no limit above the guarantee");
         assert_eq!(res["cpu"]["period"], 100_000);
         assert_eq!(res["cpu"]["shares"], 512);
         assert_eq!(res["pids"]["limit"], 26);
         assert_eq!(json["linux"]["cgroupsPath"], "/levers9-c1");
+        s.resources.cpu_limit_millicores = 1000;
+        let burst = serde_json::to_value(
+            build(&s, Path::new("/r"), &caps(100, 10), "/levers9-c1").expect("builds"),
+        )
+        .expect("json");
+        let cpu = &burst["linux"]["resources"]["cpu"];
+        assert_eq!(cpu["quota"], 100_000, "it may burst to the limit");
+        assert_eq!(cpu["shares"], 512, "its weight stays its guarantee");
         assert_eq!(json["process"]["terminal"], false);
         assert!(json["process"]["env"][0]
             .as_str()

@@ -262,6 +262,7 @@ async fn start_failure_reports_the_runtime_error_and_cleans_up() {
     let mut spec = h.spec("bad", &["/no/such/binary"]);
     spec.resources = Resources {
         cpu_millicores: 100,
+        cpu_limit_millicores: 0,
         memory_mib: 16,
         pids: 8,
     };

@@ -457,17 +457,22 @@ impl Dispatcher {
                 if !stored {
                     tasks.put_outcome(&notice).await?;
                 }
+                // A Run stream's caller first: it followed its channel
+                // before the task existed, so it misses nothing, and its
+                // result need not wait for the row. Followers of the task's
+                // own channel look at the row after subscribing, so that
+                // channel is told only once the row says the task ended.
+                let own = task_reply(task_id);
+                if ticket.reply != own {
+                    tasks
+                        .publish(&ticket.reply, run_event::Kind::Result(notice.clone()))
+                        .await?;
+                }
                 store
                     .finish_task(task_id, &notice.state, &notice.message, Utc::now())
                     .await?;
                 tasks.drop_input(task_id).await?;
-                let own = task_reply(task_id);
-                tasks
-                    .publish(&ticket.reply, run_event::Kind::Result(notice.clone()))
-                    .await?;
-                if ticket.reply != own {
-                    tasks.publish(&own, run_event::Kind::Result(notice)).await?;
-                }
+                tasks.publish(&own, run_event::Kind::Result(notice)).await?;
                 Ok::<(), ApiError>(())
             }
             .await;

@@ -331,6 +331,7 @@ impl FunctionService for FunctionApi {
                 api,
                 stub,
                 reply,
+                report_accepted: start.report_accepted,
                 tx,
                 outstanding: std::collections::HashSet::new(),
             };
@@ -489,6 +490,7 @@ struct RunDriver {
     api: FunctionApi,
     stub: StubRecord,
     reply: String,
+    report_accepted: bool,
     tx: mpsc::Sender<Result<RunEvent, Status>>,
     /// Tasks without a result yet.
     outstanding: std::collections::HashSet<String>,
@@ -573,6 +575,9 @@ impl RunDriver {
             .map(|(t, _)| (t.index, t.task_id.clone()))
             .collect();
         self.api.submit(&self.stub, inputs).await?;
+        if !self.report_accepted {
+            return Ok(());
+        }
         for (index, task_id) in accepted {
             let accepted = run_event::Kind::Accepted(TaskAccepted { index, task_id });
             if self.tx.send(event(accepted)).await.is_err() {

@@ -111,10 +111,12 @@ class RunRequest(_message.Message):
     def __init__(self, start: _Optional[_Union[RunStart, _Mapping]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ...) -> None: ...
 
 class RunStart(_message.Message):
-    __slots__ = ("stub_id",)
+    __slots__ = ("stub_id", "report_accepted")
     STUB_ID_FIELD_NUMBER: _ClassVar[int]
+    REPORT_ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     stub_id: str
-    def __init__(self, stub_id: _Optional[str] = ...) -> None: ...
+    report_accepted: bool
+    def __init__(self, stub_id: _Optional[str] = ..., report_accepted: bool = ...) -> None: ...
 
 class RunInput(_message.Message):
     __slots__ = ("index", "payload")
