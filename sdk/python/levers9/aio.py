@@ -8,7 +8,6 @@ awaiting task is cancelled, its gRPC calls are cancelled too, so a cancelled
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from typing import Callable
 
@@ -21,6 +20,10 @@ def _cancellation():
 
 
 async def _in_thread(work: Callable):
+    # asyncio is imported here, where a loop runs already: importing it
+    # with the package would slow every container's start for nothing.
+    import asyncio
+
     loop = asyncio.get_running_loop()
     cancellation = _cancellation()
     future = loop.run_in_executor(None, work, cancellation)
@@ -57,6 +60,8 @@ class AioGeneratorMethod:
         return self._impl(None, *args, **kwargs)
 
     async def aio(self, *args, **kwargs):
+        import asyncio
+
         loop = asyncio.get_running_loop()
         cancellation = _cancellation()
         iterator = self._impl(cancellation, *args, **kwargs)

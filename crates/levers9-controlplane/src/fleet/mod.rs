@@ -133,10 +133,17 @@ impl Fleet {
         self.pools.get(pool)
     }
 
-    /// Whether containers may ask for this pool: it is configured, or a
-    /// worker has joined it.
-    pub async fn pool_exists(&self, pool: &str) -> Result<bool, ApiError> {
-        Ok(self.pools.contains_key(pool) || !self.pool_members(pool).await?.is_empty())
+    /// Refuses a pool containers may not ask for: one neither configured
+    /// nor joined by a worker.
+    pub async fn require_pool(&self, pool: &str) -> Result<(), ApiError> {
+        if self.pools.contains_key(pool) || !self.pool_members(pool).await?.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::InvalidArgument(format!(
+            "unknown pool {pool:?}: it is not in worker.pools and no worker has joined it; \
+             start one with `levers9 worker --pool {pool}` or pick another pool \
+             (levers9 worker list)"
+        )))
     }
 
     /// The hot state underneath.
@@ -332,6 +339,25 @@ impl Fleet {
             })
             .await
     }
+}
+
+/// Checks a GPU request (types in order of preference, a count) and
+/// returns the count it stands for: 0 without types, at least 1 with.
+pub fn gpu_count(gpu_types: &[String], count: u32) -> Result<u32, ApiError> {
+    if gpu_types.is_empty() {
+        if count > 0 {
+            return Err(ApiError::InvalidArgument(
+                "a GPU count needs a GPU type: name the types it accepts, e.g. H100".into(),
+            ));
+        }
+        return Ok(0);
+    }
+    if gpu_types.iter().any(|t| t.is_empty()) || gpu_types.len() > 8 {
+        return Err(ApiError::InvalidArgument(
+            "GPU types must be up to 8 non-empty names, e.g. H100".into(),
+        ));
+    }
+    Ok(count.max(1))
 }
 
 /// The channel message that says "the container ended; read its record".

@@ -96,16 +96,7 @@ impl StubSpec {
             10_000,
             "lower max_containers",
         )?;
-        if config.gpu_count > 0 && config.gpu_types.is_empty() {
-            return Err(ApiError::InvalidArgument(
-                "gpu_count needs a gpu type: pass gpu=\"L40S\" (or a list) with it".into(),
-            ));
-        }
-        if config.gpu_types.iter().any(|t| t.is_empty()) || config.gpu_types.len() > 8 {
-            return Err(ApiError::InvalidArgument(
-                "gpu must be up to 8 non-empty GPU type names, e.g. \"H100\"".into(),
-            ));
-        }
+        let gpu_count = crate::fleet::gpu_count(&config.gpu_types, config.gpu_count)?;
         Ok(StubSpec {
             image,
             cpu_millicores: if config.cpu_millicores == 0 {
@@ -118,11 +109,7 @@ impl StubSpec {
             } else {
                 config.memory_mib
             },
-            gpu_count: if config.gpu_types.is_empty() {
-                0
-            } else {
-                config.gpu_count.max(1)
-            },
+            gpu_count,
             gpu_types: config.gpu_types,
             retries: config.retries,
             timeout_seconds: or(config.timeout_seconds, DEFAULT_TIMEOUT_SECONDS),

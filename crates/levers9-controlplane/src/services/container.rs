@@ -125,26 +125,8 @@ impl ContainerService for ContainerApi {
             body.pool
         };
         let fleet = &self.shared.fleet;
-        if !fleet.pool_exists(&pool).await? {
-            return Err(ApiError::InvalidArgument(format!(
-                "unknown pool {pool:?}: it is not in worker.pools and no worker has joined it; \
-                 start one with `levers9 worker --pool {pool}` or pick another pool \
-                 (levers9 worker list)"
-            ))
-            .into());
-        }
-        if body.gpu_count > 0 && body.gpu_types.is_empty() {
-            return Err(ApiError::InvalidArgument(
-                "gpu_count needs gpu_types: name the GPU types the container accepts".into(),
-            )
-            .into());
-        }
-        if body.gpu_types.iter().any(|t| t.is_empty()) || body.gpu_types.len() > 8 {
-            return Err(ApiError::InvalidArgument(
-                "gpu_types must be up to 8 non-empty GPU type names, e.g. H100".into(),
-            )
-            .into());
-        }
+        fleet.require_pool(&pool).await?;
+        let gpu_count = crate::fleet::gpu_count(&body.gpu_types, body.gpu_count)?;
         let env: BTreeMap<String, String> = body.env.into_iter().collect();
         check_secrets(&self.shared, &caller.workspace.id, &body.secrets, &env).await?;
         let container = ContainerRecord {
@@ -171,11 +153,7 @@ impl ContainerService for ContainerApi {
             message: String::new(),
             created_at: chrono::Utc::now(),
             secrets: body.secrets,
-            gpu_count: if body.gpu_types.is_empty() {
-                0
-            } else {
-                body.gpu_count.max(1)
-            },
+            gpu_count,
             gpu_types: body.gpu_types,
             gpu_type: String::new(),
             stub_id: String::new(),

@@ -262,13 +262,7 @@ impl FunctionService for FunctionApi {
             qualify_image(config.image.trim(), &self.shared.image_registry)?
         };
         let spec = StubSpec::from_config(config, image)?;
-        if !self.shared.fleet.pool_exists(&spec.pool).await? {
-            return Err(ApiError::InvalidArgument(format!(
-                "unknown pool {:?}: it is not in worker.pools and no worker has joined it",
-                spec.pool
-            ))
-            .into());
-        }
+        self.shared.fleet.require_pool(&spec.pool).await?;
         check_secrets(&self.shared, workspace_id, &spec.secrets, &spec.env).await?;
         let config_json = spec.to_json();
         let id = stub_id(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 import traceback
@@ -11,7 +10,10 @@ from typing import Callable, Tuple
 import cloudpickle
 
 _RUNNER_DIR = os.path.dirname(os.path.abspath(__file__))
-_ASYNCIO_DIR = os.path.dirname(os.path.abspath(asyncio.__file__))
+# asyncio's own frames are left out of tracebacks too; its directory is the
+# standard library's, found without importing asyncio (a slow import that
+# only async functions need).
+_ASYNCIO_DIR = os.path.join(os.path.dirname(os.path.abspath(inspect.__file__)), "asyncio")
 
 
 def call_function(fn: Callable, body: bytes):
@@ -29,6 +31,8 @@ def call_function(fn: Callable, body: bytes):
         ) from e
     value = fn(*args, **kwargs)
     if inspect.isawaitable(value):
+        import asyncio
+
         value = asyncio.run(_wait_for(value))
     return value
 
