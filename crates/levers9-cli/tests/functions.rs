@@ -8,7 +8,7 @@ use std::process::Command;
 
 use common::fleet::{python_image, Worker};
 use common::{backend_env, text, with_token, Backend, Controlplane, SECRET};
-use levers9_api::v1::CreateTokenRequest;
+use levers9_api::v1::{CreateTokenRequest, CreateTokenResponse, RevokeTokenRequest};
 
 /// A controlplane whose functions run on the test Python base image.
 fn controlplane(backend: Backend) -> Controlplane {
@@ -31,20 +31,19 @@ async fn pytest(cp: &Controlplane, admin: &str, worker: &Worker, pytest_args: &[
              which makes the SDK's venv"
         )
     });
-    let token = cp
-        .tokens()
+    let token = workspace_token(cp, admin).await.secret;
+    // A stale token: one that worked and was revoked.
+    let revoked = workspace_token(cp, admin).await;
+    cp.tokens()
         .await
-        .create_token(with_token(
-            CreateTokenRequest {
-                token_type: "workspace".into(),
-                description: "sdk tests".into(),
+        .revoke_token(with_token(
+            RevokeTokenRequest {
+                token_id: revoked.token.expect("token").id,
             },
             admin,
         ))
         .await
-        .expect("workspace token")
-        .into_inner()
-        .secret;
+        .expect("revoke");
     let sdk = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sdk/python");
     let home = tempfile::tempdir().expect("home");
     let out = Command::new(python)
@@ -55,6 +54,7 @@ async fn pytest(cp: &Controlplane, admin: &str, worker: &Worker, pytest_args: &[
         .env("LEVERS9_TEST_CONTROLPLANE_HOST", "127.0.0.1")
         .env("LEVERS9_TEST_CONTROLPLANE_PORT", cp.grpc_port.to_string())
         .env("LEVERS9_TEST_TOKEN", token)
+        .env("LEVERS9_TEST_REVOKED_TOKEN", revoked.secret)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .expect("run pytest");
@@ -72,6 +72,21 @@ async fn pytest(cp: &Controlplane, admin: &str, worker: &Worker, pytest_args: &[
         "pytest ran no test:\n{summary}"
     );
     println!("{summary}");
+}
+
+async fn workspace_token(cp: &Controlplane, admin: &str) -> CreateTokenResponse {
+    cp.tokens()
+        .await
+        .create_token(with_token(
+            CreateTokenRequest {
+                token_type: "workspace".into(),
+                description: "sdk tests".into(),
+            },
+            admin,
+        ))
+        .await
+        .expect("workspace token")
+        .into_inner()
 }
 
 #[tokio::test]

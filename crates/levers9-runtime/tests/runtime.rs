@@ -107,11 +107,12 @@ async fn pids_limit_stops_a_fork_bomb(h: Harness) {
 }
 
 on_both!(cpu_quota_is_enforced);
-/// A busy loop with 500 millicores gets about half a core (measured from
-/// the cgroup's CPU time; on runsc that includes the sandbox).
+/// A busy loop limited to 500 millicores gets about half a core (measured
+/// from the cgroup's CPU time; on runsc that includes the sandbox).
 async fn cpu_quota_is_enforced(h: Harness) {
     let mut spec = h.spec("cpu", &["sh", "-c", "while :; do :; done"]);
     spec.resources.cpu_millicores = 500;
+    spec.resources.cpu_limit_millicores = 500;
     let c = h.rt.start(&spec).await.expect("start");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (u0, t0) = (h.rt.usage("cpu").await.expect("usage").cpu, Instant::now());

@@ -115,6 +115,13 @@ def test_async_forms():
     assert asyncio.run(main()) == (2, [0, 1, 4, 9, 16])
 
 
+@pytest.mark.skipif(not os.environ.get("LEVERS9_TEST_REVOKED_TOKEN"), reason="needs LEVERS9_TEST_REVOKED_TOKEN")
+def test_a_revoked_token_is_an_auth_error_that_says_so(monkeypatch):
+    monkeypatch.setenv("LEVERS9_TOKEN", os.environ["LEVERS9_TEST_REVOKED_TOKEN"])
+    with pytest.raises(levers9.AuthError, match="revoked"):
+        app.add.remote(1, 2)
+
+
 @pytest.mark.smoke
 def test_a_wrong_token_is_an_auth_error_about_the_token(monkeypatch):
     monkeypatch.setenv("LEVERS9_TOKEN", "l9_not-a-real-token")
