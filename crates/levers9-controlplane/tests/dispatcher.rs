@@ -1,0 +1,408 @@
+//! The function dispatcher's state machine on the embedded backends (SQLite
+//! and the in-process hot state). The test plays the scheduler and a worker:
+//! it places the containers the dispatcher asks for, reads the worker's
+//! inbox and answers as the worker's stream would.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use levers9_api::v1::{
+    controlplane_message, run_event, ControlplaneMessage, RunEvent, StubConfig, TaskInput,
+    TaskOutcome,
+};
+use levers9_controlplane::fleet::records::state;
+use levers9_controlplane::fleet::scheduler::BACKLOG;
+use levers9_controlplane::fleet::{attach, Fleet, SecretOpener};
+use levers9_controlplane::functions::spec::StubSpec;
+use levers9_controlplane::functions::{dispatcher, DispatchEvent, TaskState, Ticket};
+use levers9_seal::{Key, Keyring};
+use levers9_state::{HotState, MemoryState};
+use levers9_store::{
+    task_state, FunctionStore, NewTask, NewToken, NewWorkspace, RecordStore, SqliteStore,
+    StubRecord, TokenType,
+};
+use prost::Message;
+use tokio::sync::watch;
+
+const WORKER: &str = "w1";
+const WAIT: Duration = Duration::from_secs(5);
+
+struct Rig {
+    state: Arc<MemoryState>,
+    store: Arc<SqliteStore>,
+    fleet: Fleet,
+    tasks: TaskState,
+    workspace: String,
+    _stop: watch::Sender<bool>,
+    _dir: tempfile::TempDir,
+}
+
+async fn rig() -> Rig {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = Arc::new(
+        SqliteStore::open(&dir.path().join("r.db"))
+            .await
+            .expect("sqlite"),
+    );
+    let workspace = uuid::Uuid::now_v7().to_string();
+    let token = NewToken {
+        id: uuid::Uuid::now_v7().to_string(),
+        workspace_id: workspace.clone(),
+        token_type: TokenType::Admin,
+        description: String::new(),
+        hash: uuid::Uuid::new_v4().as_bytes().repeat(2),
+        created_at: Utc::now(),
+    };
+    let new = NewWorkspace {
+        id: workspace.clone(),
+        name: "ws".into(),
+        created_at: Utc::now(),
+    };
+    store.create_workspace(new, token).await.expect("workspace");
+    let state = Arc::new(MemoryState::new());
+    let tasks = TaskState::new(state.clone(), Duration::from_secs(3600));
+    let fleet = Fleet::new(
+        state.clone(),
+        Duration::from_secs(30),
+        BTreeMap::new(),
+        SecretOpener {
+            sealed: store.clone(),
+            keyring: Keyring::new(Key::from_bytes([7; 32]), vec![]),
+        },
+        tasks.clone(),
+    );
+    let (stop, stopped) = watch::channel(false);
+    let parts = dispatcher::Parts {
+        store: store.clone(),
+        tasks: tasks.clone(),
+        fleet: fleet.clone(),
+    };
+    tokio::spawn(dispatcher::run(parts, "test".into(), stopped));
+    Rig {
+        state,
+        store,
+        fleet,
+        tasks,
+        workspace,
+        _stop: stop,
+        _dir: dir,
+    }
+}
+
+impl Rig {
+    async fn stub(&self, config: StubConfig) -> StubRecord {
+        let spec = StubSpec::from_config(config, "registry.test/python:3.11".into()).expect("spec");
+        let stub = StubRecord {
+            id: format!("st-{}", uuid::Uuid::now_v7().simple()),
+            workspace_id: self.workspace.clone(),
+            name: "app.f".into(),
+            code_digest: format!("sha256:{}", "a".repeat(64)),
+            sdk_digest: format!("sha256:{}", "b".repeat(64)),
+            module_path: "app.py".into(),
+            function_name: "f".into(),
+            config_json: spec.to_json(),
+            created_at: Utc::now(),
+        };
+        self.store.get_or_create_stub(stub).await.expect("stub")
+    }
+
+    /// Submits one task the way the FunctionService does; its events go to
+    /// the returned stream.
+    async fn submit(&self, stub: &StubRecord) -> (String, BoxStream<'static, Vec<u8>>) {
+        let task_id = format!("t-{}", uuid::Uuid::now_v7().simple());
+        let reply = format!("run-{task_id}");
+        let events = self.tasks.follow(&reply).await.expect("follow");
+        let row = NewTask {
+            id: task_id.clone(),
+            workspace_id: self.workspace.clone(),
+            stub_id: stub.id.clone(),
+            function_name: stub.function_name.clone(),
+            created_at: Utc::now(),
+        };
+        self.store.insert_tasks(&[row]).await.expect("insert");
+        let ticket = Ticket {
+            task_id: task_id.clone(),
+            reply,
+            index: 0,
+        };
+        self.tasks
+            .put_input(&ticket, b"input")
+            .await
+            .expect("input");
+        self.tasks
+            .tell(&DispatchEvent::Submitted {
+                workspace_id: self.workspace.clone(),
+                stub_id: stub.id.clone(),
+                tasks: vec![ticket],
+            })
+            .await
+            .expect("tell");
+        (task_id, events)
+    }
+
+    /// Plays the scheduler: the next requested container, placed on WORKER.
+    async fn place(&self) -> String {
+        let id = self
+            .state
+            .pop(BACKLOG, WAIT)
+            .await
+            .expect("pop")
+            .expect("a container was requested");
+        let id = String::from_utf8(id).expect("utf-8");
+        let mut container = self
+            .fleet
+            .container(&id)
+            .await
+            .expect("get")
+            .expect("record");
+        container.state = state::RUNNING.into();
+        container.worker_id = WORKER.into();
+        self.fleet.put_container(&container).await.expect("put");
+        id
+    }
+
+    async fn no_container_requested(&self) {
+        let popped = self
+            .state
+            .pop(BACKLOG, Duration::from_millis(500))
+            .await
+            .expect("pop");
+        assert!(
+            popped.is_none(),
+            "a container was requested when a warm one had room"
+        );
+    }
+
+    async fn tell(&self, event: DispatchEvent) {
+        self.tasks.tell(&event).await.expect("tell");
+    }
+
+    /// Plays the worker's stream: the next message for WORKER.
+    async fn inbox(&self) -> controlplane_message::Kind {
+        let bytes = self
+            .state
+            .pop(&attach::inbox(WORKER), WAIT)
+            .await
+            .expect("pop")
+            .expect("a message for the worker");
+        ControlplaneMessage::decode(bytes.as_slice())
+            .expect("decode")
+            .kind
+            .expect("kind")
+    }
+
+    async fn input(&self) -> TaskInput {
+        match self.inbox().await {
+            controlplane_message::Kind::TaskInput(input) => input,
+            other => panic!("expected an input, got {other:?}"),
+        }
+    }
+
+    /// Plays the worker's stream reporting how an attempt ended.
+    async fn finish(&self, input: &TaskInput, outcome: &str, message: &str) {
+        if outcome != "lost" {
+            let stored = TaskOutcome {
+                task_id: input.task_id.clone(),
+                state: outcome.into(),
+                payload: b"result".to_vec(),
+                message: message.into(),
+                ..TaskOutcome::default()
+            };
+            self.tasks.put_outcome(&stored).await.expect("outcome");
+        }
+        self.tell(DispatchEvent::Finished {
+            container_id: input.container_id.clone(),
+            task_id: input.task_id.clone(),
+            state: outcome.into(),
+            message: message.into(),
+        })
+        .await;
+    }
+
+    async fn row(&self, task_id: &str, final_state: &str) -> levers9_store::TaskRecord {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let row = self
+                .store
+                .get_task(&self.workspace, task_id)
+                .await
+                .expect("get")
+                .expect("row");
+            if row.state == final_state {
+                return row;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "task is {} ({}), not {final_state}",
+                row.state,
+                row.message
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+async fn next_event(events: &mut BoxStream<'static, Vec<u8>>) -> run_event::Kind {
+    let bytes = tokio::time::timeout(WAIT, events.next())
+        .await
+        .expect("an event in time")
+        .expect("the channel is open");
+    RunEvent::decode(bytes.as_slice())
+        .expect("decode")
+        .kind
+        .expect("kind")
+}
+
+#[tokio::test]
+async fn a_warm_container_takes_the_next_input_without_a_new_container() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (first, mut events) = rig.submit(&stub).await;
+    let container = rig.place().await;
+    rig.tell(DispatchEvent::RunnerReady {
+        container_id: container.clone(),
+    })
+    .await;
+    let input = rig.input().await;
+    assert_eq!((input.task_id.as_str(), input.attempt), (first.as_str(), 1));
+    assert_eq!(input.container_id, container);
+    assert_eq!(input.timeout_ms, 300_000, "the default timeout");
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        other => panic!("expected the result, got {other:?}"),
+    }
+    rig.row(&first, task_state::COMPLETE).await;
+
+    let (second, _) = rig.submit(&stub).await;
+    let input = rig.input().await;
+    assert_eq!(input.task_id, second);
+    assert_eq!(input.container_id, container, "the warm container took it");
+    rig.no_container_requested().await;
+}
+
+#[tokio::test]
+async fn a_failed_attempt_is_retried_within_the_budget_then_fails() {
+    let rig = rig().await;
+    let stub = rig
+        .stub(StubConfig {
+            retries: 1,
+            ..StubConfig::default()
+        })
+        .await;
+    let (task, mut events) = rig.submit(&stub).await;
+    let container = rig.place().await;
+    rig.tell(DispatchEvent::RunnerReady {
+        container_id: container,
+    })
+    .await;
+    let first = rig.input().await;
+    rig.finish(&first, "error", "ValueError: boom").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Retrying(retry) => {
+            assert_eq!(retry.attempt, 2);
+            assert_eq!(retry.reason, "ValueError: boom");
+        }
+        other => panic!("expected a retry, got {other:?}"),
+    }
+    let second = rig.input().await;
+    assert_eq!(
+        (second.task_id.as_str(), second.attempt),
+        (task.as_str(), 2)
+    );
+    // An input the container never ran goes back without using an attempt.
+    rig.finish(&second, "lost", "container gone").await;
+    let again = rig.input().await;
+    assert_eq!(again.attempt, 2);
+    rig.finish(&again, "error", "ValueError: boom").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::ERROR),
+        other => panic!("expected the result, got {other:?}"),
+    }
+    let row = rig.row(&task, task_state::ERROR).await;
+    assert_eq!(row.attempts, 2);
+}
+
+#[tokio::test]
+async fn an_idle_container_is_stopped_after_its_keep_warm_window() {
+    let rig = rig().await;
+    let stub = rig
+        .stub(StubConfig {
+            keep_warm_seconds: 1,
+            ..StubConfig::default()
+        })
+        .await;
+    let (_, _events) = rig.submit(&stub).await;
+    let container = rig.place().await;
+    rig.tell(DispatchEvent::RunnerReady {
+        container_id: container.clone(),
+    })
+    .await;
+    let input = rig.input().await;
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    match rig.inbox().await {
+        controlplane_message::Kind::Stop(stop) => assert_eq!(stop.container_id, container),
+        other => panic!("expected a stop, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_container_that_cannot_start_fails_the_queue_with_the_reason() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, mut events) = rig.submit(&stub).await;
+    let container_id = rig.place().await;
+    let mut container = rig
+        .fleet
+        .container(&container_id)
+        .await
+        .expect("get")
+        .expect("record");
+    container.state = state::FAILED.into();
+    container.message = "cannot pull image registry.test/python:3.11: not found".into();
+    rig.fleet.put_container(&container).await.expect("put");
+    rig.fleet.publish_end(&container_id).await.expect("end");
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => {
+            assert_eq!(notice.state, task_state::ERROR);
+            assert!(
+                notice.message.contains("failed to start")
+                    && notice.message.contains("cannot pull image"),
+                "{}",
+                notice.message
+            );
+        }
+        other => panic!("expected the result, got {other:?}"),
+    }
+    rig.row(&task, task_state::ERROR).await;
+}
+
+#[tokio::test]
+async fn a_cancelled_running_task_stops_its_container() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, mut events) = rig.submit(&stub).await;
+    let container = rig.place().await;
+    rig.tell(DispatchEvent::RunnerReady {
+        container_id: container.clone(),
+    })
+    .await;
+    rig.input().await;
+    rig.tell(DispatchEvent::Cancel {
+        task_id: task.clone(),
+    })
+    .await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::CANCELLED),
+        other => panic!("expected the result, got {other:?}"),
+    }
+    match rig.inbox().await {
+        controlplane_message::Kind::Stop(stop) => assert_eq!(stop.container_id, container),
+        other => panic!("expected a stop, got {other:?}"),
+    }
+    rig.row(&task, task_state::CANCELLED).await;
+}
