@@ -219,6 +219,7 @@ impl Rig {
             task_id: input.task_id.clone(),
             state: outcome.into(),
             message: message.into(),
+            delivered: false,
         })
         .await;
     }

@@ -25,6 +25,7 @@ use super::scheduler::BACKLOG;
 use super::Fleet;
 use crate::error::ApiError;
 use crate::functions::{DispatchEvent, Ticket};
+use levers9_store::task_state;
 
 /// How long a new stream may take to send its Register.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -298,9 +299,10 @@ async fn task_result(
     result: TaskResult,
 ) -> Result<(), ApiError> {
     let ticket = stream.tickets.lock().remove(&result.task_id);
+    let mut delivered = false;
     if result.state != "lost" {
         let outcome = TaskOutcome {
-            index: ticket.map_or(0, |t| t.index),
+            index: ticket.as_ref().map_or(0, |t| t.index),
             task_id: result.task_id.clone(),
             state: result.state.clone(),
             payload: result.payload,
@@ -308,6 +310,16 @@ async fn task_result(
             message: result.message.clone(),
         };
         fleet.tasks().put_outcome(&outcome).await?;
+        // A complete result is final whatever the dispatcher decides, so
+        // the caller gets it now, payload and all, rather than after two
+        // more hops through the dispatcher and a read of what was stored.
+        if let Some(ticket) = ticket.filter(|_| outcome.state == task_state::COMPLETE) {
+            fleet
+                .tasks()
+                .publish(&ticket.reply, run_event::Kind::Result(outcome))
+                .await?;
+            delivered = true;
+        }
     }
     fleet
         .tasks()
@@ -316,6 +328,7 @@ async fn task_result(
             task_id: result.task_id,
             state: result.state,
             message: result.message,
+            delivered,
         })
         .await
 }
@@ -391,6 +404,7 @@ async fn attach_input(fleet: &Fleet, stream: &StreamState, input: &mut TaskInput
                 task_id: input.task_id.clone(),
                 state: state.to_owned(),
                 message,
+                delivered: false,
             };
             if let Err(error) = fleet.tasks().tell(&event).await {
                 tracing::error!(%error, task_id = %input.task_id, "cannot report an input that cannot be sent");

@@ -66,6 +66,19 @@ struct Stub {
     starting: BTreeSet<String>,
 }
 
+/// What the worker's stream did with an attempt's end before telling the
+/// dispatcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recorded {
+    /// Nothing: the dispatcher stores the outcome (a cancel, a lost
+    /// container, a start failure).
+    Nothing,
+    /// It stored the outcome with its payload.
+    Stored,
+    /// It stored it and gave it to the caller's channel too.
+    Delivered,
+}
+
 /// A task the dispatcher holds: queued, or in a container.
 struct Held {
     stub_id: String,
@@ -186,8 +199,9 @@ impl Dispatcher {
                 task_id,
                 state,
                 message,
+                delivered,
             } => {
-                self.finished(&container_id, &task_id, &state, message)
+                self.finished(&container_id, &task_id, &state, message, delivered)
                     .await
             }
             DispatchEvent::ContainerEnded { container_id } => self.ended(&container_id).await,
@@ -226,7 +240,7 @@ impl Dispatcher {
         if !self.load_stub(workspace_id, stub_id).await? {
             for ticket in tickets {
                 let message = format!("stub {stub_id} no longer exists");
-                self.publish_end(&ticket, task_state::ERROR, &message, false);
+                self.publish_end(&ticket, task_state::ERROR, &message, Recorded::Nothing);
             }
             return Ok(());
         }
@@ -386,25 +400,33 @@ impl Dispatcher {
         task_id: &str,
         state: &str,
         message: String,
+        delivered: bool,
     ) -> Result<(), ApiError> {
         let Some(held) = self.take_from(container_id, task_id) else {
             return Ok(());
         };
         let stub_id = held.stub_id.clone();
         match state {
-            task_state::COMPLETE => self.publish_end(&held.ticket, task_state::COMPLETE, "", true),
+            task_state::COMPLETE => {
+                let recorded = if delivered {
+                    Recorded::Delivered
+                } else {
+                    Recorded::Stored
+                };
+                self.publish_end(&held.ticket, task_state::COMPLETE, "", recorded);
+            }
             "lost" => {
                 let attempt = held.attempt.saturating_sub(1);
                 self.queue(&stub_id, held.ticket, attempt, true);
             }
-            failed => self.failed(held, failed, message, true),
+            failed => self.failed(held, failed, message, Recorded::Stored),
         }
         self.pump(&stub_id).await
     }
 
     /// An attempt failed: another one if the stub's retries allow, else the
-    /// task ends in `state`. `stored`: the worker stored the outcome.
-    fn failed(&mut self, held: Held, state: &str, message: String, stored: bool) {
+    /// task ends in `state`.
+    fn failed(&mut self, held: Held, state: &str, message: String, recorded: Recorded) {
         let retries = self.stubs.get(&held.stub_id).map_or(0, |s| s.spec.retries);
         if held.attempt > retries {
             let state = if state == task_state::TIMEOUT {
@@ -412,7 +434,7 @@ impl Dispatcher {
             } else {
                 task_state::ERROR
             };
-            self.publish_end(&held.ticket, state, &message, stored);
+            self.publish_end(&held.ticket, state, &message, recorded);
             return;
         }
         let tasks = self.parts.tasks.clone();
@@ -436,9 +458,9 @@ impl Dispatcher {
         self.queue(&stub_id, held.ticket, attempt, false);
     }
 
-    /// Ends a task: the row, the outcome (unless the worker stored it), the
-    /// input dropped, the caller told.
-    fn publish_end(&self, ticket: &Ticket, state: &str, message: &str, stored: bool) {
+    /// Ends a task: the row, the outcome (unless the worker's stream stored
+    /// it), the input dropped, the caller told (unless it was already).
+    fn publish_end(&self, ticket: &Ticket, state: &str, message: &str, recorded: Recorded) {
         let notice = TaskOutcome {
             index: ticket.index,
             task_id: ticket.task_id.clone(),
@@ -454,7 +476,7 @@ impl Dispatcher {
         tokio::spawn(async move {
             let task_id = &ticket.task_id;
             let result = async {
-                if !stored {
+                if recorded == Recorded::Nothing {
                     tasks.put_outcome(&notice).await?;
                 }
                 // A Run stream's caller first: it followed its channel
@@ -463,7 +485,7 @@ impl Dispatcher {
                 // own channel look at the row after subscribing, so that
                 // channel is told only once the row says the task ended.
                 let own = task_reply(task_id);
-                if ticket.reply != own {
+                if ticket.reply != own && recorded != Recorded::Delivered {
                     tasks
                         .publish(&ticket.reply, run_event::Kind::Result(notice.clone()))
                         .await?;
@@ -516,12 +538,12 @@ impl Dispatcher {
         let message = format!("the container for {function} failed to start: {reason}");
         for task_id in never_started {
             if let Some(held) = self.held.remove(&task_id) {
-                self.publish_end(&held.ticket, task_state::ERROR, &message, false);
+                self.publish_end(&held.ticket, task_state::ERROR, &message, Recorded::Nothing);
             }
         }
         for task_id in in_flight {
             if let Some(held) = self.held.remove(&task_id) {
-                self.failed(held, task_state::ERROR, reason.clone(), false);
+                self.failed(held, task_state::ERROR, reason.clone(), Recorded::Nothing);
             }
         }
         self.pump(&stub_id).await
@@ -533,7 +555,12 @@ impl Dispatcher {
         };
         let stub_id = held.stub_id.clone();
         let message = "cancelled by the caller";
-        self.publish_end(&held.ticket, task_state::CANCELLED, message, false);
+        self.publish_end(
+            &held.ticket,
+            task_state::CANCELLED,
+            message,
+            Recorded::Nothing,
+        );
         let Some(container_id) = held.container else {
             if let Some(stub) = self.stubs.get_mut(&stub_id) {
                 stub.queue.retain(|t| t != task_id);
@@ -601,7 +628,7 @@ impl Dispatcher {
                 };
                 let message = "the task's input was lost (the hot state restarted) before it \
                                finished: call the function again";
-                self.publish_end(&ticket, task_state::ERROR, message, false);
+                self.publish_end(&ticket, task_state::ERROR, message, Recorded::Nothing);
                 continue;
             };
             if !self.load_stub(&task.workspace_id, &task.stub_id).await? {

@@ -64,6 +64,9 @@ pub enum DispatchEvent {
         state: String,
         /// Why, for error, timeout and lost.
         message: String,
+        /// The caller's channel has the result already (a complete one).
+        #[serde(default)]
+        delivered: bool,
     },
     /// A container reached a final state.
     ContainerEnded {

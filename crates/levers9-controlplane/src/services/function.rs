@@ -591,6 +591,15 @@ impl RunDriver {
                 if !self.outstanding.remove(&notice.task_id) {
                     return true;
                 }
+                // A complete result comes with its payload from the
+                // worker's stream; other ends are notices to look up.
+                if notice.state == task_state::COMPLETE && !notice.payload.is_empty() {
+                    return self
+                        .tx
+                        .send(event(run_event::Kind::Result(notice)))
+                        .await
+                        .is_ok();
+                }
                 match self.api.final_outcome(&notice).await {
                     Ok(outcome) => run_event::Kind::Result(outcome),
                     Err(error) => return self.tx.send(Err(error.into())).await.is_ok(),
