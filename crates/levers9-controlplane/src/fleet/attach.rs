@@ -29,6 +29,8 @@ use levers9_store::task_state;
 
 /// How long a new stream may take to send its Register.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Complete results up to this size go to the caller's channel directly.
+const MAX_INLINE_RESULT_BYTES: usize = 1 << 20;
 /// How long one pop of an inbox waits.
 const INBOX_WAIT: Duration = Duration::from_secs(1);
 
@@ -313,7 +315,11 @@ async fn task_result(
         // A complete result is final whatever the dispatcher decides, so
         // the caller gets it now, payload and all, rather than after two
         // more hops through the dispatcher and a read of what was stored.
-        if let Some(ticket) = ticket.filter(|_| outcome.state == task_state::COMPLETE) {
+        // Large ones take the long way: Redis drops a subscriber whose
+        // pending messages pass its pub/sub output limit (32 MB).
+        let inline = outcome.state == task_state::COMPLETE
+            && outcome.payload.len() <= MAX_INLINE_RESULT_BYTES;
+        if let Some(ticket) = ticket.filter(|_| inline) {
             fleet
                 .tasks()
                 .publish(&ticket.reply, run_event::Kind::Result(outcome))
