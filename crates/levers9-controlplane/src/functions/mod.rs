@@ -9,7 +9,9 @@
 //! worker's inbox; the replica pumping that inbox attaches the payload. The
 //! worker's result is stored in the hot state by the replica holding the
 //! worker's stream, and the dispatcher decides: done, or another attempt.
-//! Callers follow their tasks on a reply channel.
+//! Callers follow their tasks on a reply channel; a small complete result
+//! is published there straight from the worker's stream, since no decision
+//! can change it.
 //!
 //! Hot state keys:
 //! - kv `task-input:<id>`: the [`Ticket`] and payload of a task not yet done;
