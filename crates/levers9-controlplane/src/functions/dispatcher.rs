@@ -30,9 +30,11 @@ use chrono::Utc;
 use levers9_api::v1::{
     controlplane_message, run_event, ControlplaneMessage, TaskInput, TaskOutcome, TaskRetrying,
 };
-use levers9_store::{task_state, FunctionStore, StubRecord, TaskRecord};
+use levers9_store::{task_state, FunctionStore, StubRecord};
 use prost::Message;
 use tokio::sync::watch;
+
+mod upkeep;
 
 use super::spec::{self, StubSpec};
 use super::{task_reply, DispatchEvent, TaskState, Ticket, DISPATCH};
@@ -585,73 +587,5 @@ impl Dispatcher {
             }
         }
         self.pump(&stub_id).await
-    }
-
-    /// Stops warm containers idle for their keep-warm window: scale to zero.
-    async fn stop_idle(&mut self) {
-        let mut idle = Vec::new();
-        for stub in self.stubs.values_mut() {
-            let window = Duration::from_secs(u64::from(stub.spec.keep_warm_seconds));
-            let expired: Vec<String> = stub
-                .warm
-                .iter()
-                .filter(|(_, w)| w.in_flight.is_empty() && w.idle_since.elapsed() >= window)
-                .map(|(id, _)| id.clone())
-                .collect();
-            for id in expired {
-                if let Some(warm) = stub.warm.remove(&id) {
-                    idle.push((id, warm.worker_id));
-                }
-            }
-        }
-        for (container_id, worker_id) in idle {
-            self.container_stub.remove(&container_id);
-            tracing::info!(%container_id, "stopping a function container after its keep-warm window");
-            if let Err(error) = send_stop(&self.parts.fleet, &worker_id, &container_id).await {
-                tracing::warn!(%error, %container_id, "cannot stop an idle container");
-            }
-        }
-    }
-
-    /// Takes over the unfinished tasks of a previous leader: queued ones
-    /// queue again; running ones run again (their containers are not
-    /// known to this leader), without using an attempt.
-    async fn recover(&mut self) -> Result<(), ApiError> {
-        let unfinished: Vec<TaskRecord> = self.parts.store.unfinished_tasks(RECOVER_LIMIT).await?;
-        let mut stubs = BTreeSet::new();
-        for task in unfinished {
-            let Some((ticket, _)) = self.parts.tasks.input(&task.id).await? else {
-                let ticket = Ticket {
-                    task_id: task.id.clone(),
-                    reply: task_reply(&task.id),
-                    index: 0,
-                };
-                let message = "the task's input was lost (the hot state restarted) before it \
-                               finished: call the function again";
-                self.publish_end(&ticket, task_state::ERROR, message, Recorded::Nothing);
-                continue;
-            };
-            if !self.load_stub(&task.workspace_id, &task.stub_id).await? {
-                continue;
-            }
-            let attempt = if task.state == task_state::RUNNING {
-                task.attempts.saturating_sub(1)
-            } else {
-                task.attempts
-            };
-            self.queue(&task.stub_id, ticket, attempt, false);
-            stubs.insert(task.stub_id);
-        }
-        if !stubs.is_empty() {
-            tracing::info!(
-                stubs = stubs.len(),
-                tasks = self.held.len(),
-                "took over unfinished tasks"
-            );
-        }
-        for stub_id in stubs {
-            self.pump(&stub_id).await?;
-        }
-        Ok(())
     }
 }

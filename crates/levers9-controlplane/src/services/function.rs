@@ -3,14 +3,13 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{Stream, StreamExt};
 use levers9_api::v1::{
     function_service_server::FunctionService, run_event, run_request, CancelTaskRequest,
     CancelTaskResponse, GetObjectRequest, GetObjectResponse, GetOrCreateStubRequest,
     GetOrCreateStubResponse, GetTaskRequest, GetTaskResponse, HeadObjectRequest,
     HeadObjectResponse, ListTasksRequest, ListTasksResponse, PutObjectRequest, PutObjectResponse,
-    RunEvent, RunInput, RunRequest, SpawnTaskRequest, SpawnTaskResponse, TaskAccepted, TaskOutcome,
-    WaitTaskRequest,
+    RunEvent, RunRequest, SpawnTaskRequest, SpawnTaskResponse, TaskOutcome, WaitTaskRequest,
 };
 use levers9_store::{task_state, NewTask, StubRecord, TaskRecord, TokenType};
 use prost::Message;
@@ -20,6 +19,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::container::{check_secrets, qualify_image};
 use super::convert;
+use super::run_driver::RunDriver;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::functions::objects::digest_hex;
@@ -29,12 +29,10 @@ use crate::Shared;
 
 const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 const INSTALL_WIDE: &[TokenType] = &[TokenType::Admin, TokenType::Worker];
-/// Inputs a Run stream turns into tasks in one batch, at most.
-const BATCH: usize = 500;
 
 /// The FunctionService implementation.
 pub struct FunctionApi {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
 }
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<RunEvent, Status>> + Send>>;
@@ -76,7 +74,7 @@ impl FunctionApi {
 
     /// Stores tasks for inputs and tells the dispatcher; the tickets say
     /// where their events go.
-    async fn submit(
+    pub(super) async fn submit(
         &self,
         stub: &StubRecord,
         inputs: Vec<(Ticket, Vec<u8>)>,
@@ -112,7 +110,7 @@ impl FunctionApi {
     /// The final outcome of a task that ended as `end` says (the notice of
     /// its end, or its row): the stored one with the payload, or `end`
     /// itself once that expired.
-    async fn final_outcome(&self, end: &TaskOutcome) -> Result<TaskOutcome, ApiError> {
+    pub(super) async fn final_outcome(&self, end: &TaskOutcome) -> Result<TaskOutcome, ApiError> {
         let outcome = self.shared.fleet.tasks().outcome(&end.task_id).await?;
         Ok(match outcome {
             Some(mut outcome) if task_state::is_final(&outcome.state) => {
@@ -133,11 +131,11 @@ impl FunctionApi {
     }
 }
 
-fn new_task_id() -> String {
+pub(super) fn new_task_id() -> String {
     format!("t-{}", uuid::Uuid::now_v7().simple())
 }
 
-fn event(kind: run_event::Kind) -> Result<RunEvent, Status> {
+pub(super) fn event(kind: run_event::Kind) -> Result<RunEvent, Status> {
     Ok(RunEvent { kind: Some(kind) })
 }
 
@@ -475,147 +473,5 @@ impl FunctionService for FunctionApi {
         Ok(Response::new(CancelTaskResponse {
             task: Some(convert::task(&task)),
         }))
-    }
-}
-
-/// One Run stream: inputs in, events out, its tasks cancelled if the
-/// caller goes away first.
-struct RunDriver {
-    api: FunctionApi,
-    stub: StubRecord,
-    reply: String,
-    report_accepted: bool,
-    tx: mpsc::Sender<Result<RunEvent, Status>>,
-    /// Tasks without a result yet.
-    outstanding: std::collections::HashSet<String>,
-}
-
-impl RunDriver {
-    async fn drive(
-        &mut self,
-        mut inbound: Streaming<RunRequest>,
-        mut events: futures::stream::BoxStream<'static, Vec<u8>>,
-    ) {
-        let mut inputs_done = false;
-        loop {
-            if inputs_done && self.outstanding.is_empty() {
-                return;
-            }
-            tokio::select! {
-                message = inbound.message(), if !inputs_done => match message {
-                    Ok(Some(first)) => {
-                        let mut batch = vec![first];
-                        // Take what else has arrived already, so a map
-                        // becomes a few large writes rather than many small.
-                        while batch.len() < BATCH {
-                            match inbound.message().now_or_never() {
-                                Some(Ok(Some(next))) => batch.push(next),
-                                Some(Ok(None)) => { inputs_done = true; break; }
-                                _ => break,
-                            }
-                        }
-                        if let Err(status) = self.accept(batch).await {
-                            let _ = self.tx.send(Err(status)).await;
-                            self.cancel_outstanding().await;
-                            return;
-                        }
-                    }
-                    Ok(None) => inputs_done = true,
-                    Err(_) => {
-                        self.cancel_outstanding().await;
-                        return;
-                    }
-                },
-                bytes = events.next() => {
-                    let Some(bytes) = bytes else {
-                        let _ = self.tx.send(Err(Status::unavailable(
-                            "lost the hot state's event channel; call again",
-                        ))).await;
-                        return;
-                    };
-                    if !self.forward(&bytes).await {
-                        self.cancel_outstanding().await;
-                        return;
-                    }
-                }
-                () = self.tx.closed() => {
-                    self.cancel_outstanding().await;
-                    return;
-                }
-            }
-        }
-    }
-
-    async fn accept(&mut self, batch: Vec<RunRequest>) -> Result<(), Status> {
-        let mut inputs = Vec::with_capacity(batch.len());
-        for request in batch {
-            let Some(run_request::Kind::Input(RunInput { index, payload })) = request.kind else {
-                return Err(ApiError::InvalidArgument(
-                    "only inputs may follow the start of a Run stream".into(),
-                )
-                .into());
-            };
-            let task_id = new_task_id();
-            self.outstanding.insert(task_id.clone());
-            let ticket = Ticket {
-                task_id,
-                reply: self.reply.clone(),
-                index,
-            };
-            inputs.push((ticket, payload));
-        }
-        let accepted: Vec<(u64, String)> = inputs
-            .iter()
-            .map(|(t, _)| (t.index, t.task_id.clone()))
-            .collect();
-        self.api.submit(&self.stub, inputs).await?;
-        if !self.report_accepted {
-            return Ok(());
-        }
-        for (index, task_id) in accepted {
-            let accepted = run_event::Kind::Accepted(TaskAccepted { index, task_id });
-            if self.tx.send(event(accepted)).await.is_err() {
-                return Err(Status::cancelled("the caller went away"));
-            }
-        }
-        Ok(())
-    }
-
-    /// Sends one event on; false if the caller is gone.
-    async fn forward(&mut self, bytes: &[u8]) -> bool {
-        let Ok(RunEvent { kind: Some(kind) }) = RunEvent::decode(bytes) else {
-            return true;
-        };
-        let kind = match kind {
-            run_event::Kind::Result(notice) => {
-                if !self.outstanding.remove(&notice.task_id) {
-                    return true;
-                }
-                // A complete result comes with its payload from the
-                // worker's stream; other ends are notices to look up.
-                if notice.state == task_state::COMPLETE && !notice.payload.is_empty() {
-                    return self
-                        .tx
-                        .send(event(run_event::Kind::Result(notice)))
-                        .await
-                        .is_ok();
-                }
-                match self.api.final_outcome(&notice).await {
-                    Ok(outcome) => run_event::Kind::Result(outcome),
-                    Err(error) => return self.tx.send(Err(error.into())).await.is_ok(),
-                }
-            }
-            other => other,
-        };
-        self.tx.send(event(kind)).await.is_ok()
-    }
-
-    async fn cancel_outstanding(&mut self) {
-        for task_id in self.outstanding.drain() {
-            let event = DispatchEvent::Cancel { task_id };
-            if let Err(error) = self.api.shared.fleet.tasks().tell(&event).await {
-                tracing::warn!(%error, "cannot cancel the task of a caller that went away");
-            }
-        }
     }
 }

@@ -5,6 +5,7 @@ mod auth;
 mod container;
 mod convert;
 mod function;
+mod run_driver;
 mod secret;
 mod token;
 mod worker;
