@@ -100,14 +100,16 @@ impl RunDriver {
             };
             inputs.push((ticket, payload));
         }
-        let accepted: Vec<(u64, String)> = inputs
-            .iter()
-            .map(|(t, _)| (t.index, t.task_id.clone()))
-            .collect();
+        // Only callers that asked for task ids pay for a copy of them.
+        let accepted: Vec<(u64, String)> = if self.report_accepted {
+            inputs
+                .iter()
+                .map(|(t, _)| (t.index, t.task_id.clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.api.submit(&self.stub, inputs).await?;
-        if !self.report_accepted {
-            return Ok(());
-        }
         for (index, task_id) in accepted {
             let accepted = run_event::Kind::Accepted(TaskAccepted { index, task_id });
             if self.tx.send(event(accepted)).await.is_err() {
