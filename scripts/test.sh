@@ -7,4 +7,5 @@ cd "$(dirname "$0")/.."
 scripts/install-test-packages.sh
 LEVERS9_TEST_PYTHON=$(scripts/python-test-env.sh)
 export LEVERS9_TEST_PYTHON
+scripts/test-deploy.sh
 exec scripts/test-servers.sh cargo test --workspace --locked
