@@ -125,7 +125,7 @@ check "render with every option on passes kubernetes-validate --strict" \
   --set worker.namespace=levers9-workers --set controlplane.securityContext.privileged=false \
   --set 'controlplane.securityContext.capabilities.add[0]=SYS_ADMIN' \
   --set storageKeys.images.accessKeyId=AKIATEST --set storageKeys.images.secretAccessKey=s3cr3t \
-  --set 'images.pullSecrets[0].name=regcred'
+  --set 'images.pullSecrets[0].name=regcred' --set worker.pools.build.security.seccomp=enforce
 check "deploy/eks/dashboard.yaml passes kubernetes-validate --strict" \
   "$tools/venv/bin/kubernetes-validate" --quiet --strict -k "$kube_version" deploy/eks/dashboard.yaml
 
@@ -243,6 +243,11 @@ assert len(legacy) == 1, kind("ClusterRole")
 bound = [b for b in kind("ClusterRoleBinding") if b["roleRef"]["name"] == legacy[0]["metadata"]["name"]]
 assert len(bound) == 1
 assert len(kind("Role")) == 1, "the narrow roles stay alongside"
+'
+check "a pool's security override reaches its config; unset ones stay out" manifests_py "$work/full.yaml" '
+pools = config()["worker"]["pools"]
+assert pools["build"]["security"] == {"seccomp": "enforce"}, pools["build"]
+assert "security" not in pools["l40s"]
 '
 check "worker Role follows worker.namespace" manifests_py "$work/full.yaml" '
 assert one("Role")["metadata"]["namespace"] == "levers9-workers"

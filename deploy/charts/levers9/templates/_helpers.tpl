@@ -71,6 +71,7 @@ only keys every controlplane release knows.
 {{- $rendered := dict "runtime" ($pool.runtime | default "runc") -}}
 {{- with $pool.nodeSelector }}{{ $_ := set $rendered "nodeSelector" . }}{{ end -}}
 {{- with $pool.tolerations }}{{ $_ := set $rendered "tolerations" . }}{{ end -}}
+{{- with $pool.security }}{{ $_ := set $rendered "security" . }}{{ end -}}
 {{- $_ := set $pools $name $rendered -}}
 {{- end -}}
 {{- if $pools }}{{ $_ := set $worker "pools" $pools }}{{ end -}}
