@@ -221,6 +221,12 @@ check "more than one replica needs Redis" \
 check "the load balancer needs its hostname" \
   refuses "loadBalancer.hostname" "${registries[@]}" --set loadBalancer.enabled=true
 
+check "embedded state: one pod at a time (Recreate); with Redis: rolling" manifests_py "$work/minimal.yaml" '
+assert one("Deployment")["spec"]["strategy"] == {"type": "Recreate"}
+eks = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d and d["kind"] == "Deployment"]
+assert "strategy" not in eks[0]["spec"] and eks[0]["spec"]["replicas"] == 2
+' "$work/eks.yaml"
+
 # --- RBAC --------------------------------------------------------------------
 render_narrow() { render -f deploy/eks/values.yaml --set rbac.legacyClusterWide=false >"$work/narrow.yaml"; }
 check "render with rbac.legacyClusterWide=false" render_narrow

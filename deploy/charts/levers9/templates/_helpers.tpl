@@ -53,7 +53,8 @@ so a render without them fails with the name of the value to set.
 {{- define "levers9.workerImage" -}}
 {{- $repo := .Values.images.worker.repository -}}
 {{- if not $repo -}}
-{{- $repo = printf "%s/worker" (dir .Values.images.controlplane.repository) -}}
+{{- $parent := dir .Values.images.controlplane.repository -}}
+{{- $repo = ternary "worker" (printf "%s/worker" $parent) (eq $parent ".") -}}
 {{- end -}}
 {{- printf "%s:%s" $repo (.Values.images.worker.tag | toString) -}}
 {{- end -}}
