@@ -7,7 +7,7 @@
 #   bin/local-up.sh          # create or update
 #   bin/local-up.sh --down   # delete the cluster and the registry
 #
-# Needs docker, k3d, kubectl, helm and cargo. Safe to run again: it reuses
+# Needs docker, k3d (v5), kubectl, helm, cargo and Python 3.11+. Safe to run again: it reuses
 # the cluster, the registry, the bootstrap secret and a CLI context that
 # still works. The controlplane runs on the embedded state (SQLite in the
 # pod), so deleting its pod starts an empty install.
@@ -50,11 +50,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # --- cluster and registry ---------------------------------------------------
-if ! k3d registry list -o json | grep -q "\"k3d-$registry_name\""; then
+if ! k3d registry get "k3d-$registry_name" >/dev/null 2>&1; then
   say "creating registry $registry_on_host"
   k3d registry create "$registry_name" --port "$registry_port"
 fi
-if ! k3d cluster list -o json | grep -q "\"name\":\"$cluster\""; then
+if ! k3d cluster get "$cluster" >/dev/null 2>&1; then
   say "creating cluster $cluster"
   # 1993/1994 on this machine reach the controlplane through k3d's load
   # balancer, as plain gRPC and HTTP (TLS is only for the public endpoint).
