@@ -7,9 +7,9 @@
 #   bin/local-up.sh          # create or update
 #   bin/local-up.sh --down   # delete the cluster and the registry
 #
-# Needs docker, k3d (v5), kubectl, helm, cargo and Python 3.11+. Safe to run again: it reuses
-# the cluster, the registry, the bootstrap secret and a CLI context that
-# still works. The controlplane runs on the embedded state (SQLite in the
+# Needs docker, k3d (v5), kubectl, helm, cargo and Python 3.11+. Safe to
+# run again: it reuses the cluster, the registry, the bootstrap secret and a
+# CLI context that still works. The controlplane runs on the embedded state (SQLite in the
 # pod), so deleting its pod starts an empty install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
