@@ -32,6 +32,8 @@ pub struct Shared {
     pub sealed: Arc<dyn SealedStore>,
     /// Stubs, tasks and objects, in the same database.
     pub functions: Arc<dyn FunctionStore>,
+    /// Stubs read lately.
+    pub stubs: functions::stubs::StubCache,
     /// The bytes of objects (code).
     pub objects: functions::objects::ObjectStorage,
     /// The image of stubs that name none, when a base image registry is

@@ -96,6 +96,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     }
 
     let metrics = Arc::new(Metrics::new(store.backend(), state.backend())?);
+    let replica_id = uuid::Uuid::now_v7().to_string();
     let cache_ttl = Duration::from_secs(config.controlplane.auth.token_cache_seconds);
     let shared = Arc::new(Shared {
         auth: Authenticator::new(store.clone(), cache_ttl),
@@ -113,9 +114,11 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
             crate::functions::TaskState::new(
                 state.clone(),
                 Duration::from_secs(config.controlplane.task_result_ttl_seconds),
+                &replica_id,
             ),
         ),
         functions: stores.functions.clone(),
+        stubs: crate::functions::stubs::StubCache::default(),
         objects: crate::functions::objects::ObjectStorage::new(
             config.controlplane.data_dir().join("objects"),
         ),
@@ -195,8 +198,10 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     )
     .with_graceful_shutdown(wait_for(stopped.clone()));
 
-    let replica_id = uuid::Uuid::now_v7().to_string();
+    let router = shared.fleet.tasks().clone();
+    let routed = stopped.clone();
     let tasks = vec![
+        tokio::spawn(async move { router.route(routed).await }),
         tokio::spawn(crate::fleet::scheduler::run(
             shared.fleet.clone(),
             stopped.clone(),

@@ -16,7 +16,7 @@ use levers9_api::v1::{
 };
 use levers9_controlplane::fleet::records::state;
 use levers9_controlplane::fleet::scheduler::BACKLOG;
-use levers9_controlplane::fleet::{attach, Fleet, SecretOpener};
+use levers9_controlplane::fleet::{inbox, Fleet, SecretOpener};
 use levers9_controlplane::functions::spec::StubSpec;
 use levers9_controlplane::functions::{dispatcher, DispatchEvent, TaskState, Ticket};
 use levers9_seal::{Key, Keyring};
@@ -64,7 +64,7 @@ async fn rig() -> Rig {
     };
     store.create_workspace(new, token).await.expect("workspace");
     let state = Arc::new(MemoryState::new());
-    let tasks = TaskState::new(state.clone(), Duration::from_secs(3600));
+    let tasks = TaskState::new(state.clone(), Duration::from_secs(3600), "test");
     let fleet = Fleet::new(
         state.clone(),
         Duration::from_secs(30),
@@ -81,7 +81,9 @@ async fn rig() -> Rig {
         tasks: tasks.clone(),
         fleet: fleet.clone(),
     };
-    tokio::spawn(dispatcher::run(parts, "test".into(), stopped));
+    tokio::spawn(dispatcher::run(parts, "test".into(), stopped.clone()));
+    let router = tasks.clone();
+    tokio::spawn(async move { router.route(stopped).await });
     Rig {
         state,
         store,
@@ -114,8 +116,8 @@ impl Rig {
     /// the returned stream.
     async fn submit(&self, stub: &StubRecord) -> (String, BoxStream<'static, Vec<u8>>) {
         let task_id = format!("t-{}", uuid::Uuid::now_v7().simple());
-        let reply = format!("run-{task_id}");
-        let events = self.tasks.follow(&reply).await.expect("follow");
+        let (reply, events) = self.tasks.open_reply().await.expect("reply");
+        let events = events.boxed();
         let row = NewTask {
             id: task_id.clone(),
             workspace_id: self.workspace.clone(),
@@ -185,7 +187,7 @@ impl Rig {
     async fn inbox(&self) -> controlplane_message::Kind {
         let bytes = self
             .state
-            .pop(&attach::inbox(WORKER), WAIT)
+            .pop(&inbox::queue(WORKER), WAIT)
             .await
             .expect("pop")
             .expect("a message for the worker");

@@ -71,6 +71,34 @@ pub struct NewTask {
     pub created_at: DateTime<Utc>,
 }
 
+/// An attempt of a task starting, for [`FunctionStore::start_tasks`](crate::FunctionStore::start_tasks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskStart {
+    /// The task.
+    pub task_id: String,
+    /// Its attempt number (1 for the first).
+    pub attempt: u32,
+    /// Where the attempt runs.
+    pub container_id: String,
+    /// The container's worker.
+    pub worker_id: String,
+    /// When it started.
+    pub at: DateTime<Utc>,
+}
+
+/// A task ending, for [`FunctionStore::finish_tasks`](crate::FunctionStore::finish_tasks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskEnd {
+    /// The task.
+    pub task_id: String,
+    /// Its final state: complete, error, timeout or cancelled.
+    pub state: String,
+    /// Why, for all but complete.
+    pub message: String,
+    /// When it ended.
+    pub at: DateTime<Utc>,
+}
+
 /// One invocation of a stub and where it stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskRecord {

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
 
 use crate::error::StoreError;
-use crate::function_model::{task_state, NewTask, StubRecord, TaskRecord};
+use crate::function_model::{NewTask, StubRecord, TaskRecord};
 use crate::sql::at_rest;
 
 /// The stub columns, in `StubRow` order.
@@ -34,6 +34,9 @@ macro_rules! unfinished {
         "state NOT IN ('complete', 'error', 'timeout', 'cancelled')"
     };
 }
+
+mod moves;
+pub(crate) use moves::{finish_tasks, retry_task, start_tasks};
 
 /// Tasks per INSERT statement. Each binds 5 values, so a statement binds 2,500,
 /// far under the limits of Postgres (65,535) and the bundled SQLite (32,766), while
@@ -111,30 +114,35 @@ impl TaskRow {
     }
 }
 
-/// The text of an INSERT of `rows` tasks: `($1, …, $5), ($6, …, $10), …`. The other
-/// columns take their defaults (pending, no attempts, empty strings).
-fn insert_tasks_text(rows: usize) -> String {
-    let mut text = String::from(
-        "INSERT INTO tasks (id, workspace_id, stub_id, function_name, created_at) VALUES ",
-    );
+/// `rows` rows of `columns` placeholders each, numbered row by row:
+/// `($1, …, $n), ($n+1, …), …`.
+fn values_text(rows: usize, columns: usize) -> String {
+    let mut text = String::new();
     for row in 0..rows {
-        let n = row * 5;
         if row > 0 {
             text.push_str(", ");
         }
-        text.push_str(&format!(
-            "(${}, ${}, ${}, ${}, ${})",
-            n + 1,
-            n + 2,
-            n + 3,
-            n + 4,
-            n + 5
-        ));
+        text.push('(');
+        for column in 1..=columns {
+            if column > 1 {
+                text.push_str(", ");
+            }
+            text.push_str(&format!("${}", row * columns + column));
+        }
+        text.push(')');
     }
     text
 }
 
-/// Maps a failed task insert; a unique violation means a task id is taken.
+/// The text of an INSERT of `rows` tasks. The other columns take their
+/// defaults (pending, no attempts, empty strings).
+fn insert_tasks_text(rows: usize) -> String {
+    format!(
+        "INSERT INTO tasks (id, workspace_id, stub_id, function_name, created_at) VALUES {}",
+        values_text(rows, 5)
+    )
+}
+
 fn task_insert_error(err: sqlx::Error) -> StoreError {
     match err.as_database_error() {
         Some(db) if db.is_unique_violation() => {
@@ -379,76 +387,10 @@ where
     rows.into_iter().map(TaskRow::into_record).collect()
 }
 
-/// Starts an attempt of a task that is not final.
-pub(crate) async fn start_task<DB>(
-    pool: &Pool<DB>,
-    task_id: &str,
-    attempt: u32,
-    container_id: &str,
-    worker_id: &str,
-    at: DateTime<Utc>,
-) -> Result<bool, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
-    // RETURNING rather than a row count: the generic QueryResult has no rows_affected().
-    let changed: Option<(String,)> = sqlx::query_as(concat!(
-        "UPDATE tasks SET state = $2, attempts = $3, container_id = $4, worker_id = $5, \
-         started_at = COALESCE(started_at, $6) WHERE id = $1 AND ",
-        unfinished!(),
-        " RETURNING id"
-    ))
-    .bind(task_id)
-    .bind(task_state::RUNNING)
-    .bind(i64::from(attempt))
-    .bind(container_id)
-    .bind(worker_id)
-    .bind(at_rest(at))
-    .fetch_optional(pool)
-    .await?;
-    Ok(changed.is_some())
-}
-
-/// Moves a task that is not final to `state` with `message`, and sets ended_at
-/// when `ended_at` is given.
-pub(crate) async fn move_task<DB>(
-    pool: &Pool<DB>,
-    task_id: &str,
-    state: &str,
-    message: &str,
-    ended_at: Option<DateTime<Utc>>,
-) -> Result<bool, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> Option<DateTime<Utc>>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
-    let changed: Option<(String,)> = sqlx::query_as(concat!(
-        "UPDATE tasks SET state = $2, message = $3, ended_at = COALESCE($4, ended_at) \
-         WHERE id = $1 AND ",
-        unfinished!(),
-        " RETURNING id"
-    ))
-    .bind(task_id)
-    .bind(state)
-    .bind(message)
-    .bind(ended_at.map(at_rest))
-    .fetch_optional(pool)
-    .await?;
-    Ok(changed.is_some())
-}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::function_model::task_state;
 
     /// The quoted, comma-separated final states, as the SQL lists them.
     fn final_states_list() -> String {

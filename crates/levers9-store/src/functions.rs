@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::error::StoreError;
-use crate::function_model::{task_state, NewTask, StubRecord, TaskRecord};
+use crate::function_model::{NewTask, StubRecord, TaskEnd, TaskRecord, TaskStart};
 use crate::function_sql;
 use crate::postgres::PostgresStore;
 use crate::sqlite::SqliteStore;
@@ -62,31 +62,37 @@ pub trait FunctionStore: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<TaskRecord>, StoreError>;
 
-    /// An attempt starts: state "running", attempts = `attempt`, container and worker set,
-    /// started_at set if unset — only if the task is not final; true if it changed.
-    async fn start_task(
-        &self,
-        task_id: &str,
-        attempt: u32,
-        container_id: &str,
-        worker_id: &str,
-        at: DateTime<Utc>,
-    ) -> Result<bool, StoreError>;
+    /// Attempts start: state "running", attempts, container and worker set,
+    /// started_at set if unset — for each task that is not final (each task at
+    /// most once in `starts`); returns how many changed.
+    async fn start_tasks(&self, starts: &[TaskStart]) -> Result<u64, StoreError>;
 
     /// Back to the queue for another attempt: state "retry", message set — only if not
     /// final; true if it changed.
     async fn retry_task(&self, task_id: &str, message: &str) -> Result<bool, StoreError>;
 
-    /// Ends a task: final `state` (complete, error, timeout or cancelled), message,
-    /// ended_at — only if not final already, so a late result cannot overwrite a cancel;
-    /// true if it changed. NotFinalState if `state` is not final.
+    /// Ends tasks: final state (complete, error, timeout or cancelled), message,
+    /// ended_at — for each task not final already, so a late result cannot overwrite
+    /// a cancel (each task at most once in `ends`); returns how many changed.
+    /// NotFinalState, changing nothing, if a state is not final.
+    async fn finish_tasks(&self, ends: &[TaskEnd]) -> Result<u64, StoreError>;
+
+    /// Ends one task as [`FunctionStore::finish_tasks`] does; true if it changed.
     async fn finish_task(
         &self,
         task_id: &str,
         state: &str,
         message: &str,
         at: DateTime<Utc>,
-    ) -> Result<bool, StoreError>;
+    ) -> Result<bool, StoreError> {
+        let end = TaskEnd {
+            task_id: task_id.to_owned(),
+            state: state.to_owned(),
+            message: message.to_owned(),
+            at,
+        };
+        Ok(self.finish_tasks(&[end]).await? == 1)
+    }
 
     /// Tasks not final, oldest first, at most `limit` (for a controlplane that takes
     /// over dispatch).
@@ -146,39 +152,14 @@ macro_rules! function_store_impl {
             ) -> Result<Vec<TaskRecord>, StoreError> {
                 function_sql::list_tasks(&self.$reader, workspace_id, limit).await
             }
-            async fn start_task(
-                &self,
-                task_id: &str,
-                attempt: u32,
-                container_id: &str,
-                worker_id: &str,
-                at: DateTime<Utc>,
-            ) -> Result<bool, StoreError> {
-                function_sql::start_task(
-                    &self.$writer,
-                    task_id,
-                    attempt,
-                    container_id,
-                    worker_id,
-                    at,
-                )
-                .await
+            async fn start_tasks(&self, starts: &[TaskStart]) -> Result<u64, StoreError> {
+                function_sql::start_tasks(&self.$writer, starts).await
             }
             async fn retry_task(&self, task_id: &str, message: &str) -> Result<bool, StoreError> {
-                function_sql::move_task(&self.$writer, task_id, task_state::RETRY, message, None)
-                    .await
+                function_sql::retry_task(&self.$writer, task_id, message).await
             }
-            async fn finish_task(
-                &self,
-                task_id: &str,
-                state: &str,
-                message: &str,
-                at: DateTime<Utc>,
-            ) -> Result<bool, StoreError> {
-                if !task_state::is_final(state) {
-                    return Err(StoreError::NotFinalState(state.to_owned()));
-                }
-                function_sql::move_task(&self.$writer, task_id, state, message, Some(at)).await
+            async fn finish_tasks(&self, ends: &[TaskEnd]) -> Result<u64, StoreError> {
+                function_sql::finish_tasks(&self.$writer, ends).await
             }
             async fn unfinished_tasks(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
                 function_sql::unfinished_tasks(&self.$reader, limit).await

@@ -2,7 +2,6 @@
 
 import asyncio
 import io
-import time
 import zipfile
 
 import pytest
@@ -120,15 +119,10 @@ def test_map_over_nothing_makes_no_calls(fake):
 def test_map_of_10000_inputs_over_grpc_keeps_order_and_the_in_flight_bound(fake):
     fake_app.identity.remote(0)  # stub and uploads out of the way
     n = 10_000
-    started = time.monotonic()
     results = list(fake_app.identity.map(range(n)))
-    elapsed = time.monotonic() - started
     assert results == list(range(n))
     assert fake.max_in_flight <= 1000
-    # Client and fake server share one process and one GIL here, so this is
-    # a floor that catches a gross regression, not the stack's throughput
-    # (test_map_stream measures the client's own cost per input).
-    assert n / elapsed > 800, f"{n / elapsed:.0f} inputs/s"
+    # Throughput is a benchmark's business (bench/functions), not a test's.
 
 
 def test_an_error_in_the_callers_iterable_is_raised(fake):

@@ -17,9 +17,10 @@ use levers9_api::v1::{
     WorkerMessage,
 };
 use prost::Message;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tonic::{Status, Streaming};
 
+use super::inbox::Inbox;
 use super::records::{state, WorkerRecord};
 use super::scheduler::BACKLOG;
 use super::Fleet;
@@ -31,13 +32,6 @@ use levers9_store::task_state;
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Complete results up to this size go to the caller's channel directly.
 const MAX_INLINE_RESULT_BYTES: usize = 1 << 20;
-/// How long one pop of an inbox waits.
-const INBOX_WAIT: Duration = Duration::from_secs(1);
-
-/// The inbox queue of a worker.
-pub fn inbox(worker_id: &str) -> String {
-    format!("worker-inbox:{worker_id}")
-}
 
 /// A map behind a mutex whose every critical section is a single
 /// insert, remove or drain.
@@ -188,11 +182,13 @@ pub async fn serve(
     outbound: mpsc::Sender<Result<ControlplaneMessage, Status>>,
 ) {
     let shared = Arc::new(StreamState::default());
+    let (stop_pump, stop) = oneshot::channel();
     let pump = tokio::spawn(pump_inbox(
         fleet.clone(),
         worker.id.clone(),
         outbound.clone(),
         shared.clone(),
+        stop,
     ));
     loop {
         let message = match inbound.message().await {
@@ -208,7 +204,7 @@ pub async fn serve(
         }
     }
     drop(outbound);
-    pump.abort();
+    let _ = stop_pump.send(());
     let _ = pump.await;
     requeue_unacked(&fleet, &worker, &shared.unacked).await;
     tracing::info!(worker_id = %worker.id, "worker stream closed");
@@ -311,7 +307,6 @@ async fn task_result(
             traceback: result.traceback,
             message: result.message.clone(),
         };
-        fleet.tasks().put_outcome(&outcome).await?;
         // A complete result is final whatever the dispatcher decides, so
         // the caller gets it now, payload and all, rather than after two
         // more hops through the dispatcher and a read of what was stored.
@@ -322,10 +317,13 @@ async fn task_result(
         if let Some(ticket) = ticket.filter(|_| inline) {
             fleet
                 .tasks()
-                .publish(&ticket.reply, run_event::Kind::Result(outcome))
+                .publish(&ticket.reply, run_event::Kind::Result(outcome.clone()))
                 .await?;
             delivered = true;
         }
+        // Stored before the dispatcher hears of it: what it does next (the
+        // row, the task's own channel) tells followers to read it.
+        fleet.tasks().put_outcome(&outcome).await?;
     }
     fleet
         .tasks()
@@ -339,28 +337,22 @@ async fn task_result(
         .await
 }
 
-/// Moves requests from the worker's inbox to its stream. Runs in its own
-/// task so a pop is never cancelled half-way (which could lose a request).
+/// Moves requests from the worker's inbox to its stream until `stop`.
 async fn pump_inbox(
     fleet: Fleet,
     worker_id: String,
     outbound: mpsc::Sender<Result<ControlplaneMessage, Status>>,
     stream: Arc<StreamState>,
+    mut stop: oneshot::Receiver<()>,
 ) {
-    let queue = inbox(&worker_id);
-    while !outbound.is_closed() {
-        let bytes = match fleet.state().pop(&queue, INBOX_WAIT).await {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => continue,
-            Err(error) => {
-                tracing::warn!(%error, %worker_id, "cannot read the worker inbox");
-                tokio::time::sleep(INBOX_WAIT).await;
-                continue;
-            }
-        };
-        let Ok(mut message) = ControlplaneMessage::decode(bytes.as_slice()) else {
-            tracing::error!(%worker_id, "dropping an unreadable inbox message");
-            continue;
+    let mut inbox = Inbox::open(&fleet, &worker_id);
+    loop {
+        let mut message = tokio::select! {
+            message = inbox.next() => match message {
+                Some(message) => message,
+                None => break,
+            },
+            _ = &mut stop => break,
         };
         if let Some(controlplane_message::Kind::Run(run)) = &mut message.kind {
             if !open_secrets(&fleet, &worker_id, run).await {
@@ -376,14 +368,19 @@ async fn pump_inbox(
                 continue;
             }
         }
-        if outbound.send(Ok(message)).await.is_err() {
-            // The stream is gone: give the request back for the next stream.
-            if let Err(error) = fleet.state().push(&queue, &bytes).await {
-                tracing::error!(%error, %worker_id, "cannot return a request to the inbox");
+        if let Err(failed) = outbound.send(Ok(message)).await {
+            // The stream is gone: give the request back for the next stream,
+            // without what was attached to it only for this one.
+            if let Ok(mut message) = failed.0 {
+                if let Some(controlplane_message::Kind::TaskInput(input)) = &mut message.kind {
+                    input.payload.clear();
+                }
+                inbox.give_back(&message).await;
             }
             break;
         }
     }
+    inbox.close().await;
 }
 
 /// Adds a task's payload to its input, just before it goes to the worker,

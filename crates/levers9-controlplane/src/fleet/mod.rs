@@ -14,6 +14,7 @@
 //!   `container:<id>`: its output and events.
 
 pub mod attach;
+pub mod inbox;
 pub mod reaper;
 pub mod records;
 pub mod scheduler;
@@ -22,6 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use levers9_api::v1::ControlplaneMessage;
 use levers9_config::PoolConfig;
 use levers9_seal::Keyring;
 use levers9_state::HotState;
@@ -55,6 +57,7 @@ pub struct Fleet {
     pools: Arc<BTreeMap<String, PoolConfig>>,
     secrets: SecretOpener,
     tasks: TaskState,
+    local_inboxes: Arc<inbox::LocalInboxes>,
 }
 
 /// Opens workspace secrets for a container, at the last moment.
@@ -115,7 +118,17 @@ impl Fleet {
             heartbeat_ttl,
             pools: Arc::new(pools),
             secrets,
+            local_inboxes: Arc::default(),
         }
+    }
+
+    /// Puts a request in a worker's inbox.
+    pub async fn send_to_worker(
+        &self,
+        worker_id: &str,
+        message: ControlplaneMessage,
+    ) -> Result<(), ApiError> {
+        inbox::send(self, worker_id, message).await
     }
 
     /// Function inputs, results and the dispatcher's queue.

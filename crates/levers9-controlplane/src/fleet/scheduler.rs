@@ -12,7 +12,6 @@ use chrono::Utc;
 use levers9_api::v1::{
     controlplane_message, ControlplaneMessage, ObjectMount, RunContainer, StopContainer,
 };
-use prost::Message;
 use tokio::sync::watch;
 
 use super::records::{state, ContainerRecord, WorkerRecord};
@@ -314,14 +313,7 @@ pub async fn send_run(fleet: &Fleet, c: &ContainerRecord) -> Result<(), ApiError
             working_dir: c.working_dir.clone(),
         })),
     };
-    fleet
-        .state()
-        .push(
-            &super::attach::inbox(&c.worker_id),
-            &message.encode_to_vec(),
-        )
-        .await?;
-    Ok(())
+    fleet.send_to_worker(&c.worker_id, message).await
 }
 
 /// Puts a stop request in the inbox of a container's worker.
@@ -332,11 +324,7 @@ pub async fn send_stop(fleet: &Fleet, worker_id: &str, container_id: &str) -> Re
             container_id: container_id.to_owned(),
         })),
     };
-    fleet
-        .state()
-        .push(&super::attach::inbox(worker_id), &message.encode_to_vec())
-        .await?;
-    Ok(())
+    fleet.send_to_worker(worker_id, message).await
 }
 
 #[cfg(test)]

@@ -26,22 +26,21 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
 use levers9_api::v1::{
     controlplane_message, run_event, ControlplaneMessage, TaskInput, TaskOutcome, TaskRetrying,
 };
 use levers9_store::{task_state, FunctionStore, StubRecord};
-use prost::Message;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 mod upkeep;
 
+use super::rows::RowWriter;
 use super::spec::{self, StubSpec};
 use super::{task_reply, DispatchEvent, TaskState, Ticket, DISPATCH};
 use crate::error::ApiError;
 use crate::fleet::records::state as container_state;
 use crate::fleet::scheduler::{send_stop, BACKLOG};
-use crate::fleet::{attach, Fleet};
+use crate::fleet::Fleet;
 
 const LEASE: &str = "function-dispatcher";
 const LEASE_TTL: Duration = Duration::from_secs(10);
@@ -103,6 +102,7 @@ pub struct Parts {
 
 struct Dispatcher {
     parts: Parts,
+    rows: RowWriter,
     stubs: HashMap<String, Stub>,
     held: HashMap<String, Held>,
     /// Which stub each starting or warm container serves.
@@ -132,6 +132,7 @@ pub async fn run(parts: Parts, holder: String, stopped: watch::Receiver<bool>) {
         tracing::info!("this replica dispatches function inputs");
         let mut dispatcher = Dispatcher {
             parts: parts.clone(),
+            rows: RowWriter::spawn(parts.store.clone()),
             stubs: HashMap::new(),
             held: HashMap::new(),
             container_stub: HashMap::new(),
@@ -139,7 +140,19 @@ pub async fn run(parts: Parts, holder: String, stopped: watch::Receiver<bool>) {
         if let Err(error) = dispatcher.recover().await {
             tracing::error!(%error, "cannot take over unfinished tasks");
         }
-        dispatcher.serve(&holder, &stopped).await;
+        let (lane, mut events) = parts.tasks.dispatch_lane.open();
+        let forwarder = tokio::spawn(forward_queue(parts.tasks.clone(), lane));
+        dispatcher.serve(&holder, &stopped, &mut events).await;
+        // What is told from now on goes to the queue, for whoever leads next;
+        // what was told here and not handled goes back there too.
+        parts.tasks.dispatch_lane.close();
+        events.close();
+        while let Some(event) = events.recv().await {
+            if let Err(error) = parts.tasks.queue(&event).await {
+                tracing::error!(%error, "cannot hand a dispatch event back to the queue");
+            }
+        }
+        let _ = forwarder.await;
         if *stopped.borrow() {
             let _ = state.release_lease(LEASE, &holder).await;
             return;
@@ -147,9 +160,42 @@ pub async fn run(parts: Parts, holder: String, stopped: watch::Receiver<bool>) {
     }
 }
 
+/// Moves the events other replicas put on the hot state's queue into the
+/// lane, until the lane closes. Runs in its own task so a pop is never
+/// cancelled half-way (which could lose an event); an event popped after
+/// the lane closed goes back on the queue.
+async fn forward_queue(tasks: TaskState, lane: mpsc::UnboundedSender<DispatchEvent>) {
+    let state = tasks.state().clone();
+    while !lane.is_closed() {
+        match state.pop(DISPATCH, TICK).await {
+            Ok(Some(bytes)) => match serde_json::from_slice::<DispatchEvent>(&bytes) {
+                Ok(event) => {
+                    if let Err(back) = lane.send(event) {
+                        if let Err(error) = tasks.queue(&back.0).await {
+                            tracing::error!(%error, "cannot hand a dispatch event back to the queue");
+                        }
+                        return;
+                    }
+                }
+                Err(error) => tracing::error!(%error, "dropping an unreadable dispatch event"),
+            },
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the dispatch queue");
+                tokio::time::sleep(TICK).await;
+            }
+        }
+    }
+}
+
 impl Dispatcher {
     /// Handles events while the lease holds.
-    async fn serve(&mut self, holder: &str, stopped: &watch::Receiver<bool>) {
+    async fn serve(
+        &mut self,
+        holder: &str,
+        stopped: &watch::Receiver<bool>,
+        events: &mut mpsc::UnboundedReceiver<DispatchEvent>,
+    ) {
         let state = self.parts.tasks.state().clone();
         let mut renewed = Instant::now();
         let mut ticked = Instant::now();
@@ -164,21 +210,9 @@ impl Dispatcher {
                     Err(error) => tracing::warn!(%error, "cannot renew the dispatcher lease"),
                 }
             }
-            // Not raced against the stop: a pop cancelled half-way could
-            // lose its event. The stop is seen within one TICK.
-            match state.pop(DISPATCH, TICK).await {
-                Ok(Some(bytes)) => match serde_json::from_slice::<DispatchEvent>(&bytes) {
-                    Ok(event) => {
-                        if let Err(error) = self.handle(event).await {
-                            tracing::warn!(%error, "cannot handle a dispatch event");
-                        }
-                    }
-                    Err(error) => tracing::error!(%error, "dropping an unreadable dispatch event"),
-                },
-                Ok(None) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "cannot read the dispatch queue");
-                    tokio::time::sleep(TICK).await;
+            if let Ok(Some(event)) = tokio::time::timeout(TICK, events.recv()).await {
+                if let Err(error) = self.handle(event).await {
+                    tracing::warn!(%error, "cannot handle a dispatch event");
                 }
             }
             if ticked.elapsed() >= TICK {
@@ -336,20 +370,10 @@ impl Dispatcher {
             };
             self.parts
                 .fleet
-                .state()
-                .push(&attach::inbox(&warm.worker_id), &input.encode_to_vec())
+                .send_to_worker(&warm.worker_id, input)
                 .await?;
-            let store = self.parts.store.clone();
-            let (attempt, container_id, worker_id) =
-                (held.attempt, container_id.clone(), warm.worker_id.clone());
-            tokio::spawn(async move {
-                if let Err(error) = store
-                    .start_task(&task_id, attempt, &container_id, &worker_id, Utc::now())
-                    .await
-                {
-                    tracing::warn!(%error, %task_id, "cannot mark a task running");
-                }
-            });
+            self.rows
+                .start(&task_id, held.attempt, container_id, &warm.worker_id);
         }
         let queued = stub.queue.len();
         let coming = stub.starting.len() * slots;
@@ -440,18 +464,15 @@ impl Dispatcher {
             return;
         }
         let tasks = self.parts.tasks.clone();
-        let store = self.parts.store.clone();
+        self.rows.retry(&held.ticket.task_id, &message);
         let retrying = run_event::Kind::Retrying(TaskRetrying {
             index: held.ticket.index,
             task_id: held.ticket.task_id.clone(),
             attempt: held.attempt + 1,
-            reason: message.clone(),
+            reason: message,
         });
         let (task_id, reply) = (held.ticket.task_id.clone(), held.ticket.reply.clone());
         tokio::spawn(async move {
-            if let Err(error) = store.retry_task(&task_id, &message).await {
-                tracing::warn!(%error, %task_id, "cannot mark a task for retry");
-            }
             if let Err(error) = tasks.publish(&reply, retrying).await {
                 tracing::warn!(%error, %task_id, "cannot tell the caller about a retry");
             }
@@ -470,11 +491,7 @@ impl Dispatcher {
             message: message.to_owned(),
             ..TaskOutcome::default()
         };
-        let (tasks, store, ticket) = (
-            self.parts.tasks.clone(),
-            self.parts.store.clone(),
-            ticket.clone(),
-        );
+        let (tasks, rows, ticket) = (self.parts.tasks.clone(), self.rows.clone(), ticket.clone());
         tokio::spawn(async move {
             let task_id = &ticket.task_id;
             let result = async {
@@ -492,9 +509,7 @@ impl Dispatcher {
                         .publish(&ticket.reply, run_event::Kind::Result(notice.clone()))
                         .await?;
                 }
-                store
-                    .finish_task(task_id, &notice.state, &notice.message, Utc::now())
-                    .await?;
+                rows.end(task_id, &notice.state, &notice.message).await?;
                 tasks.drop_input(task_id).await?;
                 tasks.publish(&own, run_event::Kind::Result(notice)).await?;
                 Ok::<(), ApiError>(())

@@ -17,11 +17,22 @@
 //! - kv `task-input:<id>`: the [`Ticket`] and payload of a task not yet done;
 //! - kv `task-result:<id>`: its [`TaskOutcome`], kept for the result TTL;
 //! - queue `dispatch`: [`DispatchEvent`]s for the dispatcher;
-//! - channel `reply:<id>`: [`RunEvent`]s for the caller.
+//! - channel `reply:<id>`: [`RunEvent`]s for the followers of a spawned
+//!   task; a Run stream's events take its replica's channel instead (see
+//!   [`replies`]).
+//!
+//! On one replica the parts of a call also meet in process: tells go
+//! straight to a dispatcher running here and small inputs are read from
+//! memory (see `local`); the hot state still holds every input and event
+//! that another replica may need.
 
 pub mod dispatcher;
+mod local;
 pub mod objects;
+pub mod replies;
+mod rows;
 pub mod spec;
+pub mod stubs;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +43,7 @@ use prost::Message;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
+use replies::Replies;
 
 /// How long a task's input waits in the hot state at most.
 const INPUT_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -104,12 +116,29 @@ pub fn task_reply(task_id: &str) -> String {
 pub struct TaskState {
     state: Arc<dyn HotState>,
     result_ttl: Duration,
+    replies: Arc<Replies>,
+    dispatch_lane: Arc<local::DispatchLane>,
+    inputs: Arc<local::InputCache>,
 }
 
 impl TaskState {
-    /// Over `state`; results are kept for `result_ttl`.
-    pub fn new(state: Arc<dyn HotState>, result_ttl: Duration) -> Self {
-        Self { state, result_ttl }
+    /// Over `state`, for the replica `replica`; results are kept for
+    /// `result_ttl`. Run streams can be followed once [`TaskState::route`]
+    /// runs.
+    pub fn new(state: Arc<dyn HotState>, result_ttl: Duration, replica: &str) -> Self {
+        Self {
+            replies: Replies::new(state.clone(), replica),
+            state,
+            result_ttl,
+            dispatch_lane: Arc::default(),
+            inputs: Arc::default(),
+        }
+    }
+
+    /// Routes this replica's reply channel to its Run streams until
+    /// `stopped`.
+    pub async fn route(&self, stopped: tokio::sync::watch::Receiver<bool>) {
+        self.replies.clone().route(stopped).await;
     }
 
     /// The hot state underneath.
@@ -117,8 +146,17 @@ impl TaskState {
         &self.state
     }
 
-    /// Tells the dispatcher.
+    /// Tells the dispatcher: in process when it runs here, else through the
+    /// hot state's queue.
     pub async fn tell(&self, event: &DispatchEvent) -> Result<(), ApiError> {
+        let Err(event) = self.dispatch_lane.send(event.clone()) else {
+            return Ok(());
+        };
+        self.queue(&event).await
+    }
+
+    /// Puts an event on the hot state's dispatch queue.
+    async fn queue(&self, event: &DispatchEvent) -> Result<(), ApiError> {
         // Plain structs of strings: serialising cannot fail.
         let bytes = serde_json::to_vec(event).unwrap_or_default();
         self.state.push(DISPATCH, &bytes).await?;
@@ -127,6 +165,12 @@ impl TaskState {
 
     /// Stores a task's input until it is done.
     pub async fn put_input(&self, ticket: &Ticket, payload: &[u8]) -> Result<(), ApiError> {
+        self.store_input(ticket, payload).await?;
+        self.inputs.put(ticket, payload);
+        Ok(())
+    }
+
+    async fn store_input(&self, ticket: &Ticket, payload: &[u8]) -> Result<(), ApiError> {
         let header = serde_json::to_vec(ticket).unwrap_or_default();
         let mut value = Vec::with_capacity(4 + header.len() + payload.len());
         value.extend_from_slice(&u32::try_from(header.len()).unwrap_or(0).to_be_bytes());
@@ -140,6 +184,9 @@ impl TaskState {
 
     /// A task's ticket and payload, if it still waits.
     pub async fn input(&self, task_id: &str) -> Result<Option<(Ticket, Vec<u8>)>, ApiError> {
+        if let Some(cached) = self.inputs.get(task_id) {
+            return Ok(Some(cached));
+        }
         let Some(value) = self.state.get(&format!("task-input:{task_id}")).await? else {
             return Ok(None);
         };
@@ -156,6 +203,7 @@ impl TaskState {
 
     /// Forgets a finished task's input.
     pub async fn drop_input(&self, task_id: &str) -> Result<(), ApiError> {
+        self.inputs.remove(task_id);
         self.state.delete(&format!("task-input:{task_id}")).await?;
         Ok(())
     }
@@ -184,14 +232,22 @@ impl TaskState {
 
     /// Sends an event to a caller's channel.
     pub async fn publish(&self, reply: &str, event: run_event::Kind) -> Result<(), ApiError> {
-        let event = RunEvent { kind: Some(event) };
+        let event = RunEvent { kind: Some(event) }.encode_to_vec();
+        if Replies::is_routed(reply) {
+            return self.replies.publish(reply, event).await;
+        }
         self.state
-            .publish(&format!("reply:{reply}"), &event.encode_to_vec())
+            .publish(&format!("reply:{reply}"), &event)
             .await?;
         Ok(())
     }
 
-    /// The events of a caller's channel from now on.
+    /// A new Run stream's reply channel and its events, until dropped.
+    pub async fn open_reply(&self) -> Result<(String, replies::ReplyStream), ApiError> {
+        self.replies.open().await
+    }
+
+    /// The events of a spawned task's channel from now on.
     pub async fn follow(
         &self,
         reply: &str,

@@ -49,15 +49,22 @@ impl FunctionApi {
     }
 
     async fn stub(&self, caller: &Caller, stub_id: &str) -> Result<StubRecord, ApiError> {
-        self.shared
+        let workspace_id = &caller.workspace.id;
+        if let Some(stub) = self.shared.stubs.get(workspace_id, stub_id) {
+            return Ok(stub);
+        }
+        let stub = self
+            .shared
             .functions
-            .get_stub(&caller.workspace.id, stub_id)
+            .get_stub(workspace_id, stub_id)
             .await?
             .ok_or_else(|| {
                 ApiError::NotFound(format!(
                     "no stub {stub_id:?} in this workspace: create it with GetOrCreateStub"
                 ))
-            })
+            })?;
+        self.shared.stubs.put(&stub);
+        Ok(stub)
     }
 
     async fn task(&self, caller: &Caller, task_id: &str) -> Result<TaskRecord, ApiError> {
@@ -90,12 +97,18 @@ impl FunctionApi {
                 created_at: now,
             })
             .collect();
-        self.shared.functions.insert_tasks(&rows).await?;
         let tasks = self.shared.fleet.tasks();
         let puts = inputs
             .iter()
             .map(|(ticket, payload)| tasks.put_input(ticket, payload));
-        for result in futures::future::join_all(puts).await {
+        // Neither needs the other: the dispatcher hears of the tasks only
+        // once both are done.
+        let (inserted, put) = futures::join!(
+            self.shared.functions.insert_tasks(&rows),
+            futures::future::join_all(puts)
+        );
+        inserted?;
+        for result in put {
             result?;
         }
         tasks
@@ -312,8 +325,7 @@ impl FunctionService for FunctionApi {
             .into());
         };
         let stub = self.stub(&caller, &start.stub_id).await?;
-        let reply = format!("run-{}", uuid::Uuid::now_v7().simple());
-        let events = self.shared.fleet.tasks().follow(&reply).await?;
+        let (reply, events) = self.shared.fleet.tasks().open_reply().await?;
         let (tx, rx) = mpsc::channel(256);
         let api = FunctionApi {
             shared: self.shared.clone(),
@@ -327,7 +339,7 @@ impl FunctionService for FunctionApi {
                 tx,
                 outstanding: std::collections::HashSet::new(),
             };
-            run.drive(inbound, events).await;
+            run.drive(inbound, events.boxed()).await;
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
@@ -398,6 +410,14 @@ impl FunctionService for FunctionApi {
                     return;
                 };
                 match kind {
+                    // A complete result comes with its payload from the
+                    // worker's stream, maybe before it is stored.
+                    run_event::Kind::Result(notice)
+                        if notice.state == task_state::COMPLETE && !notice.payload.is_empty() =>
+                    {
+                        let _ = tx.send(event(run_event::Kind::Result(notice))).await;
+                        return;
+                    }
                     run_event::Kind::Result(notice) => {
                         task.state = notice.state;
                         task.message = notice.message;

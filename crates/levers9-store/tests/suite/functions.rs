@@ -3,7 +3,8 @@
 use chrono::{DateTime, Duration, Utc};
 use futures::future::join_all;
 use levers9_store::{
-    task_state, FunctionStore, NewTask, RecordStore, StoreError, StubRecord, TaskRecord,
+    task_state, FunctionStore, NewTask, RecordStore, StoreError, StubRecord, TaskEnd, TaskRecord,
+    TaskStart,
 };
 use uuid::Uuid;
 
@@ -184,13 +185,87 @@ pub async fn another_workspace_cannot_read_a_task<S: RecordStore + FunctionStore
     assert_eq!(store.find_task("no-such-task").await.unwrap(), None);
 }
 
+/// Starts one attempt through the batch call; true if the task changed.
+async fn start<S: FunctionStore>(
+    store: &S,
+    task_id: &str,
+    attempt: u32,
+    container_id: &str,
+    worker_id: &str,
+    at: DateTime<Utc>,
+) -> bool {
+    let start = TaskStart {
+        task_id: task_id.to_owned(),
+        attempt,
+        container_id: container_id.to_owned(),
+        worker_id: worker_id.to_owned(),
+        at,
+    };
+    store.start_tasks(&[start]).await.unwrap() == 1
+}
+
+pub async fn many_tasks_start_and_end_in_one_call_and_finals_stay<
+    S: RecordStore + FunctionStore,
+>(
+    store: &S,
+) {
+    let ws = workspace(store, "team").await;
+    store.get_or_create_stub(stub(&ws, "stub-1")).await.unwrap();
+    // More than one statement's worth, so the chunks are exercised too.
+    let tasks: Vec<NewTask> = (0..1_200).map(|i| task(&ws, "stub-1", at(i))).collect();
+    store.insert_tasks(&tasks).await.unwrap();
+    assert!(store
+        .finish_task(
+            &tasks[0].id,
+            task_state::CANCELLED,
+            "cancelled by user",
+            at(5)
+        )
+        .await
+        .unwrap());
+    let starts: Vec<TaskStart> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| TaskStart {
+            task_id: t.id.clone(),
+            attempt: 1,
+            container_id: format!("c-{}", i % 7),
+            worker_id: "w".into(),
+            at: at(10),
+        })
+        .collect();
+    let ends: Vec<TaskEnd> = tasks
+        .iter()
+        .map(|t| TaskEnd {
+            task_id: t.id.clone(),
+            state: task_state::COMPLETE.into(),
+            message: String::new(),
+            at: at(20),
+        })
+        .collect();
+
+    let started = store.start_tasks(&starts).await.unwrap();
+    let ended = store.finish_tasks(&ends).await.unwrap();
+
+    assert_eq!(
+        (started, ended),
+        (1_199, 1_199),
+        "all but the cancelled one"
+    );
+    let cancelled = stored_task(store, &tasks[0].id).await;
+    assert_eq!(cancelled.state, task_state::CANCELLED);
+    assert_eq!(cancelled.attempts, 0);
+    let last = stored_task(store, &tasks[1_199].id).await;
+    assert_eq!(last.state, task_state::COMPLETE);
+    assert_eq!(last.container_id, "c-2");
+    assert_eq!(last.started_at, Some(at(10)));
+    assert_eq!(last.ended_at, Some(at(20)));
+}
+
 pub async fn a_started_task_finishes_complete<S: RecordStore + FunctionStore>(store: &S) {
     let (_, new) = pending_task(store).await;
 
-    assert!(store
-        .start_task(&new.id, 1, "container-1", "worker-1", at(20))
-        .await
-        .unwrap());
+    assert!(start(store, &new.id, 1, "container-1", "worker-1", at(20)).await);
     let running = stored_task(store, &new.id).await;
     assert!(store
         .finish_task(&new.id, task_state::COMPLETE, "", at(30))
@@ -212,10 +287,7 @@ pub async fn a_started_task_finishes_complete<S: RecordStore + FunctionStore>(st
 
 pub async fn a_late_result_cannot_overwrite_a_cancel<S: RecordStore + FunctionStore>(store: &S) {
     let (_, new) = pending_task(store).await;
-    store
-        .start_task(&new.id, 1, "container-1", "worker-1", at(20))
-        .await
-        .unwrap();
+    start(store, &new.id, 1, "container-1", "worker-1", at(20)).await;
     assert!(store
         .finish_task(&new.id, task_state::CANCELLED, "cancelled by user", at(25))
         .await
@@ -226,10 +298,7 @@ pub async fn a_late_result_cannot_overwrite_a_cancel<S: RecordStore + FunctionSt
         .await
         .unwrap();
     let late_retry = store.retry_task(&new.id, "worker lost").await.unwrap();
-    let late_start = store
-        .start_task(&new.id, 2, "container-2", "worker-2", at(35))
-        .await
-        .unwrap();
+    let late_start = start(store, &new.id, 2, "container-2", "worker-2", at(35)).await;
 
     assert!(!late_result && !late_retry && !late_start);
     let task = stored_task(store, &new.id).await;
@@ -244,17 +313,11 @@ pub async fn a_retried_task_starts_again_with_more_attempts<S: RecordStore + Fun
     store: &S,
 ) {
     let (_, new) = pending_task(store).await;
-    store
-        .start_task(&new.id, 1, "container-1", "worker-1", at(20))
-        .await
-        .unwrap();
+    start(store, &new.id, 1, "container-1", "worker-1", at(20)).await;
 
     assert!(store.retry_task(&new.id, "worker lost").await.unwrap());
     let waiting = stored_task(store, &new.id).await;
-    assert!(store
-        .start_task(&new.id, 2, "container-2", "worker-2", at(40))
-        .await
-        .unwrap());
+    assert!(start(store, &new.id, 2, "container-2", "worker-2", at(40)).await);
 
     assert_eq!(waiting.state, task_state::RETRY);
     assert_eq!(waiting.message, "worker lost");
@@ -281,10 +344,7 @@ pub async fn unfinished_tasks_leave_out_final_ones<S: RecordStore + FunctionStor
         match state {
             task_state::PENDING => {}
             task_state::RUNNING => {
-                store
-                    .start_task(&new.id, 1, "c", "w", at(200))
-                    .await
-                    .unwrap();
+                start(store, &new.id, 1, "c", "w", at(200)).await;
             }
             task_state::RETRY => {
                 store.retry_task(&new.id, "again").await.unwrap();

@@ -51,6 +51,7 @@ macro_rules! record_store_suite {
             a_batch_of_tasks_is_stored_all_or_none,
             another_workspace_cannot_read_a_task,
             a_started_task_finishes_complete,
+            many_tasks_start_and_end_in_one_call_and_finals_stay,
             a_late_result_cannot_overwrite_a_cancel,
             a_retried_task_starts_again_with_more_attempts,
             unfinished_tasks_leave_out_final_ones,

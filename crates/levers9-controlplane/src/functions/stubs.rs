@@ -1,0 +1,38 @@
+//! Stubs read lately, so a call does not read its stub's row each time.
+//!
+//! A stub never changes once made (its id is the hash of what it is), so a
+//! cached one is never stale.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use levers9_store::StubRecord;
+
+/// Stubs kept, at most; past that the cache starts over.
+const CAPACITY: usize = 10_000;
+
+/// (workspace, stub id) → stub.
+#[derive(Default)]
+pub struct StubCache(Mutex<HashMap<(String, String), StubRecord>>);
+
+impl StubCache {
+    fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), StubRecord>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The stub `stub_id` of `workspace_id`, if cached.
+    pub fn get(&self, workspace_id: &str, stub_id: &str) -> Option<StubRecord> {
+        self.lock()
+            .get(&(workspace_id.to_owned(), stub_id.to_owned()))
+            .cloned()
+    }
+
+    /// Keeps `stub`.
+    pub fn put(&self, stub: &StubRecord) {
+        let mut stubs = self.lock();
+        if stubs.len() >= CAPACITY {
+            stubs.clear();
+        }
+        stubs.insert((stub.workspace_id.clone(), stub.id.clone()), stub.clone());
+    }
+}
