@@ -5,6 +5,7 @@
 mod common;
 
 use std::process::Command;
+use std::time::Duration;
 
 use common::fleet::{python_image, Worker};
 use common::{backend_env, text, with_token, Backend, Controlplane, SECRET};
@@ -24,7 +25,7 @@ fn controlplane(backend: Backend) -> Controlplane {
 /// Runs the SDK's pytest suite (`pytest_args` select tests) against the
 /// controlplane with a fresh workspace token; panics with every log on a
 /// failure.
-async fn pytest(cp: &Controlplane, admin: &str, worker: &Worker, pytest_args: &[&str]) {
+async fn pytest(cp: &Controlplane, admin: &str, worker_log: &str, pytest_args: &[&str]) {
     let python = std::env::var("LEVERS9_TEST_PYTHON").unwrap_or_else(|_| {
         panic!(
             "LEVERS9_TEST_PYTHON is not set: run the tests with scripts/test.sh (make test), \
@@ -64,7 +65,7 @@ async fn pytest(cp: &Controlplane, admin: &str, worker: &Worker, pytest_args: &[
         text(&out.stdout),
         text(&out.stderr),
         cp.log(),
-        worker.log()
+        worker_log
     );
     let summary = text(&out.stdout);
     assert!(
@@ -94,15 +95,20 @@ async fn the_sdk_suite_passes_on_postgres_redis_and_runc() {
     let cp = controlplane(Backend::Servers);
     let admin = cp.admin_token().await;
     let worker = Worker::start(&cp, &admin, "default", "runc").await;
-    pytest(&cp, &admin, &worker, &[]).await;
+    pytest(&cp, &admin, &worker.log(), &[]).await;
 }
 
+/// `levers9 up` as a newcomer runs it: no registry configured, so it builds
+/// its Python base image from Debian packages into its local image storage
+/// and its worker pulls it from there.
 #[tokio::test]
-async fn smoke_tests_pass_on_the_embedded_state() {
-    let cp = controlplane(Backend::Embedded);
-    let admin = cp.admin_token().await;
-    let worker = Worker::start(&cp, &admin, "default", "runc").await;
-    pytest(&cp, &admin, &worker, &["-m", "smoke"]).await;
+async fn smoke_tests_pass_on_levers9_up_with_the_base_image_it_builds() {
+    let cp = Controlplane::up(Vec::new());
+    // Downloading and packing the base image takes a while the first time.
+    cp.wait_for_log("levers9 is up", Duration::from_secs(900))
+        .await;
+    let admin = cp.up_admin_token();
+    pytest(&cp, &admin, "(in the controlplane's log)", &["-m", "smoke"]).await;
 }
 
 #[tokio::test]
@@ -110,5 +116,5 @@ async fn smoke_tests_pass_on_a_gvisor_pool() {
     let cp = controlplane(Backend::Embedded);
     let admin = cp.admin_token().await;
     let worker = Worker::start(&cp, &admin, "default", "gvisor").await;
-    pytest(&cp, &admin, &worker, &["-m", "smoke"]).await;
+    pytest(&cp, &admin, &worker.log(), &["-m", "smoke"]).await;
 }

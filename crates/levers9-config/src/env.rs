@@ -51,6 +51,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
         "imageService.runner.baseImageRegistry",
     ),
     ("LEVERS9_BASE_IMAGE", "imageService.runner.baseImage"),
+    ("LEVERS9_LOCAL_IMAGES", "imageService.localImages"),
     (
         "LEVERS9_TASK_RESULT_TTL_SECONDS",
         "controlplane.taskResultTtlSeconds",

@@ -278,6 +278,10 @@ impl PoolRuntime {
 pub struct ImageServiceConfig {
     /// The runner base image.
     pub runner: RunnerConfig,
+    /// Local image storage: a directory holding an OCI image layout that
+    /// the controlplane serves read-only, as a registry, at `/v2/` on its
+    /// HTTP port. `levers9 up` keeps its base image there; empty is off.
+    pub local_images: String,
 }
 
 /// `imageService.runner.*`

@@ -19,6 +19,7 @@ const READY_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The whole HTTP router.
 pub fn router(shared: Arc<Shared>, services: Services, metrics: Arc<Metrics>) -> Router {
+    let local_images = shared.local_images.clone();
     let probes = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
@@ -35,10 +36,11 @@ pub fn router(shared: Arc<Shared>, services: Services, metrics: Arc<Metrics>) ->
             }),
         )
     };
-    probes
-        .merge(scrape)
-        .merge(crate::rest::router(services))
-        .layer(middleware::from_fn_with_state(metrics, record))
+    let mut router = probes.merge(scrape).merge(crate::rest::router(services));
+    if let Some(layout) = local_images {
+        router = router.merge(crate::registry::router(layout));
+    }
+    router.layer(middleware::from_fn_with_state(metrics, record))
 }
 
 /// Ready when both the record store and the hot state answer.

@@ -10,6 +10,7 @@ pub mod fleet;
 pub mod functions;
 pub mod http;
 pub mod metrics;
+pub mod registry;
 pub mod rest;
 pub mod sealing;
 pub mod server;
@@ -49,6 +50,8 @@ pub struct Shared {
     pub fleet: fleet::Fleet,
     /// `worker.imageRegistry`: where image names without a registry live.
     pub image_registry: String,
+    /// Local image storage served as a registry (`imageService.localImages`).
+    pub local_images: Option<levers9_image::layout::Layout>,
     /// The bootstrap secret; empty turns bootstrap off.
     pub bootstrap_secret: Secret,
 }

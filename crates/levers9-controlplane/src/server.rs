@@ -1,6 +1,7 @@
 //! Starting and stopping a controlplane: both listeners over one shared state.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,6 +48,9 @@ pub enum StartError {
     /// An encryption key in the config is malformed.
     #[error(transparent)]
     Key(#[from] levers9_seal::KeyError),
+    /// `imageService.localImages` cannot be opened.
+    #[error("imageService.localImages: {0}")]
+    LocalImages(#[from] levers9_image::ImageError),
     /// The metrics registry refused a metric (a programming error).
     #[error("cannot register metrics: {0}")]
     Metrics(#[from] prometheus::Error),
@@ -123,6 +127,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
             config.controlplane.data_dir().join("objects"),
         ),
         base_image: config.image_service.runner.base_image_reference(),
+        local_images: local_images(&config.image_service.local_images)?,
         state,
         image_registry: config.worker.image_registry.clone(),
         bootstrap_secret: config.controlplane.auth.bootstrap_secret.clone(),
@@ -238,6 +243,14 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         shutdown,
         tasks,
     })
+}
+
+/// The local image storage, when configured.
+fn local_images(dir: &str) -> Result<Option<levers9_image::layout::Layout>, StartError> {
+    if dir.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(levers9_image::layout::Layout::open(Path::new(dir))?))
 }
 
 async fn bind(what: &'static str, host: &str, port: u16) -> Result<TcpListener, StartError> {

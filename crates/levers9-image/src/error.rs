@@ -188,6 +188,23 @@ pub enum ImageError {
         id: String,
     },
 
+    /// The local image storage (an OCI image layout) cannot be read or
+    /// written.
+    #[error("the local image storage at {}: {reason}; remove it to build it again", path.display())]
+    Layout {
+        /// The layout's directory.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A base image could not be built from the host's packages.
+    #[error("cannot build the base image: {reason}")]
+    BaseImage {
+        /// Why, and what to do.
+        reason: String,
+    },
+
     /// The store's configuration cannot be used.
     #[error("invalid image store configuration: {reason}")]
     InvalidConfig {

@@ -52,9 +52,11 @@
 #![deny(missing_docs)]
 
 mod cache;
+pub mod debian;
 mod error;
 mod fill;
 mod image;
+pub mod layout;
 mod overlay;
 mod pull;
 mod reference;

@@ -56,6 +56,38 @@ pub async fn run(args: UpArgs) -> Result<()> {
     cp.grpc.port = args.grpc_port;
     cp.http.port = args.http_port;
     cp.data_dir = args.data_dir.join("controlplane").display().to_string();
+    // Its pool is known before its worker joins, so a first call made at
+    // once waits for the worker rather than being refused.
+    config
+        .worker
+        .pools
+        .entry("default".into())
+        .or_insert_with(|| levers9_config::PoolConfig {
+            runtime: match args.runtime {
+                RuntimeArg::Runc => levers9_config::PoolRuntime::Runc,
+                RuntimeArg::Gvisor => levers9_config::PoolRuntime::Gvisor,
+            },
+        });
+    let runner = &mut config.image_service.runner;
+    if runner.base_image_registry.is_empty() {
+        if args.http_port == 0 {
+            bail!(
+                "--http-port must be a fixed port: the local worker pulls the base image from it"
+            );
+        }
+        // No registry to pull the base image from: build it into the local
+        // image storage, which the controlplane serves as a registry.
+        let dir = args.data_dir.join("images");
+        let name = runner.base_image.clone();
+        let layout = levers9_image::layout::Layout::open(&dir)?;
+        tokio::task::spawn_blocking(move || {
+            let say = |what: &str| eprintln!("levers9 up: {what}");
+            levers9_image::debian::ensure_python_image(&layout, &name, &say)
+        })
+        .await??;
+        runner.base_image_registry = format!("127.0.0.1:{}", args.http_port);
+        config.image_service.local_images = dir.display().to_string();
+    }
     // A one-time secret: only this process ever knows it, and it does
     // nothing once the first workspace exists.
     let secret = uuid::Uuid::new_v4().simple().to_string();

@@ -149,6 +149,28 @@ impl Controlplane {
 
     /// Starts the process and returns at once, before it listens.
     pub fn spawn_with(env: Vec<(String, String)>) -> Controlplane {
+        Self::spawn_as(false, env)
+    }
+
+    /// Starts `levers9 up` (a controlplane on the embedded state with its
+    /// own worker, writing the CLI context "local" under this HOME) rather
+    /// than `levers9 controlplane`; returns at once.
+    pub fn up(env: Vec<(String, String)>) -> Controlplane {
+        Self::spawn_as(true, env)
+    }
+
+    /// The admin token `levers9 up` saved in its CLI context.
+    pub fn up_admin_token(&self) -> String {
+        let path = self.dir.path().join(".levers9").join("config.toml");
+        let text = std::fs::read_to_string(&path).expect("levers9 up wrote its CLI config");
+        let config: toml::Value = text.parse().expect("toml");
+        config["contexts"]["local"]["token"]
+            .as_str()
+            .expect("a token in the local context")
+            .to_owned()
+    }
+
+    fn spawn_as(up: bool, env: Vec<(String, String)>) -> Controlplane {
         let dir = tempfile::tempdir().expect("temp dir");
         let port_from_env = |name: &str| {
             env.iter()
@@ -159,8 +181,18 @@ impl Controlplane {
         let http_port = port_from_env("LEVERS9_HTTP_PORT").unwrap_or_else(free_port);
         let log = dir.path().join("controlplane.log");
         let log_file = std::fs::File::create(&log).expect("log file");
-        let child = Command::new(BIN)
-            .arg("controlplane")
+        let mut command = Command::new(BIN);
+        if up {
+            command
+                .arg("up")
+                .arg("--data-dir")
+                .arg(dir.path().join("data"))
+                .args(["--grpc-port", &grpc_port.to_string()])
+                .args(["--http-port", &http_port.to_string()]);
+        } else {
+            command.arg("controlplane");
+        }
+        let child = command
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", dir.path())
