@@ -150,6 +150,7 @@ pub async fn run(
     // reap the containers of other workers on it: one per state dir finds
     // exactly this worker's.
     runtime_config.cgroup_prefix = cgroup_prefix(&options.state_dir);
+    let container_cgroups = runtime_config.cgroup_prefix.clone();
     let runtime: Arc<dyn Runtime> = match options.runtime {
         RuntimeKind::Runc => Arc::new(Runc::new(runtime_config)),
         RuntimeKind::Gvisor => Arc::new(Runsc::new(runtime_config)),
@@ -198,9 +199,20 @@ pub async fn run(
             state_dir: options.state_dir.clone(),
             gpus: options.capacity.gpus.clone(),
             security,
-            metrics,
+            metrics: metrics.clone(),
         },
     );
+    // gVisor applies seccomp in its own kernel, which logs nothing to the
+    // host's: only runc containers can be observed.
+    if options.runtime == RuntimeKind::Runc {
+        let held = supervisor.clone();
+        security::follow_seccomp_log(
+            container_cgroups,
+            options.pool.clone(),
+            Arc::new(move |id: &str| held.stub_of(id)),
+            metrics.clone(),
+        );
+    }
     session::run(options, supervisor.clone(), events, stopped).await;
     supervisor.stop_all(Duration::from_secs(10)).await;
     Ok(())

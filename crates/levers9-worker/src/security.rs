@@ -18,6 +18,7 @@
 //! the same name: such a pool is hardened by switching the global value.
 
 mod mounts;
+mod seccomp_log;
 mod violations;
 
 use levers9_config::{
@@ -29,6 +30,7 @@ use std::path::Path;
 use levers9_runtime::{CapabilitySet, ContainerSpec, SeccompMode, SecurityProfile};
 
 pub use mounts::{check_mount_target, validate_mounts, MountRefused};
+pub use seccomp_log::{follow as follow_seccomp_log, StubOf};
 pub use violations::{Check, SecurityMetrics, Subject};
 
 /// The stub's variable asking for a profile.

@@ -38,6 +38,8 @@ struct Held {
     memory_mib: u64,
     gpu_type: String,
     gpu_count: u32,
+    /// Its stub, named in what the hardening records.
+    stub_id: String,
 }
 
 /// GPU device ids not given to a container, by type.
@@ -164,6 +166,11 @@ impl Supervisor {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The stub of a container held now.
+    pub fn stub_of(&self, container_id: &str) -> Option<String> {
+        self.held().get(container_id).map(|h| h.stub_id.clone())
+    }
+
     /// The containers held now, for a (re-)registration.
     pub fn running(&self) -> Vec<RunningContainer> {
         self.held()
@@ -194,6 +201,7 @@ impl Supervisor {
                     memory_mib: request.memory_mib,
                     gpu_type: request.gpu_type.clone(),
                     gpu_count: request.gpu_count,
+                    stub_id: self.subject(&request).stub_id,
                 },
             );
         }
