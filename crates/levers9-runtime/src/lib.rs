@@ -77,7 +77,8 @@ pub struct ContainerSpec {
     /// Extra bind mounts (volumes).
     pub mounts: Vec<BindMount>,
     /// Size in MiB of a tmpfs mounted at `/tmp`; `None` leaves `/tmp` to the
-    /// rootfs.
+    /// rootfs, unless the root is read-only: then the tmpfs is as large as
+    /// the memory limit.
     pub tmp_mib: Option<u64>,
     /// Network namespace.
     pub network: Network,

@@ -142,7 +142,13 @@ fn mounts(spec: &ContainerSpec) -> Result<Vec<Mount>, RuntimeError> {
             &["nosuid", "noexec", "nodev", "relatime", "ro"],
         )?,
     ];
-    if let Some(mib) = spec.tmp_mib {
+    // A read-only root still needs somewhere to write temporary files;
+    // like /dev/shm, it may be as large as the memory limit it is charged to.
+    let tmp_mib = spec.tmp_mib.or(spec
+        .security
+        .read_only_rootfs
+        .then_some(spec.resources.memory_mib));
+    if let Some(mib) = tmp_mib {
         let size = format!("size={mib}m");
         mounts.push(mount(
             "/tmp",
@@ -473,6 +479,13 @@ mod tests {
             .expect("namespaces")
             .iter()
             .any(|n| n["type"] == "user"));
+        let tmp = json["mounts"]
+            .as_array()
+            .expect("mounts")
+            .iter()
+            .find(|m| m["destination"] == "/tmp")
+            .expect("a read-only root gets a /tmp");
+        assert_eq!(tmp["type"], "tmpfs");
         let masked = json["linux"]["maskedPaths"].to_string();
         assert!(masked.contains("/proc/kallsyms"), "{masked}");
 

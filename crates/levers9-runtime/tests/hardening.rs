@@ -54,6 +54,8 @@ int main(int argc, char **argv) {
             report(w, sethostname("probe", 5));
         } else if (!strcmp(w, "write-root")) {
             report(w, open("/probe-wrote-here", O_CREAT | O_WRONLY, 0644));
+        } else if (!strcmp(w, "write-tmp")) {
+            report(w, open("/tmp/probe-wrote-here", O_CREAT | O_WRONLY, 0644));
         } else if (!strcmp(w, "sync")) {
             report(w, syscall(SYS_sync));
         } else if (!strcmp(w, "sleep")) {
@@ -113,6 +115,13 @@ async fn the_hardened_profile_refuses_mount_module_ptrace_hostname_and_root_writ
         assert!(!line.ends_with(" ok"), "{what} was allowed: {out}");
     }
     assert_eq!(lines[4], "write-root EROFS", "{out}");
+
+    let spec = probe_spec(&h, "hard-tmp", SecurityProfile::hardened(), &["write-tmp"]);
+    assert_eq!(
+        probe_output(&h, &spec).await,
+        "write-tmp ok\n",
+        "a read-only root keeps a writable /tmp"
+    );
 }
 
 on_both!(seccomp_observe_allows_and_enforce_refuses_with_eperm);
