@@ -169,7 +169,8 @@ fn kernel_log() -> String {
 
 on_both!(the_default_profile_is_what_containers_always_had);
 /// Three capabilities, no new privileges, the baseline filter (mount and
-/// ptrace refused, sync allowed), a writable root.
+/// ptrace refused, sync allowed), a writable root; and the profile workers
+/// ship with (seccomp observing) behaves the same.
 async fn the_default_profile_is_what_containers_always_had(h: Harness) {
     let mut checks = DANGEROUS.to_vec();
     checks.push("sync");
@@ -181,6 +182,18 @@ async fn the_default_profile_is_what_containers_always_had(h: Harness) {
     assert!(out.contains("write-root ok"), "{out}");
     assert!(out.contains("sync ok"), "{out}");
     assert!(!out.contains("module ok"), "{out}");
+
+    // What workers ship with: the same, seccomp observing.
+    let shipped = SecurityProfile {
+        seccomp: SeccompMode::Observe,
+        ..SecurityProfile::default()
+    };
+    let spec = probe_spec(&h, "shipped", shipped, &checks);
+    assert_eq!(
+        probe_output(&h, &spec).await,
+        out,
+        "the shipped profile changes nothing"
+    );
 
     let spec = h.spec("default-status", &["cat", "/proc/self/status"]);
     let (_, status, _) = run_to_exit(&h, &spec).await;
