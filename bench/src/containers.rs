@@ -84,6 +84,10 @@ async fn bench_runtime(runtime: RuntimeKind, image: &str) -> Result<()> {
         insecure_registries: Vec::new(),
         image_cache_bytes: 1 << 30,
         registry_credentials: Default::default(),
+        // The shipped hardening, as a real worker runs it.
+        config: levers9_config::WorkerConfig::default(),
+        pool_origin: Default::default(),
+        metrics_address: None,
     };
     let worker = tokio::spawn(levers9_worker::run(options, stopped));
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -53,6 +53,19 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("LEVERS9_BASE_IMAGE", "imageService.runner.baseImage"),
     ("LEVERS9_LOCAL_IMAGES", "imageService.localImages"),
     (
+        "LEVERS9_WORKER_SECURITY_PROFILE",
+        "worker.containerSecurity.profile",
+    ),
+    ("LEVERS9_WORKER_SECCOMP", "worker.containerSecurity.seccomp"),
+    (
+        "LEVERS9_WORKER_CONTAINER_SERVER_AUTH",
+        "worker.containerServerAuth",
+    ),
+    (
+        "LEVERS9_WORKER_VOLUME_MOUNT_VALIDATION",
+        "worker.volumeMountValidation",
+    ),
+    (
         "LEVERS9_TASK_RESULT_TTL_SECONDS",
         "controlplane.taskResultTtlSeconds",
     ),

@@ -9,6 +9,7 @@ mod error;
 mod load;
 mod schema;
 mod secret;
+mod security;
 mod shipped;
 
 pub use env::ENV_OVERRIDES;
@@ -20,6 +21,10 @@ pub use schema::{
     SqliteConfig, StorageConfig, WorkerConfig,
 };
 pub use secret::Secret;
+pub use security::{
+    CapabilitiesSetting, ContainerSecurityConfig, ContainerServerAuthMode, SeccompSetting,
+    SecurityProfileName, VolumeMountValidationMode,
+};
 pub use shipped::{ShippedDefault, SHIPPED_ENCRYPTION_KEY, SHIPPED_POSTGRES_PASSWORD};
 
 /// The configuration as YAML, as `--print-config` shows it.

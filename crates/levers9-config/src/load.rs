@@ -71,6 +71,14 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
                 .into(),
         });
     }
+    config
+        .worker
+        .container_security
+        .validate("worker.containerSecurity")?;
+    for (name, pool) in &config.worker.pools {
+        pool.security
+            .validate(&format!("worker.pools.{name}.security"))?;
+    }
     if cp.key_rotation.batch_size == 0 {
         return Err(ConfigError::Invalid {
             key: "controlplane.keyRotation.batchSize",

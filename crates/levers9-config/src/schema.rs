@@ -8,6 +8,10 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::secret::Secret;
+use crate::security::{
+    ContainerSecurityConfig, ContainerServerAuthMode, SeccompSetting, SecurityProfileName,
+    VolumeMountValidationMode,
+};
 use crate::shipped::{SHIPPED_ENCRYPTION_KEY, SHIPPED_POSTGRES_PASSWORD};
 
 /// The whole configuration of a levers9 process.
@@ -224,6 +228,13 @@ pub struct WorkerConfig {
     pub heartbeat_ttl_seconds: u64,
     /// Pools by name: one per hardware class.
     pub pools: BTreeMap<String, PoolConfig>,
+    /// Hardening of the containers workers start, unless their pool says
+    /// otherwise (attached-cluster pools always take this value).
+    pub container_security: ContainerSecurityConfig,
+    /// Whether container servers ask the runner for its credential.
+    pub container_server_auth: ContainerServerAuthMode,
+    /// Checking the mount targets of volumes.
+    pub volume_mount_validation: VolumeMountValidationMode,
 }
 
 impl Default for WorkerConfig {
@@ -232,6 +243,15 @@ impl Default for WorkerConfig {
             image_registry: String::new(),
             heartbeat_ttl_seconds: 10,
             pools: BTreeMap::new(),
+            // Today's behaviour, observing what the hardened rules would
+            // refuse; written out so the printed config shows it.
+            container_security: ContainerSecurityConfig {
+                profile: Some(SecurityProfileName::Default),
+                seccomp: Some(SeccompSetting::Observe),
+                ..ContainerSecurityConfig::default()
+            },
+            container_server_auth: ContainerServerAuthMode::Observe,
+            volume_mount_validation: VolumeMountValidationMode::Log,
         }
     }
 }
@@ -242,12 +262,18 @@ impl Default for WorkerConfig {
 pub struct PoolConfig {
     /// The container runtime of the pool's workers: `runc` or `gvisor`.
     pub runtime: PoolRuntime,
+    /// Overrides of `worker.containerSecurity`, key by key.
+    pub security: ContainerSecurityConfig,
+    /// Override of `worker.containerServerAuth`.
+    pub container_server_auth: Option<ContainerServerAuthMode>,
 }
 
 impl Default for PoolConfig {
     fn default() -> Self {
         Self {
             runtime: PoolRuntime::Runc,
+            security: ContainerSecurityConfig::default(),
+            container_server_auth: None,
         }
     }
 }

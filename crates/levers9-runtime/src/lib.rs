@@ -28,6 +28,7 @@ mod oci_runtime;
 mod runc;
 mod runsc;
 mod seccomp;
+mod security;
 mod spec;
 
 use std::path::PathBuf;
@@ -43,6 +44,10 @@ pub use oci_runtime::OciRuntime;
 pub use runc::{Runc, RuncFlavor};
 pub use runsc::{
     Runsc, RunscFlavor, RUNSC_MEMORY_OVERHEAD_MIB, RUNSC_PIDS_OVERHEAD, RUNSC_PLATFORM,
+};
+pub use security::{
+    CapabilitySet, ProfileField, SeccompMode, SecurityProfile, HARDENED_MASKED_PATHS,
+    USER_NAMESPACE_HOST_ID, USER_NAMESPACE_SIZE,
 };
 
 /// What to run, and with which limits.
@@ -72,17 +77,19 @@ pub struct ContainerSpec {
     /// Extra bind mounts (volumes).
     pub mounts: Vec<BindMount>,
     /// Size in MiB of a tmpfs mounted at `/tmp`; `None` leaves `/tmp` to the
-    /// rootfs.
+    /// rootfs, unless the root is read-only: then the tmpfs is as large as
+    /// the memory limit.
     pub tmp_mib: Option<u64>,
     /// Network namespace.
     pub network: Network,
-    /// Syscall filter.
-    pub seccomp: SeccompMode,
+    /// Hardening: seccomp, capabilities, read-only root, user namespace.
+    pub security: SecurityProfile,
 }
 
 impl ContainerSpec {
     /// A spec with defaults: cwd `/`, hostname = id, root, default
-    /// [`Resources`], no mounts, no network, default seccomp profile.
+    /// [`Resources`], no mounts, no network, today's baseline
+    /// [`SecurityProfile`].
     pub fn new(id: impl Into<String>, rootfs: impl Into<PathBuf>, args: Vec<String>) -> Self {
         let id = id.into();
         ContainerSpec {
@@ -98,7 +105,7 @@ impl ContainerSpec {
             mounts: Vec::new(),
             tmp_mib: None,
             network: Network::None,
-            seccomp: SeccompMode::Default,
+            security: SecurityProfile::default(),
         }
     }
 }
@@ -153,17 +160,6 @@ pub enum Network {
     /// caller, with its veth). On runsc this uses `--network=host`, i.e. the
     /// host kernel's stack confined to that namespace.
     Path(PathBuf),
-}
-
-/// Syscall filtering.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SeccompMode {
-    /// No OCI seccomp profile (runsc still is a sandbox).
-    Off,
-    /// The default allow-list profile (see `seccomp.rs`). On runsc it is
-    /// applied inside the sandbox with `--oci-seccomp`.
-    #[default]
-    Default,
 }
 
 /// What a runtime offers, so a scheduler can choose and size containers.

@@ -86,7 +86,7 @@ impl Flavor for RunscFlavor {
                 Network::None => "--network=none".into(),
                 Network::Path(_) => "--network=host".into(),
             });
-            if spec.seccomp != SeccompMode::Off {
+            if spec.security.seccomp != SeccompMode::Off {
                 args.push("--oci-seccomp".into());
             }
         }
@@ -121,7 +121,7 @@ mod tests {
         let run = f.global_args(Some(&spec));
         assert!(run.contains(&"--network=none".to_string()));
         assert!(run.contains(&"--oci-seccomp".to_string()));
-        spec.seccomp = SeccompMode::Off;
+        spec.security.seccomp = SeccompMode::Off;
         spec.network = Network::Path("/var/run/netns/x".into());
         let run = f.global_args(Some(&spec));
         assert!(run.contains(&"--network=host".to_string()));

@@ -1,4 +1,6 @@
-//! The default seccomp profile: deny by default (EPERM), allow a list.
+//! The seccomp profiles: the baseline (deny by default with EPERM, allow a
+//! list) that every container has always had, and the hardened rules that
+//! [`SeccompMode::Observe`] logs and [`SeccompMode::Enforce`] refuses.
 //!
 //! Origin: containerd's `contrib/seccomp/seccomp_default.go` (itself derived
 //! from Moby/Docker's `profiles/seccomp/default.json`), specialised to the
@@ -17,6 +19,8 @@ use oci_spec::runtime::{
     LinuxSeccompOperator, LinuxSyscall, LinuxSyscallBuilder,
 };
 use oci_spec::OciSpecError;
+
+use crate::security::SeccompMode;
 
 /// errno returned for a denied syscall (EPERM, as Docker does).
 const EPERM: u32 = 1;
@@ -94,6 +98,30 @@ const ALLOWED: &[&str] = &[
     "vmsplice", "wait4", "waitid", "waitpid", "write", "writev",
 ];
 
+/// Syscalls of the baseline allow-list that the hardened profile refuses.
+/// Each is rare in real workloads and useful to an attacker or a noisy
+/// neighbour:
+/// - `sync`, `syncfs`: write back every dirty page of the host's
+///   filesystems (the overlay's upper layer is the host's), stalling the
+///   I/O of every other container on the machine;
+/// - `mincore`: page-cache residency, the side channel of CVE-2019-5489
+///   against other tenants sharing files;
+/// - `remap_file_pages`: deprecated and emulated since Linux 3.16;
+/// - `vmsplice`: behind several page-cache corruption exploits, unused by
+///   ordinary Python programs;
+/// - `fanotify_mark`, `epoll_ctl_old`, `epoll_wait_old`: useless without
+///   `fanotify_init` (never allowed) or obsolete.
+pub(crate) const HARDENED_DENIED: &[&str] = &[
+    "sync",
+    "syncfs",
+    "mincore",
+    "remap_file_pages",
+    "vmsplice",
+    "fanotify_mark",
+    "epoll_ctl_old",
+    "epoll_wait_old",
+];
+
 /// Architecture-specific syscalls allowed on this build's architecture.
 #[cfg(target_arch = "x86_64")]
 const ALLOWED_ARCH: &[&str] = &["arch_prctl", "modify_ldt"];
@@ -127,13 +155,49 @@ fn allow(names: &[&str]) -> Result<LinuxSyscall, OciSpecError> {
         .build()
 }
 
-/// The default profile (see the module docs). `sandboxed`: the profile is
-/// applied by gVisor's Sentry, which implements no `clone3` of its own
-/// (libc gets ENOSYS from it and falls back to `clone`) and, in the runsc
-/// we run on, ignores `errnoRet`: answering `clone3` with an errno there
-/// would answer EPERM, and no thread could start.
-pub(crate) fn default_profile(sandboxed: bool) -> Result<LinuxSeccomp, OciSpecError> {
-    let mut syscalls = vec![allow(ALLOWED)?, allow(ALLOWED_ARCH)?];
+/// The profile of `mode`; `None` for [`SeccompMode::Off`]. `sandboxed`:
+/// the profile is applied by gVisor's Sentry, which implements no `clone3`
+/// of its own (libc gets ENOSYS from it and falls back to `clone`) and, in
+/// the runsc we run on, ignores `errnoRet`: answering `clone3` with an
+/// errno there would answer EPERM, and no thread could start. The Sentry
+/// cannot report `SCMP_ACT_LOG` to the host either, so observing adds
+/// nothing there.
+pub(crate) fn profile(
+    mode: SeccompMode,
+    sandboxed: bool,
+) -> Result<Option<LinuxSeccomp>, OciSpecError> {
+    let hardened = match mode {
+        SeccompMode::Off => return Ok(None),
+        SeccompMode::Default => None,
+        SeccompMode::Observe if sandboxed => None,
+        SeccompMode::Observe => Some(LinuxSeccompAction::ScmpActLog),
+        SeccompMode::Enforce => Some(LinuxSeccompAction::ScmpActErrno),
+    };
+    let allowed: Vec<&str> = match hardened {
+        // libseccomp refuses a filter naming one syscall twice, so the
+        // hardened ones leave the allow-list when they get their own rule.
+        Some(_) => ALLOWED
+            .iter()
+            .copied()
+            .filter(|name| !HARDENED_DENIED.contains(name))
+            .collect(),
+        None => ALLOWED.to_vec(),
+    };
+    let mut syscalls = vec![allow(&allowed)?, allow(ALLOWED_ARCH)?];
+    if let Some(action) = hardened {
+        let rule = LinuxSyscallBuilder::default()
+            .names(
+                HARDENED_DENIED
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .action(action);
+        syscalls.push(match action {
+            LinuxSeccompAction::ScmpActErrno => rule.errno_ret(EPERM).build()?,
+            _ => rule.build()?,
+        });
+    }
     for value in PERSONALITIES {
         syscalls.push(
             LinuxSyscallBuilder::default()
@@ -176,6 +240,7 @@ pub(crate) fn default_profile(sandboxed: bool) -> Result<LinuxSeccomp, OciSpecEr
         .architectures(architectures())
         .syscalls(syscalls)
         .build()
+        .map(Some)
 }
 
 #[cfg(test)]
@@ -184,7 +249,9 @@ mod tests {
 
     #[test]
     fn profile_denies_by_default_and_keeps_dangerous_calls_out() {
-        let profile = default_profile(false).expect("profile builds");
+        let profile = profile(SeccompMode::Default, false)
+            .expect("profile builds")
+            .expect("a profile");
         assert_eq!(profile.default_action(), LinuxSeccompAction::ScmpActErrno);
         let allowed: Vec<&String> = profile
             .syscalls()
@@ -209,5 +276,50 @@ mod tests {
         }
         let json = serde_json::to_value(&profile).expect("serializes");
         assert_eq!(json["defaultAction"], "SCMP_ACT_ERRNO");
+    }
+
+    fn rule_of(profile: &LinuxSeccomp, name: &str) -> Vec<LinuxSeccompAction> {
+        profile
+            .syscalls()
+            .iter()
+            .flatten()
+            .filter(|s| s.names().iter().any(|n| n == name))
+            .map(|s| s.action())
+            .collect()
+    }
+
+    #[test]
+    fn observe_logs_and_enforce_refuses_the_hardened_calls() {
+        let build = |mode, sandboxed| profile(mode, sandboxed).expect("builds");
+        assert!(build(SeccompMode::Off, false).is_none());
+        let baseline = build(SeccompMode::Default, false).expect("a profile");
+        assert_eq!(
+            rule_of(&baseline, "sync"),
+            [LinuxSeccompAction::ScmpActAllow]
+        );
+        let observe = build(SeccompMode::Observe, false).expect("a profile");
+        assert_eq!(rule_of(&observe, "sync"), [LinuxSeccompAction::ScmpActLog]);
+        assert_eq!(
+            observe.default_action(),
+            LinuxSeccompAction::ScmpActErrno,
+            "the baseline still refuses what it always refused"
+        );
+        let enforce = build(SeccompMode::Enforce, false).expect("a profile");
+        assert_eq!(
+            rule_of(&enforce, "sync"),
+            [LinuxSeccompAction::ScmpActErrno]
+        );
+        assert_eq!(
+            build(SeccompMode::Observe, true),
+            build(SeccompMode::Default, true),
+            "gVisor cannot log to the host: observing adds no rule"
+        );
+        assert_eq!(
+            rule_of(
+                &build(SeccompMode::Enforce, true).expect("a profile"),
+                "sync"
+            ),
+            [LinuxSeccompAction::ScmpActErrno]
+        );
     }
 }

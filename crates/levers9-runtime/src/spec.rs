@@ -2,20 +2,22 @@
 //!
 //! The result is close to what `runc spec` writes (same mounts, masked and
 //! read-only paths, the three default capabilities, `noNewPrivileges`), plus
-//! our limits, our cgroup path and the seccomp profile.
+//! our limits, our cgroup path, and the container's [`SecurityProfile`](crate::SecurityProfile)
+//! (seccomp, capabilities, read-only root, user namespace, extra paths).
 
 use std::path::Path;
 
 use oci_spec::runtime::{
     get_default_maskedpaths, get_default_readonly_paths, LinuxBuilder, LinuxCapabilities,
-    LinuxCpuBuilder, LinuxDeviceCgroupBuilder, LinuxMemoryBuilder, LinuxNamespace,
-    LinuxNamespaceBuilder, LinuxNamespaceType, LinuxPidsBuilder, LinuxResourcesBuilder, Mount,
-    MountBuilder, PosixRlimitBuilder, PosixRlimitType, ProcessBuilder, RootBuilder, Spec,
-    SpecBuilder, UserBuilder,
+    LinuxCapabilitiesBuilder, LinuxCpuBuilder, LinuxDeviceCgroupBuilder, LinuxIdMappingBuilder,
+    LinuxMemoryBuilder, LinuxNamespace, LinuxNamespaceBuilder, LinuxNamespaceType,
+    LinuxPidsBuilder, LinuxResourcesBuilder, Mount, MountBuilder, PosixRlimitBuilder,
+    PosixRlimitType, ProcessBuilder, RootBuilder, Spec, SpecBuilder, UserBuilder,
 };
 
 use crate::error::RuntimeError;
-use crate::{Capabilities, ContainerSpec, Network, SeccompMode};
+use crate::security::{CapabilitySet, USER_NAMESPACE_HOST_ID, USER_NAMESPACE_SIZE};
+use crate::{Capabilities, ContainerSpec, Network};
 
 /// CFS period: 100 ms, the kernel's default.
 const CPU_PERIOD_US: u64 = 100_000;
@@ -140,7 +142,13 @@ fn mounts(spec: &ContainerSpec) -> Result<Vec<Mount>, RuntimeError> {
             &["nosuid", "noexec", "nodev", "relatime", "ro"],
         )?,
     ];
-    if let Some(mib) = spec.tmp_mib {
+    // A read-only root still needs somewhere to write temporary files;
+    // like /dev/shm, it may be as large as the memory limit it is charged to.
+    let tmp_mib = spec.tmp_mib.or(spec
+        .security
+        .read_only_rootfs
+        .then_some(spec.resources.memory_mib));
+    if let Some(mib) = tmp_mib {
         let size = format!("size={mib}m");
         mounts.push(mount(
             "/tmp",
@@ -166,8 +174,18 @@ fn mounts(spec: &ContainerSpec) -> Result<Vec<Mount>, RuntimeError> {
     Ok(mounts)
 }
 
-fn namespaces(network: &Network) -> Result<Vec<LinuxNamespace>, RuntimeError> {
+fn namespaces(
+    network: &Network,
+    user_namespace: bool,
+) -> Result<Vec<LinuxNamespace>, RuntimeError> {
     let mut out = Vec::new();
+    if user_namespace {
+        out.push(
+            LinuxNamespaceBuilder::default()
+                .typ(LinuxNamespaceType::User)
+                .build()?,
+        );
+    }
     for typ in [
         LinuxNamespaceType::Pid,
         LinuxNamespaceType::Ipc,
@@ -185,6 +203,40 @@ fn namespaces(network: &Network) -> Result<Vec<LinuxNamespace>, RuntimeError> {
     Ok(out)
 }
 
+/// The capability sets of `set`, in every set the kernel keeps (ambient
+/// stays empty, as `runc spec`).
+fn capabilities(set: CapabilitySet) -> Result<LinuxCapabilities, RuntimeError> {
+    Ok(match set {
+        // CAP_AUDIT_WRITE, CAP_KILL, CAP_NET_BIND_SERVICE, as `runc spec`.
+        CapabilitySet::Default => LinuxCapabilities::default(),
+        CapabilitySet::Minimal => {
+            let none = || std::collections::HashSet::<oci_spec::runtime::Capability>::new();
+            LinuxCapabilitiesBuilder::default()
+                .bounding(none())
+                .effective(none())
+                .inheritable(none())
+                .permitted(none())
+                .ambient(none())
+                .build()?
+        }
+    })
+}
+
+/// runc's default paths plus the profile's, which only a host kernel gets.
+fn extra_paths(defaults: Vec<String>, extra: &[String], host_kernel: bool) -> Vec<String> {
+    let mut paths = defaults;
+    if host_kernel {
+        paths.extend(
+            extra
+                .iter()
+                .filter(|p| !paths.contains(p))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+    }
+    paths
+}
+
 /// Builds the OCI spec. `rootfs` must already be canonical; `caps` supplies
 /// the runtime's overheads, added to the memory and pids limits because the
 /// runtime's own processes live in the container's cgroup.
@@ -194,6 +246,10 @@ pub(crate) fn build(
     caps: &Capabilities,
     cgroups_path: &str,
 ) -> Result<Spec, RuntimeError> {
+    let security = &spec.security;
+    // gVisor's /proc and /sys are the Sentry's, and its sandbox is its own
+    // kernel: the host-side protections below have nothing to protect there.
+    let host_kernel = !caps.sandboxed;
     let mut env: Vec<String> = spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
     if !spec.env.iter().any(|(k, _)| k == "PATH") {
         env.push(format!("PATH={DEFAULT_PATH}"));
@@ -204,14 +260,13 @@ pub(crate) fn build(
         .args(spec.args.clone())
         .env(env)
         .cwd(spec.cwd.as_str())
-        // CAP_AUDIT_WRITE, CAP_KILL, CAP_NET_BIND_SERVICE, as `runc spec`.
-        .capabilities(LinuxCapabilities::default())
+        .capabilities(capabilities(security.capabilities)?)
         .rlimits(vec![PosixRlimitBuilder::default()
             .typ(PosixRlimitType::RlimitNofile)
             .hard(NOFILE)
             .soft(NOFILE)
             .build()?])
-        .no_new_privileges(true)
+        .no_new_privileges(security.no_new_privileges)
         .build()?;
 
     let r = &spec.resources;
@@ -243,14 +298,33 @@ pub(crate) fn build(
         )
         .build()?;
 
+    let user_namespace = security.user_namespace && host_kernel;
     let mut linux = LinuxBuilder::default()
-        .namespaces(namespaces(&spec.network)?)
+        .namespaces(namespaces(&spec.network, user_namespace)?)
         .resources(resources)
         .cgroups_path(cgroups_path)
-        .masked_paths(get_default_maskedpaths())
-        .readonly_paths(get_default_readonly_paths());
-    if spec.seccomp == SeccompMode::Default {
-        linux = linux.seccomp(crate::seccomp::default_profile(caps.sandboxed)?);
+        .masked_paths(extra_paths(
+            get_default_maskedpaths(),
+            &security.masked_paths,
+            host_kernel,
+        ))
+        .readonly_paths(extra_paths(
+            get_default_readonly_paths(),
+            &security.readonly_paths,
+            host_kernel,
+        ));
+    if user_namespace {
+        let map = || {
+            LinuxIdMappingBuilder::default()
+                .container_id(0u32)
+                .host_id(USER_NAMESPACE_HOST_ID)
+                .size(USER_NAMESPACE_SIZE)
+                .build()
+        };
+        linux = linux.uid_mappings(vec![map()?]).gid_mappings(vec![map()?]);
+    }
+    if let Some(profile) = crate::seccomp::profile(security.seccomp, caps.sandboxed)? {
+        linux = linux.seccomp(profile);
     }
 
     Ok(SpecBuilder::default()
@@ -259,7 +333,7 @@ pub(crate) fn build(
         .root(
             RootBuilder::default()
                 .path(rootfs)
-                .readonly(false)
+                .readonly(security.read_only_rootfs)
                 .build()?,
         )
         .hostname(spec.hostname.as_str())
@@ -353,6 +427,81 @@ mod tests {
             assert!(types.contains(&t), "{t} namespace");
         }
         assert_eq!(json["linux"]["seccomp"]["defaultAction"], "SCMP_ACT_ERRNO");
+    }
+
+    fn built(s: &ContainerSpec, sandboxed: bool) -> serde_json::Value {
+        let mut caps = caps(0, 0);
+        caps.sandboxed = sandboxed;
+        serde_json::to_value(build(s, Path::new("/r"), &caps, "/c").expect("builds")).expect("json")
+    }
+
+    #[test]
+    fn the_default_profile_builds_todays_spec() {
+        let json = built(&ContainerSpec::new("c1", "/r", vec!["true".into()]), false);
+        let mut bounding: Vec<&str> = json["process"]["capabilities"]["bounding"]
+            .as_array()
+            .expect("bounding set")
+            .iter()
+            .filter_map(|c| c.as_str())
+            .collect();
+        bounding.sort_unstable();
+        assert_eq!(
+            bounding,
+            ["CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"]
+        );
+        assert_eq!(json["process"]["noNewPrivileges"], true);
+        assert_eq!(json["root"]["readonly"], false);
+        assert!(json["linux"]["uidMappings"].is_null());
+        assert_eq!(
+            json["linux"]["maskedPaths"],
+            serde_json::to_value(get_default_maskedpaths()).expect("json")
+        );
+    }
+
+    #[test]
+    fn the_hardened_profile_is_applied_and_gvisor_gets_what_it_honours() {
+        let mut s = ContainerSpec::new("c1", "/r", vec!["true".into()]);
+        s.security = crate::SecurityProfile::hardened();
+        s.security.user_namespace = true;
+        let json = built(&s, false);
+        assert_eq!(
+            json["process"]["capabilities"]["bounding"],
+            serde_json::json!([])
+        );
+        assert_eq!(json["root"]["readonly"], true);
+        assert_eq!(
+            json["linux"]["uidMappings"][0]["hostID"],
+            USER_NAMESPACE_HOST_ID
+        );
+        assert_eq!(json["linux"]["gidMappings"][0]["containerID"], 0);
+        assert!(json["linux"]["namespaces"]
+            .as_array()
+            .expect("namespaces")
+            .iter()
+            .any(|n| n["type"] == "user"));
+        let tmp = json["mounts"]
+            .as_array()
+            .expect("mounts")
+            .iter()
+            .find(|m| m["destination"] == "/tmp")
+            .expect("a read-only root gets a /tmp");
+        assert_eq!(tmp["type"], "tmpfs");
+        let masked = json["linux"]["maskedPaths"].to_string();
+        assert!(masked.contains("/proc/kallsyms"), "{masked}");
+
+        let gvisor = built(&s, true);
+        assert_eq!(gvisor["root"]["readonly"], true);
+        assert_eq!(
+            gvisor["process"]["capabilities"]["bounding"],
+            serde_json::json!([])
+        );
+        assert!(
+            gvisor["linux"]["uidMappings"].is_null(),
+            "no user namespace"
+        );
+        assert!(!gvisor["linux"]["maskedPaths"]
+            .to_string()
+            .contains("kallsyms"));
     }
 
     #[test]

@@ -1,47 +1,13 @@
 //! Real containers on runc and runsc. Each check runs on both runtimes
 //! (`<check>::runc`, `<check>::runsc`) unless a runtime cannot, as noted.
 
+#[macro_use]
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{eventually, process_gone, Harness, Kind};
+use common::{eventually, process_gone, run_to_exit, Harness, Kind, LIFE};
 use levers9_runtime::{Exit, Resources, SeccompMode, Stream};
-
-/// One `#[tokio::test]` per runtime for an `async fn(Harness)`.
-macro_rules! on_both {
-    ($check:ident) => {
-        mod $check {
-            use super::*;
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn runc() {
-                super::$check(Harness::new(Kind::Runc)).await
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn runsc() {
-                super::$check(Harness::new(Kind::Runsc)).await
-            }
-        }
-    };
-}
-
-/// Generous bound for a short container's whole life.
-const LIFE: Duration = Duration::from_secs(20);
-
-async fn run_to_exit(h: &Harness, spec: &levers9_runtime::ContainerSpec) -> (Exit, String, String) {
-    let c = h.rt.start(spec).await.expect("start");
-    let exit = tokio::time::timeout(LIFE, c.wait())
-        .await
-        .expect("exits in time")
-        .expect("exit reported");
-    (
-        exit,
-        c.logs().text(Stream::Stdout),
-        c.logs().text(Stream::Stderr),
-    )
-}
 
 on_both!(echo_prints_its_output);
 async fn echo_prints_its_output(h: Harness) {
@@ -247,7 +213,7 @@ on_both!(seccomp_default_blocks_a_denied_syscall);
 async fn seccomp_default_blocks_a_denied_syscall(h: Harness) {
     let script = "unshare -U true && echo allowed || echo denied";
     let mut spec = h.spec("sc-off", &["sh", "-c", script]);
-    spec.seccomp = SeccompMode::Off;
+    spec.security.seccomp = SeccompMode::Off;
     let (_, out, err) = run_to_exit(&h, &spec).await;
     assert_eq!(out, "allowed\n", "control without seccomp; stderr: {err}");
 

@@ -9,6 +9,7 @@
 //! runner is the container's main process, so once its connection ends the
 //! container is on its way out, and later inputs are reported lost.
 
+mod auth;
 mod connection;
 mod wire;
 
@@ -22,6 +23,7 @@ use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+pub use auth::{ServerAuth, CREDENTIAL_VARIABLE};
 pub use wire::{MAX_BODY_BYTES, MAX_HEADER_BYTES};
 
 /// The socket's name in the container's run directory.
@@ -94,6 +96,7 @@ struct Shared {
     container_id: String,
     events: mpsc::Sender<WorkerMessage>,
     stop: StopContainer,
+    auth: ServerAuth,
     state: Mutex<State>,
 }
 
@@ -142,8 +145,8 @@ impl ContainerServer {
     /// Listens on `<run_root>/<container_id>/server.sock` (the directory is
     /// created; the caller mounts it into the container and removes it when
     /// the container is gone). What the runner says is reported on
-    /// `events`; `stop` is called when an input times out. `state_dir` is
-    /// only named in errors.
+    /// `events`; `stop` is called when an input times out; `auth` checks
+    /// the runner's credential. `state_dir` is only named in errors.
     ///
     /// # Errors
     /// A bad id, a socket path too long for the kernel, or a filesystem
@@ -154,6 +157,7 @@ impl ContainerServer {
         container_id: &str,
         events: mpsc::Sender<WorkerMessage>,
         stop: StopContainer,
+        auth: ServerAuth,
     ) -> Result<ContainerServer, BindError> {
         use std::os::unix::fs::PermissionsExt;
 
@@ -191,6 +195,7 @@ impl ContainerServer {
             container_id: container_id.to_owned(),
             events,
             stop,
+            auth,
             state: Mutex::new(State {
                 connection: Connection::Waiting,
                 queued: Vec::new(),
@@ -210,6 +215,12 @@ impl ContainerServer {
     /// The directory holding the socket, to mount at `/levers9/run`.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The credential variable for the container's environment, if its
+    /// mode issues one.
+    pub fn credential_env(&self) -> Option<(String, String)> {
+        self.shared.auth.env()
     }
 
     /// Hands an input to the runner; queued until it says hello, reported

@@ -8,10 +8,15 @@
 
 mod capacity;
 mod container_server;
+mod metrics;
 mod objects;
+pub mod security;
 mod session;
 mod supervisor;
+#[cfg(test)]
+mod test_log;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,8 +27,8 @@ use tokio::sync::watch;
 
 pub use capacity::{detect_capacity, detect_gpus, Capacity};
 pub use container_server::{
-    BindError, ContainerServer, InitError, RunnerOutcome, StopContainer, MAX_BODY_BYTES,
-    MAX_HEADER_BYTES,
+    BindError, ContainerServer, InitError, RunnerOutcome, ServerAuth, StopContainer,
+    CREDENTIAL_VARIABLE, MAX_BODY_BYTES, MAX_HEADER_BYTES,
 };
 pub use levers9_image::RegistryCredentials;
 pub use objects::{GrpcObjectSource, GrpcSourceError, ObjectCache, ObjectError, ObjectSource};
@@ -73,6 +78,13 @@ pub struct WorkerOptions {
     pub image_cache_bytes: u64,
     /// Credentials per registry host; anonymous for the others.
     pub registry_credentials: std::collections::HashMap<String, RegistryCredentials>,
+    /// The `worker.*` configuration: the hardening keys are read from it.
+    pub config: levers9_config::WorkerConfig,
+    /// Whether `pool` is an attached cluster's, which takes the worker-wide
+    /// hardening values (see [`security`]).
+    pub pool_origin: security::PoolOrigin,
+    /// Where to serve `/metrics`; `None` serves nothing.
+    pub metrics_address: Option<SocketAddr>,
 }
 
 impl std::fmt::Debug for WorkerOptions {
@@ -83,6 +95,8 @@ impl std::fmt::Debug for WorkerOptions {
             .field("pool", &self.pool)
             .field("worker_id", &self.worker_id)
             .field("runtime", &self.runtime)
+            .field("pool_origin", &self.pool_origin)
+            .field("metrics_address", &self.metrics_address)
             .finish()
     }
 }
@@ -105,6 +119,14 @@ pub enum WorkerError {
     /// The object cache could not be opened.
     #[error("cannot open the object cache: {0}")]
     Objects(#[from] ObjectError),
+    /// The metrics address could not be bound.
+    #[error("cannot serve metrics on {address}: {source}")]
+    Metrics {
+        /// The address.
+        address: SocketAddr,
+        /// Why not.
+        source: std::io::Error,
+    },
     /// Leftovers of a previous run could not be removed.
     #[error("cannot clear {path} of a previous run: {source}")]
     RunDir {
@@ -128,6 +150,7 @@ pub async fn run(
     // reap the containers of other workers on it: one per state dir finds
     // exactly this worker's.
     runtime_config.cgroup_prefix = cgroup_prefix(&options.state_dir);
+    let container_cgroups = runtime_config.cgroup_prefix.clone();
     let runtime: Arc<dyn Runtime> = match options.runtime {
         RuntimeKind::Runc => Arc::new(Runc::new(runtime_config)),
         RuntimeKind::Gvisor => Arc::new(Runsc::new(runtime_config)),
@@ -155,6 +178,16 @@ pub async fn run(
         }
         _ => {}
     }
+    let security =
+        security::SecurityPolicy::resolve(&options.config, &options.pool, options.pool_origin);
+    log_security(&options, &security);
+    let metrics = security::SecurityMetrics::default();
+    if let Some(address) = options.metrics_address {
+        let bound = metrics::serve(address, metrics.clone())
+            .await
+            .map_err(|source| WorkerError::Metrics { address, source })?;
+        tracing::info!(address = %bound, "serving metrics");
+    }
     let source = GrpcObjectSource::new(&options.controlplane_url, &options.token)?;
     let objects = ObjectCache::open(options.state_dir.join("objects"), Arc::new(source))?;
     let (supervisor, events) = Supervisor::new(
@@ -165,11 +198,35 @@ pub async fn run(
             worker_id: options.worker_id.clone(),
             state_dir: options.state_dir.clone(),
             gpus: options.capacity.gpus.clone(),
+            security,
+            metrics: metrics.clone(),
         },
     );
+    // gVisor applies seccomp in its own kernel, which logs nothing to the
+    // host's: only runc containers can be observed.
+    if options.runtime == RuntimeKind::Runc {
+        let held = supervisor.clone();
+        security::follow_seccomp_log(
+            container_cgroups,
+            options.pool.clone(),
+            Arc::new(move |id: &str| held.stub_of(id)),
+            metrics.clone(),
+        );
+    }
     session::run(options, supervisor.clone(), events, stopped).await;
     supervisor.stop_all(Duration::from_secs(10)).await;
     Ok(())
+}
+
+/// Says at start what the containers will get, and that an attached
+/// cluster's pool ignores a `worker.pools` entry of its name.
+fn log_security(options: &WorkerOptions, policy: &security::SecurityPolicy) {
+    if options.pool_origin == security::PoolOrigin::AttachedCluster
+        && options.config.pools.contains_key(&options.pool)
+    {
+        tracing::warn!(pool = %options.pool, "worker.pools.{}.security and containerServerAuth are ignored: an attached cluster's pool takes the worker-wide values", options.pool);
+    }
+    tracing::info!(pool = %policy.pool, profile = ?policy.profile, server_auth = ?policy.server_auth, volume_mounts = ?policy.mounts, "container hardening");
 }
 
 /// `levers9-<hash of the state dir>-`: stable across restarts and versions

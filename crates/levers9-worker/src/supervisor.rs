@@ -18,6 +18,10 @@ use tokio::sync::mpsc;
 
 use crate::container_server::ContainerServer;
 use crate::objects::ObjectCache;
+use crate::security::{SecurityMetrics, SecurityPolicy, Subject};
+
+/// The variable the controlplane names a function container's stub in.
+const STUB_ID_VARIABLE: &str = "LEVERS9_STUB_ID";
 
 /// The CPU any container may use while the worker has it idle, whatever
 /// it reserved (more if it reserved more).
@@ -34,6 +38,8 @@ struct Held {
     memory_mib: u64,
     gpu_type: String,
     gpu_count: u32,
+    /// Its stub, named in what the hardening records.
+    stub_id: String,
 }
 
 /// GPU device ids not given to a container, by type.
@@ -49,6 +55,10 @@ pub struct SupervisorOptions {
     pub state_dir: PathBuf,
     /// The GPUs it hands out: type and device ids.
     pub gpus: Vec<(String, Vec<String>)>,
+    /// The hardening of its containers.
+    pub security: SecurityPolicy,
+    /// Where what the hardening sees is counted.
+    pub metrics: SecurityMetrics,
 }
 
 /// Runs and tracks containers. Cheap to clone.
@@ -64,6 +74,8 @@ pub struct Supervisor {
     servers: Arc<Mutex<HashMap<String, Arc<ContainerServer>>>>,
     free_gpus: Arc<Mutex<FreeGpus>>,
     events: mpsc::Sender<WorkerMessage>,
+    security: Arc<SecurityPolicy>,
+    metrics: SecurityMetrics,
 }
 
 fn event(container_id: &str, state: &str) -> ContainerEvent {
@@ -97,8 +109,23 @@ impl Supervisor {
             servers: Arc::default(),
             free_gpus: Arc::new(Mutex::new(options.gpus.into_iter().collect())),
             events,
+            security: Arc::new(options.security),
+            metrics: options.metrics,
         };
         (supervisor, receiver)
+    }
+
+    /// Whom the hardening's log lines and counters name for `request`.
+    fn subject(&self, request: &RunContainer) -> Subject {
+        Subject {
+            container_id: request.container_id.clone(),
+            stub_id: request
+                .env
+                .get(STUB_ID_VARIABLE)
+                .cloned()
+                .unwrap_or_default(),
+            pool: self.security.pool.clone(),
+        }
     }
 
     fn free_gpus(&self) -> MutexGuard<'_, FreeGpus> {
@@ -139,6 +166,11 @@ impl Supervisor {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The stub of a container held now.
+    pub fn stub_of(&self, container_id: &str) -> Option<String> {
+        self.held().get(container_id).map(|h| h.stub_id.clone())
+    }
+
     /// The containers held now, for a (re-)registration.
     pub fn running(&self) -> Vec<RunningContainer> {
         self.held()
@@ -169,6 +201,7 @@ impl Supervisor {
                     memory_mib: request.memory_mib,
                     gpu_type: request.gpu_type.clone(),
                     gpu_count: request.gpu_count,
+                    stub_id: self.subject(&request).stub_id,
                 },
             );
         }
@@ -176,7 +209,7 @@ impl Supervisor {
         // early is queued rather than lost.
         let server = request
             .container_server
-            .then(|| self.bind_server(&request.container_id));
+            .then(|| self.bind_server(self.subject(&request)));
         let this = self.clone();
         tokio::spawn(async move {
             let id = request.container_id.clone();
@@ -280,6 +313,15 @@ impl Supervisor {
         }
         spec.mounts.extend(object_mounts);
         function::prepare_spec(&mut spec, request, server)?;
+        let refused = self
+            .security
+            .harden(
+                &mut spec,
+                &rootfs.path,
+                &self.subject(request),
+                &self.metrics,
+            )
+            .map_err(|e| e.to_string())?;
         spec.resources = Resources {
             cpu_millicores: request.cpu_millicores,
             // What was reserved is guaranteed (its weight); idle CPU is
@@ -296,7 +338,13 @@ impl Supervisor {
             .map_err(|e| format!("cannot start the container: {e}"))?;
         // Where a container's start goes, for whoever tunes it.
         tracing::debug!(container_id = %id, pulled_ms, rootfs_ms, started_ms = began.elapsed().as_millis(), "container started");
-        self.report(message(worker_message::Kind::Event(event(&id, "running"))))
+        // What the stub asked for and did not get travels with the running
+        // event, so its owner sees it on the container.
+        let running = ContainerEvent {
+            message: refused.join("; "),
+            ..event(&id, "running")
+        };
+        self.report(message(worker_message::Kind::Event(running)))
             .await;
         let forward = tokio::spawn(forward_output(
             id.clone(),

@@ -74,7 +74,7 @@ if __name__ == "__main__":
 class FakeWorker:
     """Serves one runner on a Unix socket, as the worker's container server does."""
 
-    def __init__(self, function, concurrency=1, app=APP, module_path="app.py"):
+    def __init__(self, function, concurrency=1, app=APP, module_path="app.py", extra_env=None):
         # Unix socket paths are limited to ~108 bytes: keep the directory short.
         self.dir = tempfile.mkdtemp(prefix="l9r-")
         code = os.path.join(self.dir, "code")
@@ -98,6 +98,7 @@ class FakeWorker:
             "LEVERS9_FUNCTION": function,
             "LEVERS9_CONCURRENCY": str(concurrency),
             "LEVERS9_CODE_DIR": code,
+            **(extra_env or {}),
         }
         self.process = subprocess.Popen(
             [sys.executable, "-S", "-m", "levers9.runner"], cwd=code, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -161,6 +162,16 @@ def test_hello_then_a_result_per_input_and_exit_0_when_the_worker_goes(make_work
     assert results["t1"][0] == {"type": "result", "task_id": "t1", "state": "complete"}
     assert cloudpickle.loads(results["t1"][1]) == 5
     assert cloudpickle.loads(results["t2"][1]) == 10
+    assert worker.close() == 0
+
+
+def test_hello_carries_the_container_server_credential_and_the_function_cannot_see_it(make_worker):
+    app = APP + "\n@function\ndef credential():\n    return os.environ.get('LEVERS9_CONTAINER_SERVER_CREDENTIAL')\n"
+    worker = make_worker("credential", app=app, extra_env={"LEVERS9_CONTAINER_SERVER_CREDENTIAL": "s3cret"})
+    assert worker.read() == ({"type": "hello", "container_id": "c-test", "credential": "s3cret"}, b"")
+    worker.send_input("t1")
+    results, _ = worker.results(1)
+    assert cloudpickle.loads(results["t1"][1]) is None
     assert worker.close() == 0
 
 

@@ -51,6 +51,7 @@ fn default_dir() -> PathBuf {
 pub async fn run(args: UpArgs) -> Result<()> {
     let env = |name: &str| std::env::var(name).ok();
     let (mut config, _) = levers9_config::load(args.config.as_deref(), &env)?;
+    let worker_config = config.worker.clone();
     let cp = &mut config.controlplane;
     cp.bind_address = "127.0.0.1".into();
     cp.grpc.port = args.grpc_port;
@@ -130,6 +131,9 @@ pub async fn run(args: UpArgs) -> Result<()> {
         insecure_registries: Vec::new(),
         image_cache_bytes: 20 << 30,
         registry_credentials: Default::default(),
+        config: worker_config,
+        pool_origin: Default::default(),
+        metrics_address: None,
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = tokio::spawn(levers9_worker::run(options, stopped));

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use levers9_api::v1::ListWorkersRequest;
+use levers9_worker::security::PoolOrigin;
 use levers9_worker::{
     detect_capacity, detect_gpus, RegistryCredentials, RuntimeKind, WorkerOptions,
 };
@@ -80,6 +81,17 @@ struct RunArgs {
     /// This worker's id (default: host name and a random suffix).
     #[arg(long)]
     worker_id: Option<String>,
+    /// YAML config file, as for `levers9 controlplane`: the worker reads
+    /// its `worker.*` keys (container hardening; see docs/security.md).
+    #[arg(long, env = "LEVERS9_CONFIG")]
+    config: Option<PathBuf>,
+    /// The pool is an attached cluster's, built in code: it takes the
+    /// worker-wide hardening values, never a worker.pools override.
+    #[arg(long, env = "LEVERS9_ATTACHED_CLUSTER")]
+    attached_cluster: bool,
+    /// Serve Prometheus metrics on this address (e.g. 0.0.0.0:1995).
+    #[arg(long, env = "LEVERS9_WORKER_METRICS_ADDRESS")]
+    metrics_address: Option<std::net::SocketAddr>,
 }
 
 impl WorkerArgs {
@@ -217,6 +229,8 @@ fn read_registry_credentials(path: &Path) -> Result<HashMap<String, RegistryCred
 }
 
 async fn run_worker(args: RunArgs) -> Result<()> {
+    let env = |name: &str| std::env::var(name).ok();
+    let (config, _) = levers9_config::load(args.config.as_deref(), &env)?;
     let token = std::env::var("LEVERS9_TOKEN").ok().filter(|t| !t.is_empty()).context(
         "LEVERS9_TOKEN is not set: give the worker a worker token (levers9 token create --type worker)",
     )?;
@@ -272,6 +286,13 @@ async fn run_worker(args: RunArgs) -> Result<()> {
             Some(path) => read_registry_credentials(path)?,
             None => HashMap::new(),
         },
+        config: config.worker,
+        pool_origin: if args.attached_cluster {
+            PoolOrigin::AttachedCluster
+        } else {
+            PoolOrigin::Configured
+        },
+        metrics_address: args.metrics_address,
     };
     tracing::info!(?options, "starting worker");
     let (stop, stopped) = tokio::sync::watch::channel(false);

@@ -178,3 +178,62 @@ fn pools_name_their_runtime_and_refuse_unknown_ones() {
         .to_string();
     assert!(text.contains("worker.pools.l40s.runtime"), "{text}");
 }
+
+#[test]
+fn hardening_ships_as_todays_behaviour_or_an_observe_mode() {
+    let (config, _) = load(None, &no_env).expect("loads");
+    let worker = &config.worker;
+    let security = &worker.container_security;
+    assert_eq!(security.profile, Some(crate::SecurityProfileName::Default));
+    assert_eq!(security.seccomp, Some(crate::SeccompSetting::Observe));
+    assert_eq!(security.capabilities, None, "the profile's: today's");
+    assert_eq!(
+        worker.container_server_auth,
+        crate::ContainerServerAuthMode::Observe
+    );
+    assert_eq!(
+        worker.volume_mount_validation,
+        crate::VolumeMountValidationMode::Log
+    );
+}
+
+#[test]
+fn hardening_keys_load_per_pool_and_from_the_environment() {
+    let file = file_with(
+        "worker:\n  containerSecurity:\n    readOnlyRootfs: true\n  pools:\n    eks-gpu:\n      \
+         security:\n        profile: hardened\n      containerServerAuth: enforce\n",
+    );
+    let env = env_of(&[
+        ("LEVERS9_WORKER_SECCOMP", "enforce"),
+        ("LEVERS9_WORKER_VOLUME_MOUNT_VALIDATION", "enforce"),
+    ]);
+    let (config, _) = load(Some(file.path()), &env).expect("loads");
+    let worker = &config.worker;
+    assert_eq!(worker.container_security.read_only_rootfs, Some(true));
+    assert_eq!(
+        worker.container_security.seccomp,
+        Some(crate::SeccompSetting::Enforce)
+    );
+    assert_eq!(
+        worker.volume_mount_validation,
+        crate::VolumeMountValidationMode::Enforce
+    );
+    let pool = &worker.pools["eks-gpu"];
+    assert_eq!(
+        pool.security.profile,
+        Some(crate::SecurityProfileName::Hardened)
+    );
+    assert_eq!(
+        pool.container_server_auth,
+        Some(crate::ContainerServerAuthMode::Enforce)
+    );
+    let bad =
+        file_with("worker:\n  pools:\n    a:\n      security:\n        maskedPaths: [proc/x]\n");
+    let text = load(Some(bad.path()), &no_env)
+        .expect_err("relative path")
+        .to_string();
+    assert!(
+        text.contains("worker.pools.a.security.maskedPaths"),
+        "{text}"
+    );
+}

@@ -10,13 +10,32 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use levers9_runtime::{ContainerSpec, Runc, Runsc, Runtime, RuntimeConfig};
+use levers9_runtime::{ContainerSpec, Exit, Runc, Runsc, Runtime, RuntimeConfig, Stream};
 
 /// Applets linked into the test rootfs.
 const APPLETS: &[&str] = &[
     "sh", "echo", "cat", "sleep", "yes", "dd", "head", "mkdir", "seq", "true", "false", "env",
     "pwd", "id", "hostname", "unshare", "grep", "ls", "wc", "ps",
 ];
+
+/// One `#[tokio::test]` per runtime for an `async fn(Harness)`.
+macro_rules! on_both {
+    ($check:ident) => {
+        mod $check {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn runc() {
+                super::$check(Harness::new(Kind::Runc)).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn runsc() {
+                super::$check(Harness::new(Kind::Runsc)).await
+            }
+        }
+    };
+}
 
 /// Which runtime a check runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,4 +202,20 @@ pub async fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Generous bound for a short container's whole life.
+pub const LIFE: Duration = Duration::from_secs(20);
+
+pub async fn run_to_exit(h: &Harness, spec: &ContainerSpec) -> (Exit, String, String) {
+    let c = h.rt.start(spec).await.expect("start");
+    let exit = tokio::time::timeout(LIFE, c.wait())
+        .await
+        .expect("exits in time")
+        .expect("exit reported");
+    (
+        exit,
+        c.logs().text(Stream::Stdout),
+        c.logs().text(Stream::Stderr),
+    )
 }

@@ -16,7 +16,13 @@ impl Shared {
     /// Handles one message; `Err` closes the connection.
     async fn handle(self: &Arc<Self>, said: FromRunner, body: Vec<u8>) -> Result<(), String> {
         match said {
-            FromRunner::Hello { container_id } => {
+            FromRunner::Hello {
+                container_id,
+                credential,
+            } => {
+                if !self.auth.admits(&credential, "hello") {
+                    return Err("the runner did not present the container's credential".into());
+                }
                 if container_id != self.container_id {
                     return Err(format!(
                         "the runner says hello as container {container_id:?}"
@@ -39,7 +45,14 @@ impl Shared {
                     self.deliver(&mut state, input);
                 }
             }
-            FromRunner::InitError { message, traceback } => {
+            FromRunner::InitError {
+                credential,
+                message,
+                traceback,
+            } => {
+                if !self.auth.admits(&credential, "init_error") {
+                    return Err("the runner did not present the container's credential".into());
+                }
                 // The message is the user's exception: it stays out of the
                 // worker's logs and goes to the container's exit event.
                 tracing::info!(container_id = %self.container_id, "the function runner could not load the function");

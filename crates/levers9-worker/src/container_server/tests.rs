@@ -11,7 +11,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
-use super::{wire, BindError, ContainerServer, InitError};
+use levers9_config::ContainerServerAuthMode;
+
+use super::{wire, BindError, ContainerServer, InitError, ServerAuth};
+use crate::security::{Check, SecurityMetrics, Subject};
+use crate::test_log::LogCapture;
 
 const ID: &str = "c-1";
 const WAIT: Duration = Duration::from_secs(5);
@@ -23,15 +27,38 @@ struct Fixture {
     stops: mpsc::UnboundedReceiver<()>,
 }
 
+fn auth(mode: ContainerServerAuthMode, metrics: &SecurityMetrics) -> ServerAuth {
+    let subject = Subject {
+        container_id: ID.into(),
+        stub_id: "stub-1".into(),
+        pool: "pool-1".into(),
+    };
+    ServerAuth::new(mode, subject, metrics.clone())
+}
+
 fn fixture() -> Fixture {
+    fixture_with(auth(
+        ContainerServerAuthMode::Off,
+        &SecurityMetrics::default(),
+    ))
+}
+
+fn fixture_with(auth: ServerAuth) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let (events_tx, events) = mpsc::channel(64);
     let (stops_tx, stops) = mpsc::unbounded_channel();
     let stop = Arc::new(move || {
         let _ = stops_tx.send(());
     });
-    let server =
-        ContainerServer::bind(&dir.path().join("run"), dir.path(), ID, events_tx, stop).unwrap();
+    let server = ContainerServer::bind(
+        &dir.path().join("run"),
+        dir.path(),
+        ID,
+        events_tx,
+        stop,
+        auth,
+    )
+    .unwrap();
     Fixture {
         _dir: dir,
         server,
@@ -374,6 +401,7 @@ async fn a_socket_path_too_long_names_the_state_dir() {
         ID,
         events,
         Arc::new(|| {}),
+        auth(ContainerServerAuthMode::Off, &SecurityMetrics::default()),
     )
     .err()
     .unwrap();
@@ -389,9 +417,16 @@ async fn a_socket_path_too_long_names_the_state_dir() {
 async fn an_id_that_is_not_a_plain_name_is_refused() {
     let (events, _) = mpsc::channel(1);
     let dir = tempfile::tempdir().unwrap();
-    let error = ContainerServer::bind(dir.path(), dir.path(), "../escape", events, Arc::new(|| {}))
-        .err()
-        .unwrap();
+    let error = ContainerServer::bind(
+        dir.path(),
+        dir.path(),
+        "../escape",
+        events,
+        Arc::new(|| {}),
+        auth(ContainerServerAuthMode::Off, &SecurityMetrics::default()),
+    )
+    .err()
+    .unwrap();
     assert!(matches!(error, BindError::BadId(_)), "{error}");
 }
 
@@ -409,5 +444,76 @@ async fn inputs_waiting_for_a_hello_are_lost_when_the_runner_leaves() {
     assert_eq!(
         result.message,
         "the input never ran in container c-1: the function runner has disconnected"
+    );
+}
+
+#[tokio::test]
+async fn enforce_refuses_a_runner_without_the_credential() {
+    let metrics = SecurityMetrics::default();
+    let mut f = fixture_with(auth(ContainerServerAuthMode::Enforce, &metrics));
+    let (name, credential) = f.server.credential_env().expect("a credential is issued");
+    assert_eq!(name, "LEVERS9_CONTAINER_SERVER_CREDENTIAL");
+
+    let mut runner = f.connect().await;
+    send(
+        &mut runner,
+        json!({"type": "hello", "container_id": ID}),
+        b"",
+    )
+    .await;
+    assert!(closed(&mut runner).await, "the connection is closed");
+    assert!(!f.server.outcome().said_hello);
+    assert_eq!(
+        metrics.count(Check::ContainerServerAuth, "enforce", "pool-1"),
+        1
+    );
+    f.server.send_input(input("t1", b"", 0));
+    let lost = f.next_result().await;
+    assert_eq!(lost.state, "lost", "nothing reaches an unproven runner");
+    drop(f);
+
+    let mut f = fixture_with(auth(ContainerServerAuthMode::Enforce, &metrics));
+    let (_, credential_2) = f.server.credential_env().expect("issued");
+    assert_ne!(credential, credential_2);
+    let mut runner = f.connect().await;
+    send(
+        &mut runner,
+        json!({"type": "hello", "container_id": ID, "credential": credential_2}),
+        b"",
+    )
+    .await;
+    match f.next_event().await {
+        worker_message::Kind::RunnerReady(ready) => assert_eq!(ready.container_id, ID),
+        other => panic!("expected RunnerReady, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn observe_logs_a_runner_without_the_credential_and_serves_it() {
+    let log = LogCapture::start();
+    let metrics = SecurityMetrics::default();
+    let mut f = fixture_with(auth(ContainerServerAuthMode::Observe, &metrics));
+    assert!(
+        f.server.credential_env().is_some(),
+        "observe issues one too"
+    );
+    f.ready_runner().await;
+    assert!(f.server.outcome().said_hello);
+    assert_eq!(
+        metrics.count(Check::ContainerServerAuth, "observe", "pool-1"),
+        1
+    );
+    let lines = log.lines_with("check=\"container_server_auth\"");
+    assert_eq!(lines.len(), 1, "{}", log.text());
+    assert!(lines[0].contains("mode=\"observe\""), "{}", lines[0]);
+    assert!(
+        lines[0].contains("container_id=c-1 stub_id=stub-1 pool=pool-1"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains("hello without the container's credential"),
+        "{}",
+        lines[0]
     );
 }

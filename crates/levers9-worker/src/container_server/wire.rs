@@ -21,9 +21,16 @@ pub enum FromRunner {
         /// Must be the container's own id (a runner mounted in the wrong
         /// place must not take inputs meant for another function).
         container_id: String,
+        /// The container's credential (`LEVERS9_CONTAINER_SERVER_CREDENTIAL`);
+        /// empty from a runner that has none.
+        #[serde(default)]
+        credential: String,
     },
     /// The function could not be loaded; the runner exits next.
     InitError {
+        /// As in `Hello`.
+        #[serde(default)]
+        credential: String,
         /// The exception, as Python prints its last line.
         #[serde(default)]
         message: String,

@@ -13,8 +13,9 @@ use levers9_api::v1::{
 use levers9_runtime::{BindMount, ContainerSpec};
 
 use super::{message, Supervisor};
-use crate::container_server::{ContainerServer, RunnerOutcome};
+use crate::container_server::{ContainerServer, RunnerOutcome, ServerAuth};
 use crate::objects::ObjectCache;
+use crate::security::Subject;
 
 /// Where the container server's directory appears in the container.
 pub const RUN_MOUNT: &str = "/levers9/run";
@@ -33,11 +34,14 @@ impl Supervisor {
         self.servers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Binds the server of `container_id` and keeps it for the container's
-    /// inputs; an input running past its timeout stops the container.
-    pub(super) fn bind_server(&self, container_id: &str) -> Result<Arc<ContainerServer>, String> {
+    /// Binds the server of `subject`'s container and keeps it for the
+    /// container's inputs; an input running past its timeout stops the
+    /// container. It asks for a credential as the pool's
+    /// `containerServerAuth` says.
+    pub(super) fn bind_server(&self, subject: Subject) -> Result<Arc<ContainerServer>, String> {
+        let container_id = subject.container_id.clone();
         let runtime = self.runtime.clone();
-        let id = container_id.to_owned();
+        let id = container_id.clone();
         let stop = Arc::new(move || {
             let runtime = runtime.clone();
             let id = id.clone();
@@ -47,17 +51,18 @@ impl Supervisor {
                 }
             });
         });
+        let auth = ServerAuth::new(self.security.server_auth, subject, self.metrics.clone());
         let server = ContainerServer::bind(
             &self.run_root(),
             &self.state_dir,
-            container_id,
+            &container_id,
             self.events.clone(),
             stop,
+            auth,
         )
         .map(Arc::new)
         .map_err(|e| e.to_string())?;
-        self.servers()
-            .insert(container_id.to_owned(), server.clone());
+        self.servers().insert(container_id, server.clone());
         Ok(server)
     }
 
@@ -175,7 +180,7 @@ pub fn prepare_spec(
         // The runner connects to the socket, which needs write access to it.
         read_only: false,
     });
-    let ours = [
+    let ours: Vec<(String, String)> = [
         (
             "LEVERS9_CONTAINER_SERVER".to_owned(),
             format!("{RUN_MOUNT}/{}", crate::container_server::SOCKET_NAME),
@@ -184,7 +189,10 @@ pub fn prepare_spec(
             "LEVERS9_CONTAINER_ID".to_owned(),
             request.container_id.clone(),
         ),
-    ];
+    ]
+    .into_iter()
+    .chain(server.credential_env())
+    .collect();
     spec.env
         .retain(|(k, _)| ours.iter().all(|(ours, _)| ours != k));
     spec.env.extend(ours);
@@ -267,11 +275,21 @@ mod tests {
             "c1",
             events,
             Arc::new(|| {}),
+            ServerAuth::new(
+                levers9_config::ContainerServerAuthMode::Enforce,
+                Subject::default(),
+                crate::security::SecurityMetrics::default(),
+            ),
         )
         .unwrap();
+        let (_, credential) = server.credential_env().expect("issued");
         let mut spec = ContainerSpec::new("c1", "/r", vec!["python3".into()]);
         spec.env
             .push(("LEVERS9_CONTAINER_ID".into(), "spoofed".into()));
+        spec.env.push((
+            "LEVERS9_CONTAINER_SERVER_CREDENTIAL".into(),
+            "spoofed".into(),
+        ));
         let request = RunContainer {
             container_id: "c1".into(),
             working_dir: "/code".into(),
@@ -288,6 +306,7 @@ mod tests {
                     "/levers9/run/server.sock".to_owned()
                 ),
                 ("LEVERS9_CONTAINER_ID".to_owned(), "c1".to_owned()),
+                ("LEVERS9_CONTAINER_SERVER_CREDENTIAL".to_owned(), credential),
             ]
         );
         assert_eq!(

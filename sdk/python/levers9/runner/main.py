@@ -5,7 +5,9 @@ Contract with the worker (frames in `levers9.wire`):
 1. Connect to ``LEVERS9_CONTAINER_SERVER``, install output capture, import
    the module at ``LEVERS9_CODE_DIR/LEVERS9_MODULE_PATH`` and find
    ``LEVERS9_FUNCTION``. On failure send ``init_error`` (message,
-   traceback) and exit 1; on success send ``hello``.
+   traceback) and exit 1; on success send ``hello``. Both carry
+   ``LEVERS9_CONTAINER_SERVER_CREDENTIAL`` as ``credential`` when the
+   worker set it (its ``containerServerAuth``).
 2. For each ``input`` frame, run the function in a pool of
    ``LEVERS9_CONCURRENCY`` threads, send its ``output`` frames, then exactly
    one ``result`` frame.
@@ -109,6 +111,9 @@ def _settings():
 def main() -> int:
     env = _settings()
     container_id = env.get("LEVERS9_CONTAINER_ID", "")
+    # Out of the environment before the user's module is imported, so the
+    # function's subprocesses do not inherit it.
+    credential = {"credential": c} if (c := os.environ.pop("LEVERS9_CONTAINER_SERVER_CREDENTIAL", "")) else {}
     code_dir = env.get("LEVERS9_CODE_DIR") or os.getcwd()
     module_path, qualname = env["LEVERS9_MODULE_PATH"], env["LEVERS9_FUNCTION"]
     signal.signal(signal.SIGTERM, lambda *_: _exit_now(0))
@@ -132,12 +137,12 @@ def main() -> int:
         message = f"cannot load {qualname} from {module_path}: {traceback.format_exception_only(type(e), e)[-1].strip()}"
         log(message)
         try:
-            conn.send({"type": "init_error", "message": message, "traceback": traceback.format_exc()})
+            conn.send({"type": "init_error", **credential, "message": message, "traceback": traceback.format_exc()})
         except OSError:
             pass
         return 1
 
-    conn.send({"type": "hello", "container_id": container_id})
+    conn.send({"type": "hello", "container_id": container_id, **credential})
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="levers9-task")
     serve(conn, router, pool, fn, qualname)
     router.flush()
