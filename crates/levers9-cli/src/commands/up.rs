@@ -68,6 +68,7 @@ pub async fn run(args: UpArgs) -> Result<()> {
                 RuntimeArg::Runc => levers9_config::PoolRuntime::Runc,
                 RuntimeArg::Gvisor => levers9_config::PoolRuntime::Gvisor,
             },
+            ..Default::default()
         });
     let runner = &mut config.image_service.runner;
     if runner.base_image_registry.is_empty() {
