@@ -30,13 +30,14 @@ use levers9_api::v1::{
     controlplane_message, run_event, ControlplaneMessage, TaskInput, TaskOutcome, TaskRetrying,
 };
 use levers9_store::{task_state, FunctionStore, StubRecord};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
+mod events;
 mod upkeep;
 
 use super::rows::RowWriter;
 use super::spec::{self, StubSpec};
-use super::{task_reply, DispatchEvent, TaskState, Ticket, DISPATCH};
+use super::{task_reply, DispatchEvent, TaskState, Ticket};
 use crate::error::ApiError;
 use crate::fleet::records::state as container_state;
 use crate::fleet::scheduler::{send_stop, BACKLOG};
@@ -140,50 +141,12 @@ pub async fn run(parts: Parts, holder: String, stopped: watch::Receiver<bool>) {
         if let Err(error) = dispatcher.recover().await {
             tracing::error!(%error, "cannot take over unfinished tasks");
         }
-        let (lane, mut events) = parts.tasks.dispatch_lane.open();
-        let forwarder = tokio::spawn(forward_queue(parts.tasks.clone(), lane));
+        let mut events = events::Events::open(&parts.tasks);
         dispatcher.serve(&holder, &stopped, &mut events).await;
-        // What is told from now on goes to the queue, for whoever leads next;
-        // what was told here and not handled goes back there too.
-        parts.tasks.dispatch_lane.close();
-        events.close();
-        while let Some(event) = events.recv().await {
-            if let Err(error) = parts.tasks.queue(&event).await {
-                tracing::error!(%error, "cannot hand a dispatch event back to the queue");
-            }
-        }
-        let _ = forwarder.await;
+        events.close().await;
         if *stopped.borrow() {
             let _ = state.release_lease(LEASE, &holder).await;
             return;
-        }
-    }
-}
-
-/// Moves the events other replicas put on the hot state's queue into the
-/// lane, until the lane closes. Runs in its own task so a pop is never
-/// cancelled half-way (which could lose an event); an event popped after
-/// the lane closed goes back on the queue.
-async fn forward_queue(tasks: TaskState, lane: mpsc::UnboundedSender<DispatchEvent>) {
-    let state = tasks.state().clone();
-    while !lane.is_closed() {
-        match state.pop(DISPATCH, TICK).await {
-            Ok(Some(bytes)) => match serde_json::from_slice::<DispatchEvent>(&bytes) {
-                Ok(event) => {
-                    if let Err(back) = lane.send(event) {
-                        if let Err(error) = tasks.queue(&back.0).await {
-                            tracing::error!(%error, "cannot hand a dispatch event back to the queue");
-                        }
-                        return;
-                    }
-                }
-                Err(error) => tracing::error!(%error, "dropping an unreadable dispatch event"),
-            },
-            Ok(None) => {}
-            Err(error) => {
-                tracing::warn!(%error, "cannot read the dispatch queue");
-                tokio::time::sleep(TICK).await;
-            }
         }
     }
 }
@@ -194,7 +157,7 @@ impl Dispatcher {
         &mut self,
         holder: &str,
         stopped: &watch::Receiver<bool>,
-        events: &mut mpsc::UnboundedReceiver<DispatchEvent>,
+        events: &mut events::Events,
     ) {
         let state = self.parts.tasks.state().clone();
         let mut renewed = Instant::now();
@@ -210,7 +173,7 @@ impl Dispatcher {
                     Err(error) => tracing::warn!(%error, "cannot renew the dispatcher lease"),
                 }
             }
-            if let Ok(Some(event)) = tokio::time::timeout(TICK, events.recv()).await {
+            if let Ok(Some(event)) = tokio::time::timeout(TICK, events.next()).await {
                 if let Err(error) = self.handle(event).await {
                     tracing::warn!(%error, "cannot handle a dispatch event");
                 }
