@@ -113,21 +113,74 @@ impl S3Objects {
     }
 
     /// Turns a client error into one that says what to check, keys removed.
+    /// S3 servers name the failure in the `<Code>` of their error body
+    /// (`SignatureDoesNotMatch`, `NoSuchBucket`…), the same on AWS and on
+    /// S3-compatible servers, and the client does not map every operation's
+    /// 403 to a variant of its own, so the code decides.
     fn error(&self, error: object_store::Error) -> ObjectStorageError {
-        let detail = scrub(&error.to_string(), &self.keys);
-        match error {
+        let text = scrub(&with_causes(&error), &self.keys);
+        let code = xml_field(&text, "Code");
+        let detail = match (code, xml_field(&text, "Message")) {
+            (Some(code), Some(message)) => format!("the server answered {code}: {message}"),
+            (Some(code), None) => format!("the server answered {code}"),
+            _ => text.clone(),
+        };
+        let refused = matches!(
+            error,
             object_store::Error::PermissionDenied { .. }
-            | object_store::Error::Unauthenticated { .. } => ObjectStorageError::Refused {
+                | object_store::Error::Unauthenticated { .. }
+        ) || code.is_some_and(|code| REFUSED_CODES.contains(&code));
+        if code == Some("NoSuchBucket") {
+            ObjectStorageError::NoBucket {
+                endpoint: self.endpoint.clone(),
+                bucket: self.bucket.clone(),
+            }
+        } else if refused {
+            ObjectStorageError::Refused {
                 endpoint: self.endpoint.clone(),
                 bucket: self.bucket.clone(),
                 detail,
-            },
-            _ => ObjectStorageError::Unreachable {
+            }
+        } else {
+            ObjectStorageError::Unreachable {
                 endpoint: self.endpoint.clone(),
                 detail,
-            },
+            }
         }
     }
+}
+
+/// The error's text followed by each cause it does not already show, so
+/// "error sending request" goes on to say "Connection refused".
+fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let line = inner.to_string();
+        if !text.contains(&line) {
+            text = format!("{text}: {line}");
+        }
+        cause = inner.source();
+    }
+    text
+}
+
+/// S3 error codes that mean the keys (or their rights) are wrong.
+const REFUSED_CODES: &[&str] = &[
+    "AccessDenied",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "InvalidToken",
+    "ExpiredToken",
+    "AuthorizationHeaderMalformed",
+];
+
+/// The text of the first `<name>…</name>` in an S3 error body.
+fn xml_field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let open = format!("<{name}>");
+    let start = text.find(&open)? + open.len();
+    let end = text[start..].find(&format!("</{name}>"))? + start;
+    Some(text[start..end].trim())
 }
 
 /// `text` with every non-empty key replaced by `<redacted>`: servers may
@@ -155,6 +208,8 @@ impl ObjectBackend for S3Objects {
         let prefix = Path::from(self.prefix.as_str());
         match self.store.list_with_delimiter(Some(&prefix)).await {
             Ok(_) => Ok(()),
+            // A listing of a missing prefix is empty, not an error: a 404
+            // can only be the bucket.
             Err(object_store::Error::NotFound { .. }) => Err(ObjectStorageError::NoBucket {
                 endpoint: self.endpoint.clone(),
                 bucket: self.bucket.clone(),
@@ -231,15 +286,51 @@ mod tests {
         );
     }
 
+    #[test]
+    fn s3_error_codes_decide_the_kind_of_error() {
+        let objects = S3Objects::new(&config()).unwrap();
+        let body = |code: &str| object_store::Error::Generic {
+            store: "S3",
+            source: format!(
+                "403: <?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>no AKIDUNITTEST \
+                 here</Message></Error>"
+            )
+            .into(),
+        };
+        let refused = objects.error(body("SignatureDoesNotMatch"));
+        assert!(
+            matches!(refused, ObjectStorageError::Refused { .. }),
+            "{refused:?}"
+        );
+        let text = refused.to_string();
+        assert!(
+            text.contains("the server answered SignatureDoesNotMatch: no <redacted> here"),
+            "{text}"
+        );
+        assert!(matches!(
+            objects.error(body("NoSuchBucket")),
+            ObjectStorageError::NoBucket { .. }
+        ));
+        assert!(matches!(
+            objects.error(body("SlowDown")),
+            ObjectStorageError::Unreachable { .. }
+        ));
+    }
+
     #[tokio::test]
     async fn an_endpoint_that_is_not_there_says_what_to_check() {
         let objects = S3Objects::new(&config()).unwrap();
         let error = objects.check().await.unwrap_err().to_string();
+        eprintln!("what the operator reads: {error}");
         assert!(
             error.starts_with("cannot reach the object storage at http://127.0.0.1:1:"),
             "{error}"
         );
         assert!(error.ends_with("check storage.workspace"), "{error}");
+        assert!(
+            error.contains("Connection refused"),
+            "the cause is told: {error}"
+        );
         assert!(!error.contains("unit-test-secret"), "{error}");
     }
 }
