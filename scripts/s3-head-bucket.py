@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Exits 0 when an S3 endpoint accepts the keys and has the bucket.
 
-    AWS_ACCESS_KEY_ID=… AWS_SECRET_ACCESS_KEY=… s3-head-bucket.py http://127.0.0.1:8333 bucket
+    AWS_ACCESS_KEY_ID=… AWS_SECRET_ACCESS_KEY=… s3-head-bucket.py http://127.0.0.1:8333 bucket [WAIT]
 
 A SigV4-signed HEAD of the bucket (path style, region us-east-1), standard
-library only. Prints the HTTP status or the connection error, never a key.
+library only, tried every 0.1 s for up to WAIT seconds (default: once).
+Prints the last HTTP status or connection error, never a key.
 """
 import datetime
 import hashlib
 import hmac
 import os
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -20,8 +22,8 @@ def sign(key: bytes, text: str) -> bytes:
     return hmac.new(key, text.encode(), hashlib.sha256).digest()
 
 
-def main() -> int:
-    endpoint, bucket = sys.argv[1].rstrip("/"), sys.argv[2]
+def head_bucket(endpoint: str, bucket: str) -> str:
+    """"200" when the bucket answers, else what went wrong."""
     access, secret = os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
     region, service = "us-east-1", "s3"
     host = urllib.parse.urlsplit(endpoint).netloc
@@ -51,13 +53,22 @@ def main() -> int:
     )
     try:
         with urllib.request.urlopen(request, timeout=2) as response:
-            print(response.status)
-            return 0
+            return str(response.status)
     except urllib.error.HTTPError as e:
-        print(e.code)
+        return str(e.code)
     except OSError as e:
-        print(getattr(e, "reason", e))
-    return 1
+        return str(getattr(e, "reason", e))
+
+
+def main() -> int:
+    endpoint, bucket = sys.argv[1].rstrip("/"), sys.argv[2]
+    deadline = time.monotonic() + (float(sys.argv[3]) if len(sys.argv) > 3 else 0)
+    while True:
+        answer = head_bucket(endpoint, bucket)
+        if answer == "200" or time.monotonic() >= deadline:
+            print(answer)
+            return 0 if answer == "200" else 1
+        time.sleep(0.1)
 
 
 if __name__ == "__main__":

@@ -106,12 +106,26 @@ if [ -z "${LEVERS9_TEST_S3_ENDPOINT:-}" ]; then
   fi
   mkdir -p "$work/s3/data"
   # One port per listener weed mini opens, all bound at once so they differ.
+  # The admin server's gRPC port is always its HTTP port + 10000 (weed's
+  # plugin worker assumes so), so that one must be free too.
   read -r s3_port s3_grpc master_port master_grpc volume_port volume_grpc \
-    filer_port filer_grpc admin_port admin_grpc < <(python3 -c '
+    filer_port filer_grpc admin_port < <(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(10)]
-for s in socks: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))')
+held = []
+def take(port=0):
+    s = socket.socket()
+    s.bind(("127.0.0.1", port))
+    held.append(s)
+    return s.getsockname()[1]
+ports = [take() for _ in range(8)]
+while True:
+    admin = take()
+    try:
+        if admin + 10000 < 65536 and take(admin + 10000):
+            break
+    except OSError:
+        pass
+print(*ports, admin)')
   s3_access_key=levers9test
   s3_secret_key=$(python3 -c 'import secrets; print(secrets.token_hex(20))')
   s3_bucket=levers9-test
@@ -122,24 +136,16 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))')
     -s3.port="$s3_port" -s3.port.grpc="$s3_grpc" -master.port="$master_port" \
     -master.port.grpc="$master_grpc" -volume.port="$volume_port" -volume.port.grpc="$volume_grpc" \
     -filer.port="$filer_port" -filer.port.grpc="$filer_grpc" -filer.localSocket="$work/s3/filer.sock" -s3.localSocket="$work/s3/s3.sock" \
-    -admin.port="$admin_port" -admin.port.grpc="$admin_grpc" \
+    -admin.port="$admin_port" \
     -bucket="$s3_bucket" >"$work/s3/log" 2>&1 &
   weed_pid=$!
   s3_started=$(date +%s%N)
   # Ready means the keys are accepted and the bucket exists: up to 20 s.
-  s3_ready=""
-  for _ in $(seq 1 200); do
-    if ! kill -0 "$weed_pid" 2>/dev/null; then break; fi
-    if AWS_ACCESS_KEY_ID=$s3_access_key AWS_SECRET_ACCESS_KEY=$s3_secret_key \
-      python3 "$root/scripts/s3-head-bucket.py" "http://127.0.0.1:$s3_port" "$s3_bucket" >/dev/null 2>&1; then
-      s3_ready=1
-      break
-    fi
-    sleep 0.1
-  done
-  if [ -z "$s3_ready" ]; then
-    echo "test-servers: the S3 server (weed mini, pid $weed_pid) did not come up with bucket $s3_bucket on 127.0.0.1:$s3_port; its log:" >&2
-    tail -n 30 "$work/s3/log" >&2
+  if ! s3_answer=$(AWS_ACCESS_KEY_ID=$s3_access_key AWS_SECRET_ACCESS_KEY=$s3_secret_key \
+    python3 "$root/scripts/s3-head-bucket.py" "http://127.0.0.1:$s3_port" "$s3_bucket" 20); then
+    echo "test-servers: the S3 server (weed mini, pid $weed_pid) did not come up with bucket" \
+      "$s3_bucket on 127.0.0.1:$s3_port within 20 s (last answer: $s3_answer); its log:" >&2
+    head -n 40 "$work/s3/log" >&2
     exit 1
   fi
   export LEVERS9_TEST_S3_ENDPOINT="http://127.0.0.1:$s3_port"
