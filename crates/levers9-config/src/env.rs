@@ -69,6 +69,25 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
         "LEVERS9_TASK_RESULT_TTL_SECONDS",
         "controlplane.taskResultTtlSeconds",
     ),
+    (
+        "LEVERS9_WORKSPACE_S3_ENDPOINT",
+        "storage.workspace.endpoint",
+    ),
+    ("LEVERS9_WORKSPACE_S3_REGION", "storage.workspace.region"),
+    ("LEVERS9_WORKSPACE_BUCKET", "storage.workspace.bucket"),
+    ("LEVERS9_WORKSPACE_PREFIX", "storage.workspace.prefix"),
+    (
+        "LEVERS9_WORKSPACE_S3_PATH_STYLE",
+        "storage.workspace.pathStyle",
+    ),
+    (
+        "LEVERS9_WORKSPACE_ACCESS_KEY_ID",
+        "storage.workspace.accessKeyId",
+    ),
+    (
+        "LEVERS9_WORKSPACE_SECRET_ACCESS_KEY",
+        "storage.workspace.secretAccessKey",
+    ),
 ];
 
 /// Applies every variable of [`ENV_OVERRIDES`] that `env` has.

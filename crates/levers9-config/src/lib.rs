@@ -11,6 +11,7 @@ mod schema;
 mod secret;
 mod security;
 mod shipped;
+mod storage;
 
 pub use env::ENV_OVERRIDES;
 pub use error::ConfigError;
@@ -26,6 +27,7 @@ pub use security::{
     SecurityProfileName, VolumeMountValidationMode,
 };
 pub use shipped::{ShippedDefault, SHIPPED_ENCRYPTION_KEY, SHIPPED_POSTGRES_PASSWORD};
+pub use storage::WorkspaceStorageConfig;
 
 /// The configuration as YAML, as `--print-config` shows it.
 pub fn to_yaml(config: &Config) -> Result<String, serde_yaml::Error> {

@@ -91,6 +91,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             message: "is over 300: a revoked token would keep working that long".into(),
         });
     }
+    config.storage.workspace.validate()?;
     Ok(())
 }
 

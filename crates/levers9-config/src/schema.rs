@@ -344,7 +344,4 @@ impl RunnerConfig {
     }
 }
 
-/// `storage.*`: object storage and volumes, filled in by the volumes work.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct StorageConfig {}
+pub use crate::storage::StorageConfig;

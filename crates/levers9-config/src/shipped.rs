@@ -77,6 +77,9 @@ impl Config {
             redact(key, SHIPPED_ENCRYPTION_KEY);
         }
         redact(&mut copy.database.redis.password, "");
+        let workspace = &mut copy.storage.workspace;
+        redact(&mut workspace.access_key_id, "");
+        redact(&mut workspace.secret_access_key, "");
         copy
     }
 }

@@ -20,6 +20,7 @@ use tonic::transport::server::TcpIncoming;
 
 use crate::auth::Authenticator;
 use crate::backends::{self, BackendError};
+use crate::functions::objects::{ObjectStorage, ObjectStorageError};
 use crate::metrics::{GrpcMetricsLayer, Metrics};
 use crate::sealing;
 use crate::services::Services;
@@ -45,6 +46,9 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
+    /// The workspace object storage is unreachable or refuses its keys.
+    #[error(transparent)]
+    Objects(#[from] ObjectStorageError),
     /// An encryption key in the config is malformed.
     #[error(transparent)]
     Key(#[from] levers9_seal::KeyError),
@@ -99,6 +103,12 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         backend => tracing::info!(backend, "hot state: Redis"),
     }
 
+    let objects = ObjectStorage::open(&config).await?;
+    tracing::info!(
+        location = %objects.location(),
+        "objects: code and SDK zips (set storage.workspace.bucket to use S3)"
+    );
+
     let metrics = Arc::new(Metrics::new(store.backend(), state.backend())?);
     let replica_id = uuid::Uuid::now_v7().to_string();
     let cache_ttl = Duration::from_secs(config.controlplane.auth.token_cache_seconds);
@@ -123,9 +133,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         ),
         functions: stores.functions.clone(),
         stubs: crate::functions::stubs::StubCache::default(),
-        objects: crate::functions::objects::ObjectStorage::new(
-            config.controlplane.data_dir().join("objects"),
-        ),
+        objects,
         base_image: config.image_service.runner.base_image_reference(),
         local_images: local_images(&config.image_service.local_images)?,
         state,

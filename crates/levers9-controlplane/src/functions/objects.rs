@@ -1,21 +1,107 @@
-//! Object storage for code: content-addressed blobs in a local directory
-//! (`<controlplane.dataDir>/objects`). Which workspace holds which object
-//! is a record in the store; the bytes are shared, since equal digests are
-//! equal bytes.
+//! Object storage for code: content-addressed blobs (the code and SDK zips
+//! the SDK uploads). Which workspace holds which object is a record in the
+//! store; the bytes are shared, since equal digests are equal bytes.
+//!
+//! The bytes live behind [`ObjectBackend`]: a local directory
+//! (`<controlplane.dataDir>/objects`, the embedded default, [`local`]) or an
+//! S3-compatible bucket when `storage.workspace.bucket` is set ([`s3`]).
+//! Only the controlplane talks to it; workers fetch objects over gRPC.
 
-use std::path::{Path, PathBuf};
+pub mod local;
+pub mod s3;
 
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use levers9_config::Config;
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 
+pub use local::LocalObjects;
+pub use s3::S3Objects;
+
 /// Objects larger than this are refused.
 pub const MAX_OBJECT_BYTES: usize = 256 * 1024 * 1024;
 
-/// A directory of blobs named by digest.
-#[derive(Debug, Clone)]
-pub struct ObjectStorage {
-    root: PathBuf,
+/// Where object bytes live. Implementations see only checked digests (64
+/// lowercase hex digits) and, in `put`, bytes whose sha256 was verified.
+#[async_trait]
+pub trait ObjectBackend: fmt::Debug + Send + Sync {
+    /// Where the objects are, for the start-up log; never a key.
+    fn location(&self) -> String;
+
+    /// Proves the storage answers and is usable (bucket there, keys
+    /// accepted), so a bad configuration stops the start, not the first upload.
+    async fn check(&self) -> Result<(), ObjectStorageError>;
+
+    /// Stores the object `hex`. Readers never see part of it: it appears
+    /// under its final name whole or not at all.
+    async fn put(&self, hex: &str, data: &[u8]) -> Result<(), ObjectStorageError>;
+
+    /// The bytes of `hex`, or `None` if it is not stored.
+    async fn get(&self, hex: &str) -> Result<Option<Vec<u8>>, ObjectStorageError>;
+
+    /// Whether `hex` is stored.
+    async fn exists(&self, hex: &str) -> Result<bool, ObjectStorageError>;
+}
+
+/// Why object storage failed. Messages name the setting to check and never
+/// carry a key.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectStorageError {
+    /// The S3 endpoint did not answer, or answered with an error.
+    #[error("cannot reach the object storage at {endpoint}: {detail}; check storage.workspace")]
+    Unreachable {
+        /// The endpoint.
+        endpoint: String,
+        /// What failed (keys removed).
+        detail: String,
+    },
+    /// The S3 endpoint refused the keys.
+    #[error(
+        "the object storage at {endpoint} refused the keys for bucket {bucket}: {detail}; check \
+         storage.workspace.accessKeyId and storage.workspace.secretAccessKey"
+    )]
+    Refused {
+        /// The endpoint.
+        endpoint: String,
+        /// The bucket.
+        bucket: String,
+        /// What the server said (keys removed).
+        detail: String,
+    },
+    /// The bucket does not exist.
+    #[error(
+        "the bucket {bucket} does not exist at {endpoint}: create it, or check \
+         storage.workspace.bucket"
+    )]
+    NoBucket {
+        /// The endpoint.
+        endpoint: String,
+        /// The bucket.
+        bucket: String,
+    },
+    /// `storage.workspace` cannot be turned into a client.
+    #[error("storage.workspace is not usable: {0}")]
+    Config(String),
+    /// The local directory failed.
+    #[error("object storage directory {}: {source}; check that controlplane.dataDir is writable", path.display())]
+    Local {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl From<ObjectStorageError> for ApiError {
+    fn from(error: ObjectStorageError) -> Self {
+        // The detail goes to the log; the caller is told to try again.
+        ApiError::Unavailable(error.to_string())
+    }
 }
 
 /// The hex part of a `sha256:<64 hex>` digest, checked.
@@ -33,17 +119,45 @@ pub fn digest_hex(digest: &str) -> Result<&str, ApiError> {
     Ok(hex)
 }
 
+/// Content-addressed objects over one [`ObjectBackend`].
+#[derive(Debug, Clone)]
+pub struct ObjectStorage {
+    backend: Arc<dyn ObjectBackend>,
+}
+
 impl ObjectStorage {
-    /// Blobs under `root` (created on first write).
+    /// Blobs in the local directory `root` (created on first write).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self::with_backend(Arc::new(LocalObjects::new(root)))
     }
 
-    fn path(&self, hex: &str) -> PathBuf {
-        self.root.join("sha256").join(hex)
+    /// Objects in `backend`.
+    pub fn with_backend(backend: Arc<dyn ObjectBackend>) -> Self {
+        Self { backend }
     }
 
-    /// Stores `data` if its sha256 is `digest`.
+    /// The storage `storage.workspace` names: the S3 bucket when one is set
+    /// (checked now), else `<controlplane.dataDir>/objects`.
+    ///
+    /// # Errors
+    /// The bucket is unreachable, missing or refuses the keys.
+    pub async fn open(config: &Config) -> Result<Self, ObjectStorageError> {
+        let workspace = &config.storage.workspace;
+        if !workspace.is_s3() {
+            return Ok(Self::new(config.controlplane.data_dir().join("objects")));
+        }
+        let backend = S3Objects::new(workspace)?;
+        backend.check().await?;
+        Ok(Self::with_backend(Arc::new(backend)))
+    }
+
+    /// Where the objects are, for the start-up log.
+    pub fn location(&self) -> String {
+        self.backend.location()
+    }
+
+    /// Stores `data` if its sha256 is `digest`; nothing is stored otherwise.
+    /// Storing an object that is already there does nothing.
     pub async fn put(&self, digest: &str, data: &[u8]) -> Result<(), ApiError> {
         let hex = digest_hex(digest)?;
         if data.len() > MAX_OBJECT_BYTES {
@@ -59,62 +173,28 @@ impl ObjectStorage {
                 "the data's sha256 is {actual}, not the digest given ({digest}): upload again"
             )));
         }
-        let path = self.path(hex);
-        if tokio::fs::try_exists(&path).await.unwrap_or(false) {
+        if self.backend.exists(hex).await? {
             return Ok(());
         }
-        let dir = path.parent().unwrap_or(Path::new("."));
-        tokio::fs::create_dir_all(dir).await.map_err(io_error)?;
-        // Write aside, then rename: readers never see half a blob.
-        let temp = dir.join(format!(".{hex}.{}", uuid::Uuid::now_v7().simple()));
-        tokio::fs::write(&temp, data).await.map_err(io_error)?;
-        tokio::fs::rename(&temp, &path).await.map_err(io_error)?;
-        Ok(())
+        Ok(self.backend.put(hex, data).await?)
     }
 
     /// The bytes of an object; NotFound if it was never stored here.
     pub async fn get(&self, digest: &str) -> Result<Vec<u8>, ApiError> {
         let hex = digest_hex(digest)?;
-        match tokio::fs::read(self.path(hex)).await {
-            Ok(data) => Ok(data),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ApiError::NotFound(format!(
+        self.backend.get(hex).await?.ok_or_else(|| {
+            ApiError::NotFound(format!(
                 "no object {digest}: the caller uploads it before using it"
-            ))),
-            Err(e) => Err(io_error(e)),
-        }
+            ))
+        })
     }
 
     /// Whether the bytes are here.
     pub async fn exists(&self, digest: &str) -> Result<bool, ApiError> {
         let hex = digest_hex(digest)?;
-        Ok(tokio::fs::try_exists(self.path(hex)).await.unwrap_or(false))
+        Ok(self.backend.exists(hex).await?)
     }
-}
-
-fn io_error(e: std::io::Error) -> ApiError {
-    ApiError::Unavailable(format!("object storage: {e}"))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn stores_by_digest_and_refuses_wrong_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage = ObjectStorage::new(dir.path());
-        let data = b"print('hi')";
-        let digest = format!("sha256:{}", hex::encode(Sha256::digest(data)));
-        assert!(!storage.exists(&digest).await.unwrap());
-        storage.put(&digest, data).await.unwrap();
-        storage.put(&digest, data).await.unwrap();
-        assert_eq!(storage.get(&digest).await.unwrap(), data);
-        let wrong = format!("sha256:{}", "0".repeat(64));
-        assert!(storage.put(&wrong, data).await.is_err());
-        assert!(matches!(
-            storage.get(&wrong).await,
-            Err(ApiError::NotFound(_))
-        ));
-        assert!(storage.get("sha256:../../etc/passwd").await.is_err());
-    }
-}
+mod tests;
