@@ -354,6 +354,9 @@ async fn pump_inbox(
             },
             _ = &mut stop => break,
         };
+        // What goes back to the inbox if the stream is gone: never with the
+        // secrets and payload attached below for this stream alone.
+        let original = message.clone();
         if let Some(controlplane_message::Kind::Run(run)) = &mut message.kind {
             if !open_secrets(&fleet, &worker_id, run).await {
                 continue;
@@ -368,15 +371,9 @@ async fn pump_inbox(
                 continue;
             }
         }
-        if let Err(failed) = outbound.send(Ok(message)).await {
-            // The stream is gone: give the request back for the next stream,
-            // without what was attached to it only for this one.
-            if let Ok(mut message) = failed.0 {
-                if let Some(controlplane_message::Kind::TaskInput(input)) = &mut message.kind {
-                    input.payload.clear();
-                }
-                inbox.give_back(&message).await;
-            }
+        if outbound.send(Ok(message)).await.is_err() {
+            // The stream is gone: give the request back for the next stream.
+            inbox.give_back(&original).await;
             break;
         }
     }
