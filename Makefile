@@ -1,6 +1,6 @@
 # levers9: the two commands a newcomer needs are `make quickstart` and `make test`.
 
-.PHONY: build test quickstart bench bench-containers bench-functions lint
+.PHONY: build test quickstart bench bench-containers bench-functions bench-scheduling lint
 
 build:
 	cargo build --release -p levers9-cli
@@ -19,6 +19,9 @@ bench:
 # Container starts through a controlplane and a worker vs raw runc/runsc (root).
 bench-containers:
 	scripts/test-servers.sh cargo run --release -p levers9-bench -- containers
+
+bench-scheduling:
+	scripts/test-servers.sh cargo run --release -p levers9-bench -- scheduling
 
 lint:
 	cargo fmt --all -- --check

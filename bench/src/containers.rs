@@ -88,6 +88,8 @@ async fn bench_runtime(runtime: RuntimeKind, image: &str) -> Result<()> {
         config: levers9_config::WorkerConfig::default(),
         pool_origin: Default::default(),
         metrics_address: None,
+        // The benchmark stops its worker with nothing left running.
+        drain_grace: std::time::Duration::ZERO,
     };
     let worker = tokio::spawn(levers9_worker::run(options, stopped));
     let deadline = Instant::now() + Duration::from_secs(30);

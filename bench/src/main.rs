@@ -1,6 +1,7 @@
 //! Benchmarks, printed as markdown tables. `levers9-bench` (or
 //! `levers9-bench auth`) measures the spine; `levers9-bench containers`
-//! measures container starts (see `containers.rs`).
+//! measures container starts (see `containers.rs`); `levers9-bench
+//! scheduling` the scheduler at fleet scale (see `scheduling.rs`).
 //!
 //! The spine:
 //! - the authenticated unary gRPC round trip on loopback (GetWorkspace with a
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod containers;
+mod scheduling;
 
 use anyhow::{Context, Result};
 use levers9_api::v1::workspace_service_client::WorkspaceServiceClient;
@@ -30,6 +32,12 @@ const CONCURRENT_CALLERS: usize = 16;
 /// The client side runs on this thread's own single-threaded runtime and the
 /// controlplane on a separate multi-threaded one, as two processes would.
 fn main() -> Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("scheduling") {
+        return tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(scheduling::run());
+    }
     if std::env::args().nth(1).as_deref() == Some("containers") {
         return tokio::runtime::Builder::new_multi_thread()
             .enable_all()

@@ -458,7 +458,7 @@ async fn gpu_requests_get_their_type_count_and_devices(backend: Backend) {
     let out = run(&["--gpu", "H200"]);
     assert_eq!(out.status.code(), Some(125));
     assert!(
-        text(&out.stderr).contains("no worker of pool default offers GPU H200"),
+        text(&out.stderr).contains("no pool offers GPU H200"),
         "{}",
         text(&out.stderr)
     );

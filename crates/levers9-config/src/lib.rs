@@ -7,6 +7,7 @@
 mod env;
 mod error;
 mod load;
+mod pools;
 mod schema;
 mod secret;
 mod security;
@@ -16,6 +17,7 @@ mod storage;
 pub use env::ENV_OVERRIDES;
 pub use error::ConfigError;
 pub use load::{load, ConfigSource};
+pub use pools::{PoolProvider, PoolResources, Toleration};
 pub use schema::{
     AuthConfig, Config, ControlplaneConfig, DatabaseConfig, ImageServiceConfig, KeyRotationConfig,
     ListenerConfig, PoolConfig, PoolRuntime, PostgresConfig, RedisConfig, RunnerConfig,

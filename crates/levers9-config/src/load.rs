@@ -78,6 +78,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     for (name, pool) in &config.worker.pools {
         pool.security
             .validate(&format!("worker.pools.{name}.security"))?;
+        crate::pools::validate(name, pool)?;
     }
     if cp.key_rotation.batch_size == 0 {
         return Err(ConfigError::Invalid {

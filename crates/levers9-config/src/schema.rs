@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::pools::{PoolProvider, PoolResources, Toleration};
 use crate::secret::Secret;
 use crate::security::{
     ContainerSecurityConfig, ContainerServerAuthMode, SeccompSetting, SecurityProfileName,
@@ -235,6 +236,9 @@ pub struct WorkerConfig {
     pub container_server_auth: ContainerServerAuthMode,
     /// Checking the mount targets of volumes.
     pub volume_mount_validation: VolumeMountValidationMode,
+    /// Kubernetes worker Jobs request their pool's resources
+    /// (`nvidia.com/gpu` on GPU pools), so the device plugin hands them GPUs.
+    pub job_resources_enforced: bool,
 }
 
 impl Default for WorkerConfig {
@@ -252,6 +256,7 @@ impl Default for WorkerConfig {
             },
             container_server_auth: ContainerServerAuthMode::Observe,
             volume_mount_validation: VolumeMountValidationMode::Log,
+            job_resources_enforced: false,
         }
     }
 }
@@ -266,6 +271,20 @@ pub struct PoolConfig {
     pub security: ContainerSecurityConfig,
     /// Override of `worker.containerServerAuth`.
     pub container_server_auth: Option<ContainerServerAuthMode>,
+    /// The GPU type the pool's workers have (e.g. `L40S`); empty for none.
+    pub gpu_type: String,
+    /// Node labels a Kubernetes worker pod must match.
+    pub node_selector: BTreeMap<String, String>,
+    /// Taints a Kubernetes worker pod tolerates.
+    pub tolerations: Vec<Toleration>,
+    /// Pools are tried highest first for a request that names none.
+    pub priority: i32,
+    /// Only requests that name this pool land in it.
+    pub requires_pool_selector: bool,
+    /// What each worker of the pool offers.
+    pub resources: PoolResources,
+    /// Where its workers come from.
+    pub provider: PoolProvider,
 }
 
 impl Default for PoolConfig {
@@ -274,6 +293,13 @@ impl Default for PoolConfig {
             runtime: PoolRuntime::Runc,
             security: ContainerSecurityConfig::default(),
             container_server_auth: None,
+            gpu_type: String::new(),
+            node_selector: BTreeMap::new(),
+            tolerations: Vec::new(),
+            priority: 0,
+            requires_pool_selector: false,
+            resources: PoolResources::default(),
+            provider: PoolProvider::Local,
         }
     }
 }

@@ -15,8 +15,8 @@ use levers9_api::v1::{
     auth_service_server::AuthService, container_service_server::ContainerService,
     secret_service_server::SecretService, token_service_server::TokenService,
     worker_service_server::WorkerService, workspace_service_server::WorkspaceService,
-    DeleteSecretRequest, GetContainerRequest, RevokeTokenRequest, StopContainerRequest,
-    UpdateSecretRequest,
+    CordonWorkerRequest, DeleteSecretRequest, DrainWorkerRequest, GetContainerRequest,
+    RevokeTokenRequest, StopContainerRequest, UncordonWorkerRequest, UpdateSecretRequest,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -122,6 +122,18 @@ pub fn router(services: Services) -> Router {
         .route(
             "/api/v1/controlplane/workers",
             get(rpc!(empty: worker.list_workers)),
+        )
+        .route(
+            "/api/v1/controlplane/workers/{worker_id}/cordon",
+            post(rpc!(path: worker.cordon_worker, CordonWorkerRequest { worker_id })),
+        )
+        .route(
+            "/api/v1/controlplane/workers/{worker_id}/uncordon",
+            post(rpc!(path: worker.uncordon_worker, UncordonWorkerRequest { worker_id })),
+        )
+        .route(
+            "/api/v1/controlplane/workers/{worker_id}/drain",
+            post(rpc!(path: worker.drain_worker, DrainWorkerRequest { worker_id })),
         )
         .route(
             "/api/v1/controlplane/containers",

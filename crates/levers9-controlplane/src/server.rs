@@ -130,7 +130,8 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
                 Duration::from_secs(config.controlplane.task_result_ttl_seconds),
                 &replica_id,
             ),
-        ),
+        )
+        .with_job_resources_enforced(config.worker.job_resources_enforced),
         functions: stores.functions.clone(),
         stubs: crate::functions::stubs::StubCache::default(),
         objects,

@@ -127,3 +127,24 @@ pub struct TaskRecord {
     /// When it reached a final state.
     pub ended_at: Option<DateTime<Utc>>,
 }
+
+/// One attempt of a task: where it ran and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRecord {
+    /// Its number (1 for the first); an attempt handed back before it ended
+    /// runs again under the same number.
+    pub attempt: u32,
+    /// The container it ran in.
+    pub container_id: String,
+    /// The worker it ran on.
+    pub worker_id: String,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// When it ended; None while it runs.
+    pub ended_at: Option<DateTime<Utc>>,
+    /// Empty while it runs; `retried` (failed, attempts left), `requeued`
+    /// (handed back unfinished) or the task's final state.
+    pub outcome: String,
+    /// Why it failed or was handed back.
+    pub message: String,
+}

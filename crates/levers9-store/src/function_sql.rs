@@ -35,6 +35,7 @@ macro_rules! unfinished {
     };
 }
 
+pub(crate) mod attempts;
 mod moves;
 pub(crate) use moves::{finish_tasks, retry_task, start_tasks};
 

@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::error::StoreError;
-use crate::function_model::{NewTask, StubRecord, TaskEnd, TaskRecord, TaskStart};
+use crate::function_model::{AttemptRecord, NewTask, StubRecord, TaskEnd, TaskRecord, TaskStart};
 use crate::function_sql;
 use crate::postgres::PostgresStore;
 use crate::sqlite::SqliteStore;
@@ -76,6 +76,10 @@ pub trait FunctionStore: Send + Sync + 'static {
     /// a cancel (each task at most once in `ends`); returns how many changed.
     /// NotFinalState, changing nothing, if a state is not final.
     async fn finish_tasks(&self, ends: &[TaskEnd]) -> Result<u64, StoreError>;
+
+    /// The attempts of a task, oldest first (the caller checked the task's
+    /// workspace).
+    async fn task_attempts(&self, task_id: &str) -> Result<Vec<AttemptRecord>, StoreError>;
 
     /// Ends one task as [`FunctionStore::finish_tasks`] does; true if it changed.
     async fn finish_task(
@@ -160,6 +164,9 @@ macro_rules! function_store_impl {
             }
             async fn finish_tasks(&self, ends: &[TaskEnd]) -> Result<u64, StoreError> {
                 function_sql::finish_tasks(&self.$writer, ends).await
+            }
+            async fn task_attempts(&self, task_id: &str) -> Result<Vec<AttemptRecord>, StoreError> {
+                function_sql::attempts::list(&self.$reader, task_id).await
             }
             async fn unfinished_tasks(&self, limit: u32) -> Result<Vec<TaskRecord>, StoreError> {
                 function_sql::unfinished_tasks(&self.$reader, limit).await

@@ -17,7 +17,9 @@ mod sql;
 mod sqlite;
 
 pub use error::StoreError;
-pub use function_model::{task_state, NewTask, StubRecord, TaskEnd, TaskRecord, TaskStart};
+pub use function_model::{
+    task_state, AttemptRecord, NewTask, StubRecord, TaskEnd, TaskRecord, TaskStart,
+};
 pub use functions::FunctionStore;
 pub use model::{NewToken, NewWorkspace, TokenRecord, TokenType, UnknownTokenType, Workspace};
 pub use postgres::{PostgresSettings, PostgresStore};

@@ -8,6 +8,7 @@
 
 mod capacity;
 mod container_server;
+mod drain;
 mod metrics;
 mod objects;
 pub mod security;
@@ -85,6 +86,9 @@ pub struct WorkerOptions {
     pub pool_origin: security::PoolOrigin,
     /// Where to serve `/metrics`; `None` serves nothing.
     pub metrics_address: Option<SocketAddr>,
+    /// On stop, how long running containers get to finish before they are
+    /// stopped and their inputs handed back (0: stop them at once).
+    pub drain_grace: Duration,
 }
 
 impl std::fmt::Debug for WorkerOptions {
@@ -97,6 +101,7 @@ impl std::fmt::Debug for WorkerOptions {
             .field("runtime", &self.runtime)
             .field("pool_origin", &self.pool_origin)
             .field("metrics_address", &self.metrics_address)
+            .field("drain_grace", &self.drain_grace)
             .finish()
     }
 }
@@ -139,7 +144,8 @@ pub enum WorkerError {
 
 /// Runs the worker until `stopped` turns true: cleans up what a previous
 /// run left, then keeps a session with the controlplane, reconnecting with
-/// backoff. Running containers are stopped on the way out.
+/// backoff. On `stopped` it drains (see [`WorkerOptions::drain_grace`])
+/// and stops what still runs.
 pub async fn run(
     options: WorkerOptions,
     stopped: watch::Receiver<bool>,
@@ -213,7 +219,15 @@ pub async fn run(
             metrics.clone(),
         );
     }
-    session::run(options, supervisor.clone(), events, stopped).await;
+    let (end_session, session_ended) = watch::channel(false);
+    tokio::spawn(drain::on_stop(
+        options.clone(),
+        supervisor.clone(),
+        stopped,
+        end_session,
+    ));
+    session::run(options, supervisor.clone(), events, session_ended).await;
+    // Only left running when the drain task is gone (it stops them first).
     supervisor.stop_all(Duration::from_secs(10)).await;
     Ok(())
 }

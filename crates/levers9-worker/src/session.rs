@@ -11,8 +11,9 @@ use levers9_api::v1::{
 };
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::metadata::MetadataValue;
-use tonic::transport::Endpoint;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::interceptor::{InterceptedService, Interceptor};
+use tonic::transport::{Channel, Endpoint};
 
 use crate::supervisor::Supervisor;
 use crate::WorkerOptions;
@@ -31,7 +32,7 @@ const MAX_INBOUND_MESSAGE_BYTES: usize =
 
 /// Why a session ended.
 #[derive(Debug, thiserror::Error)]
-enum SessionError {
+pub(crate) enum SessionError {
     #[error("cannot connect: {0}")]
     Connect(#[from] tonic::transport::Error),
     #[error("{}", .0.message())]
@@ -40,6 +41,42 @@ enum SessionError {
     NoRegistered,
     #[error("the token is not valid ASCII")]
     Token,
+}
+
+/// Puts the worker's token on every call.
+#[derive(Clone)]
+pub(crate) struct Bearer(MetadataValue<Ascii>);
+
+impl Interceptor for Bearer {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        request
+            .metadata_mut()
+            .insert("authorization", self.0.clone());
+        Ok(request)
+    }
+}
+
+/// A WorkerService client on a new connection to the controlplane.
+pub(crate) async fn connect(
+    options: &WorkerOptions,
+) -> Result<WorkerServiceClient<InterceptedService<Channel, Bearer>>, SessionError> {
+    let channel = Endpoint::from_shared(options.controlplane_url.clone())?
+        .connect_timeout(CONNECT_TIMEOUT)
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(10))
+        .keep_alive_timeout(Duration::from_secs(10))
+        .connect()
+        .await?;
+    let bearer: MetadataValue<Ascii> = format!("Bearer {}", options.token)
+        .parse()
+        .map_err(|_| SessionError::Token)?;
+    Ok(WorkerServiceClient::with_interceptor(
+        channel,
+        Bearer(bearer),
+    ))
 }
 
 fn message(kind: worker_message::Kind) -> WorkerMessage {
@@ -81,21 +118,8 @@ async fn session(
     carry: &mut VecDeque<WorkerMessage>,
     stopped: &mut watch::Receiver<bool>,
 ) -> Result<(), SessionError> {
-    let channel = Endpoint::from_shared(options.controlplane_url.clone())?
-        .connect_timeout(CONNECT_TIMEOUT)
-        .tcp_nodelay(true)
-        .http2_keep_alive_interval(Duration::from_secs(10))
-        .keep_alive_timeout(Duration::from_secs(10))
-        .connect()
-        .await?;
-    let bearer: MetadataValue<_> = format!("Bearer {}", options.token)
-        .parse()
-        .map_err(|_| SessionError::Token)?;
-    let mut client =
-        WorkerServiceClient::with_interceptor(channel, move |mut r: tonic::Request<()>| {
-            r.metadata_mut().insert("authorization", bearer.clone());
-            Ok(r)
-        })
+    let mut client = connect(options)
+        .await?
         .max_decoding_message_size(MAX_INBOUND_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_INBOUND_MESSAGE_BYTES);
     let (outbound, outbound_rx) = mpsc::channel(256);

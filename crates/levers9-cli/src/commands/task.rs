@@ -15,7 +15,8 @@ pub enum TaskCommand {
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
-    /// Show one task: its state, attempts, container and why it failed.
+    /// Show one task: its state, container and why it failed, then each
+    /// attempt with its worker and how it ended.
     Show {
         /// Task id.
         id: String,
@@ -58,13 +59,41 @@ pub async fn run(command: TaskCommand, context: Option<&str>) -> Result<()> {
             );
         }
         TaskCommand::Show { id } => {
-            let task = tasks
+            let shown = tasks
                 .get_task(GetTaskRequest { task_id: id })
                 .await?
-                .into_inner()
-                .task
-                .unwrap_or_default();
-            show(&task);
+                .into_inner();
+            show(&shown.task.unwrap_or_default());
+            if !shown.attempts.is_empty() {
+                println!();
+                let rows: Vec<Vec<String>> = shown
+                    .attempts
+                    .into_iter()
+                    .map(|a| {
+                        vec![
+                            a.attempt.to_string(),
+                            a.worker_id,
+                            a.container_id,
+                            a.started_at,
+                            output::or_dash(&a.ended_at),
+                            output::or_dash(&a.outcome),
+                            output::or_dash(&a.message),
+                        ]
+                    })
+                    .collect();
+                output::table(
+                    &[
+                        "ATTEMPT",
+                        "WORKER",
+                        "CONTAINER",
+                        "STARTED",
+                        "ENDED",
+                        "OUTCOME",
+                        "REASON",
+                    ],
+                    &rows,
+                );
+            }
         }
         TaskCommand::Cancel { id } => {
             let task = tasks

@@ -135,6 +135,8 @@ pub async fn run(args: UpArgs) -> Result<()> {
         config: worker_config,
         pool_origin: Default::default(),
         metrics_address: None,
+        // The controlplane stops with this process: nowhere to drain to.
+        drain_grace: std::time::Duration::ZERO,
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = tokio::spawn(levers9_worker::run(options, stopped));

@@ -15,6 +15,9 @@ use serde::Deserialize;
 
 use crate::output;
 
+mod job;
+mod schedulable;
+
 /// `levers9 worker`: without a subcommand, runs a worker process.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -30,6 +33,53 @@ pub struct WorkerArgs {
 enum WorkerCommand {
     /// List workers: pool, capacity, free capacity, status, last heartbeat.
     List,
+    /// Place nothing new on a worker; what runs goes on.
+    Cordon {
+        /// The worker's id (levers9 worker list).
+        worker_id: String,
+    },
+    /// Lift a cordon or a drain.
+    Uncordon {
+        /// The worker's id.
+        worker_id: String,
+    },
+    /// Cordon a worker and move its function inputs elsewhere: its function
+    /// containers finish what they hold and stop; waits until nothing runs
+    /// there (other containers run to their end).
+    Drain(DrainArgs),
+    /// Print the Kubernetes Job (JSON, for `kubectl apply -f -`) that runs
+    /// one worker of a pool: its nodeSelector and tolerations, and with
+    /// worker.jobResourcesEnforced its resources (nvidia.com/gpu).
+    Job(JobArgs),
+}
+
+/// `levers9 worker job`.
+#[derive(Debug, Args)]
+struct JobArgs {
+    /// The pool (a key of worker.pools).
+    pool: String,
+    /// The YAML config file with worker.pools.
+    #[arg(long, env = "LEVERS9_CONFIG")]
+    config: Option<PathBuf>,
+    /// The worker image.
+    #[arg(long)]
+    image: String,
+    /// The controlplane's gRPC address as the worker pods reach it.
+    #[arg(long, default_value = "levers9-controlplane:1993")]
+    controlplane: String,
+    /// The Secret with the worker token under the key `token`.
+    #[arg(long, default_value = "levers9-worker-token")]
+    token_secret: String,
+}
+
+/// `levers9 worker drain`.
+#[derive(Debug, Args)]
+struct DrainArgs {
+    /// The worker's id.
+    worker_id: String,
+    /// Give up waiting after this many seconds (the drain goes on).
+    #[arg(long, default_value_t = 300)]
+    timeout_seconds: u64,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -92,6 +142,10 @@ struct RunArgs {
     /// Serve Prometheus metrics on this address (e.g. 0.0.0.0:1995).
     #[arg(long, env = "LEVERS9_WORKER_METRICS_ADDRESS")]
     metrics_address: Option<std::net::SocketAddr>,
+    /// On SIGTERM the worker drains: running containers get this long to
+    /// finish before they are stopped and their inputs run elsewhere.
+    #[arg(long, env = "LEVERS9_WORKER_DRAIN_GRACE_SECONDS", default_value_t = 30)]
+    drain_grace_seconds: u64,
 }
 
 impl WorkerArgs {
@@ -105,6 +159,30 @@ impl WorkerArgs {
 pub async fn run(args: WorkerArgs, context: Option<&str>) -> Result<()> {
     match args.command {
         Some(WorkerCommand::List) => list(context).await,
+        Some(WorkerCommand::Cordon { worker_id }) => schedulable::cordon(context, worker_id).await,
+        Some(WorkerCommand::Uncordon { worker_id }) => {
+            schedulable::uncordon(context, worker_id).await
+        }
+        Some(WorkerCommand::Job(args)) => {
+            let env = |name: &str| std::env::var(name).ok();
+            let (config, _) = levers9_config::load(args.config.as_deref(), &env)?;
+            let target = job::JobTarget {
+                image: &args.image,
+                controlplane: &args.controlplane,
+                token_secret: &args.token_secret,
+            };
+            let manifest = job::manifest(&config.worker, &args.pool, &target)?;
+            println!("{}", serde_json::to_string_pretty(&manifest)?);
+            Ok(())
+        }
+        Some(WorkerCommand::Drain(args)) => {
+            schedulable::drain(
+                context,
+                args.worker_id,
+                std::time::Duration::from_secs(args.timeout_seconds),
+            )
+            .await
+        }
         None => run_worker(args.run).await,
     }
 }
@@ -142,7 +220,11 @@ async fn list(context: Option<&str>) -> Result<()> {
                 format!("{}m/{}m", free.cpu_millicores, capacity.cpu_millicores),
                 format!("{}/{} MiB", free.memory_mib, capacity.memory_mib),
                 output::or_dash(&gpus.join(",")),
-                w.status,
+                if w.cordoned && w.status == "ready" {
+                    "cordoned".to_owned()
+                } else {
+                    w.status
+                },
                 w.last_heartbeat_at,
             ]
         })
@@ -238,10 +320,24 @@ async fn run_worker(args: RunArgs) -> Result<()> {
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "unknown".into());
     let mut capacity = detect_capacity();
-    if let Some(cpu) = args.cpu_millicores {
+    // The pool's per-worker resources, where configured, unless a flag
+    // says otherwise.
+    let resources = config
+        .worker
+        .pools
+        .get(&args.pool)
+        .map(|p| p.resources.clone())
+        .unwrap_or_default();
+    if let Some(cpu) = args
+        .cpu_millicores
+        .or((resources.cpu_millicores > 0).then_some(resources.cpu_millicores))
+    {
         capacity.cpu_millicores = cpu;
     }
-    if let Some(memory) = args.memory_mib {
+    if let Some(memory) = args
+        .memory_mib
+        .or((resources.memory_mib > 0).then_some(resources.memory_mib))
+    {
         capacity.memory_mib = memory;
     }
     capacity.gpus = if args.gpus.is_empty() {
@@ -293,6 +389,7 @@ async fn run_worker(args: RunArgs) -> Result<()> {
             PoolOrigin::Configured
         },
         metrics_address: args.metrics_address,
+        drain_grace: std::time::Duration::from_secs(args.drain_grace_seconds),
     };
     tracing::info!(?options, "starting worker");
     let (stop, stopped) = tokio::sync::watch::channel(false);

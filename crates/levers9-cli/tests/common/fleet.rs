@@ -136,6 +136,8 @@ impl Worker {
                 &worker_id,
             ])
             .args(["--cpu-millicores", "2000", "--memory-mib", "2048"])
+            // Tests end with containers running: drain no longer than this.
+            .args(["--drain-grace-seconds", "1"])
             .args(extra)
             .arg("--controlplane")
             .arg(format!("127.0.0.1:{}", cp.grpc_port))

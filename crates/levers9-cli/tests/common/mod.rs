@@ -12,6 +12,7 @@ pub mod fleet;
 
 use levers9_api::v1::auth_service_client::AuthServiceClient;
 use levers9_api::v1::container_service_client::ContainerServiceClient;
+use levers9_api::v1::function_service_client::FunctionServiceClient;
 use levers9_api::v1::secret_service_client::SecretServiceClient;
 use levers9_api::v1::token_service_client::TokenServiceClient;
 use levers9_api::v1::worker_service_client::WorkerServiceClient;
@@ -284,6 +285,10 @@ impl Controlplane {
 
     pub async fn containers(&self) -> ContainerServiceClient<Channel> {
         ContainerServiceClient::new(self.channel().await)
+    }
+
+    pub async fn functions(&self) -> FunctionServiceClient<Channel> {
+        FunctionServiceClient::new(self.channel().await)
     }
 
     pub async fn secrets(&self) -> SecretServiceClient<Channel> {

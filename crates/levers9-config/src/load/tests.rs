@@ -237,3 +237,41 @@ fn hardening_keys_load_per_pool_and_from_the_environment() {
         "{text}"
     );
 }
+
+/// The EKS values' `worker` block (pools per hardware class, each pinned
+/// to a node group, GPU requests enforced) is a valid `worker` config.
+#[test]
+fn the_eks_worker_values_are_a_valid_worker_config() {
+    let values = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/eks/values.yaml"
+    ))
+    .expect("deploy/eks/values.yaml");
+    let values: serde_yaml::Value = serde_yaml::from_str(&values).expect("values parse");
+    let mut worker = values["worker"].clone();
+    let pools = worker["pools"].as_mapping().expect("pools").clone();
+    let file = file_with(
+        &serde_yaml::to_string(&serde_yaml::Mapping::from_iter([(
+            "worker".into(),
+            std::mem::take(&mut worker),
+        )]))
+        .expect("yaml"),
+    );
+    let (config, _) = load(Some(file.path()), &no_env).expect("the EKS worker block loads");
+    assert!(config.worker.job_resources_enforced);
+    assert_eq!(config.worker.pools.len(), pools.len());
+    let l40s = &config.worker.pools["l40s"];
+    assert_eq!(l40s.node_selector["levers9.dev/pool"], "gpu-l40s");
+    assert_eq!(l40s.tolerations[0].key, "nvidia.com/gpu");
+    assert_eq!(l40s.gpu_type, "L40S");
+    assert!(config.worker.pools["build"].requires_pool_selector);
+}
+
+#[test]
+fn a_pool_gpu_count_without_a_gpu_type_is_refused() {
+    let file = file_with("worker:\n  pools:\n    gpu:\n      resources: {gpuCount: 2}\n");
+    let error = load(Some(file.path()), &no_env)
+        .expect_err("refused")
+        .to_string();
+    assert!(error.contains("worker.pools.gpu.gpuType"), "{error}");
+}

@@ -6,7 +6,7 @@
 //!   while the worker heartbeats (expires after the heartbeat TTL);
 //! - capacity `worker:<id>`: free `cpu` and `memory` counters;
 //! - sets `workers`, `pool:<name>`, `worker-containers:<id>`,
-//!   `workspace-containers:<id>`;
+//!   `workspace-containers:<id>`, `cordoned-workers`;
 //! - queues `backlog` (container ids waiting for a place) and
 //!   `worker-inbox:<id>` (requests for the replica holding that worker's
 //!   stream);
@@ -15,9 +15,11 @@
 
 pub mod attach;
 pub mod inbox;
+pub mod placement;
 pub mod reaper;
 pub mod records;
 pub mod scheduler;
+pub mod view;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -54,7 +56,7 @@ pub fn gpu_counter(gpu_type: &str) -> String {
 pub struct Fleet {
     state: Arc<dyn HotState>,
     heartbeat_ttl: Duration,
-    pools: Arc<BTreeMap<String, PoolConfig>>,
+    pools: Arc<placement::Pools>,
     secrets: SecretOpener,
     tasks: TaskState,
     local_inboxes: Arc<inbox::LocalInboxes>,
@@ -116,7 +118,7 @@ impl Fleet {
             tasks,
             state,
             heartbeat_ttl,
-            pools: Arc::new(pools),
+            pools: Arc::new(placement::Pools::new(pools, false)),
             secrets,
             local_inboxes: Arc::default(),
         }
@@ -141,15 +143,46 @@ impl Fleet {
         &self.secrets
     }
 
+    /// Sets `worker.jobResourcesEnforced`, which the scheduler's advice
+    /// names when a GPU pool's workers see no GPU.
+    pub fn with_job_resources_enforced(mut self, enforced: bool) -> Self {
+        let pools = placement::Pools::clone(&self.pools);
+        self.pools = Arc::new(pools.enforce_job_resources(enforced));
+        self
+    }
+
     /// The configuration of a pool, if it is configured.
     pub fn pool_config(&self, pool: &str) -> Option<&PoolConfig> {
         self.pools.get(pool)
     }
 
+    /// The configured pools, as the scheduler reads them.
+    pub fn pools(&self) -> &placement::Pools {
+        &self.pools
+    }
+
+    /// Cordons a worker (no new placements) or lifts it.
+    pub async fn set_cordoned(&self, worker_id: &str, cordoned: bool) -> Result<(), ApiError> {
+        if cordoned {
+            self.state.set_add(view::CORDONED, worker_id).await?;
+        } else {
+            self.state.set_remove(view::CORDONED, worker_id).await?;
+        }
+        Ok(())
+    }
+
+    /// The cordoned workers.
+    pub async fn cordoned(&self) -> Result<Vec<String>, ApiError> {
+        Ok(self.state.set_members(view::CORDONED).await?)
+    }
+
     /// Refuses a pool containers may not ask for: one neither configured
-    /// nor joined by a worker.
+    /// nor joined by a worker. Empty means any pool.
     pub async fn require_pool(&self, pool: &str) -> Result<(), ApiError> {
-        if self.pools.contains_key(pool) || !self.pool_members(pool).await?.is_empty() {
+        if pool.is_empty()
+            || self.pools.contains(pool)
+            || !self.pool_members(pool).await?.is_empty()
+        {
             return Ok(());
         }
         Err(ApiError::InvalidArgument(format!(
@@ -224,7 +257,8 @@ impl Fleet {
             .is_some())
     }
 
-    /// Forgets a worker that is gone: its capacity and set memberships.
+    /// Forgets a worker that is gone: its capacity, set memberships and
+    /// cordon.
     pub async fn remove_worker(&self, worker: &WorkerRecord) -> Result<(), ApiError> {
         self.state
             .delete_capacity(&format!("worker:{}", worker.id))
@@ -233,6 +267,7 @@ impl Fleet {
         self.state
             .set_remove(&format!("pool:{}", worker.pool), &worker.id)
             .await?;
+        self.state.set_remove(view::CORDONED, &worker.id).await?;
         Ok(())
     }
 

@@ -1,11 +1,24 @@
-//! The first scheduler: container requests wait in a backlog; each is placed
-//! on a live worker of its pool by best fit, with the capacity reserved
-//! atomically in the hot state, then handed to the worker's inbox.
+//! The scheduler: container requests wait in a backlog; each is placed on
+//! a live, schedulable worker by [`placement::decide`], with its capacity
+//! reserved atomically in the hot state, then handed to the worker's inbox.
 //!
+//! # The state machine of a request
+//! ```text
+//!  pending ──decide: Place──▶ reserve ──ok──▶ scheduled (sent to the worker)
+//!     │  ▲                       │ lost the race: read that worker again,
+//!     │  │                       └────────────▶ try the next choice
+//!     │  └── decide: Wait ── back in the backlog after RETRY_DELAY
+//!     │      (past PLACEMENT_DEADLINE ──▶ failed, "no worker … had room")
+//!     └───── decide: Fail ──▶ failed, with the reason ("no pool offers GPU H200")
+//! ```
 //! Every replica runs this loop. Popping the backlog is atomic, so a request
 //! is placed by one replica; reserving is atomic, so two replicas placing on
-//! one worker never overcommit it.
+//! one worker never overcommit it. Each pop takes a batch and places it
+//! round-robin by workspace, so one workspace's flood does not starve
+//! another's requests; requests that must wait go to the back.
 
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -14,8 +27,9 @@ use levers9_api::v1::{
 };
 use tokio::sync::watch;
 
-use super::records::{state, ContainerRecord, WorkerRecord};
-use super::Fleet;
+use super::placement::{self, Ask, Decision, Offer};
+use super::records::{state, ContainerRecord};
+use super::{view, Fleet};
 use crate::error::ApiError;
 
 /// The backlog queue.
@@ -26,49 +40,12 @@ const PLACEMENT_DEADLINE: Duration = Duration::from_secs(300);
 const RETRY_DELAY: Duration = Duration::from_millis(200);
 /// How long one pop of the backlog waits.
 const POP_WAIT: Duration = Duration::from_secs(1);
-
-/// A worker that could take a request, with what it has free.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Candidate {
-    /// The worker.
-    pub worker_id: String,
-    /// Free CPU millicores.
-    pub free_cpu: i64,
-    /// Free memory MiB.
-    pub free_memory: i64,
-    /// Free GPUs of the type being considered (0 when none is asked for).
-    pub free_gpus: i64,
-}
-
-/// The candidates that fit `gpus`, `cpu` and `memory`, best first: best fit
-/// leaves the fewest GPUs, then the least CPU, then memory free, so large
-/// holes stay open for large requests (a 4-GPU request still finds a worker
-/// with 4 free). Ties go by worker id, so replicas agree.
-pub fn best_fit(candidates: &[Candidate], cpu: i64, memory: i64, gpus: i64) -> Vec<&Candidate> {
-    let mut fitting: Vec<&Candidate> = candidates
-        .iter()
-        .filter(|c| c.free_cpu >= cpu && c.free_memory >= memory && c.free_gpus >= gpus)
-        .collect();
-    fitting.sort_by(|a, b| {
-        (
-            a.free_gpus - gpus,
-            a.free_cpu - cpu,
-            a.free_memory - memory,
-            &a.worker_id,
-        )
-            .cmp(&(
-                b.free_gpus - gpus,
-                b.free_cpu - cpu,
-                b.free_memory - memory,
-                &b.worker_id,
-            ))
-    });
-    fitting
-}
+/// Requests taken from the backlog at once, at most.
+const BATCH: usize = 256;
 
 /// What became of one placement attempt.
 #[derive(Debug, PartialEq)]
-enum Outcome {
+pub enum Outcome {
     /// Handed to a worker.
     Placed,
     /// No live worker has room now; try again later.
@@ -79,30 +56,203 @@ enum Outcome {
 
 /// Places backlog requests until `stopped` turns true.
 pub async fn run(fleet: Fleet, stopped: watch::Receiver<bool>) {
+    let (tx, mut picture) = watch::channel(Arc::new(Vec::new()));
+    tokio::spawn(view::run(fleet.clone(), tx, stopped.clone()));
+    // Decide nothing on an empty picture: wait for the first reading.
+    if picture.changed().await.is_err() {
+        return;
+    }
+    let mut scheduler = Scheduler::new(fleet, picture);
     loop {
         if *stopped.borrow() {
             return;
         }
         // Not raced against the stop signal: a pop cancelled half-way could
         // lose the request it took. The stop is seen within POP_WAIT.
-        let popped = fleet.state().pop(BACKLOG, POP_WAIT).await;
-        let id = match popped {
-            Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
-            Ok(None) => continue,
+        let batch = match pop_batch(&scheduler.fleet).await {
+            Ok(batch) => batch,
             Err(error) => {
                 tracing::warn!(%error, "cannot read the backlog");
                 tokio::time::sleep(RETRY_DELAY).await;
                 continue;
             }
         };
-        match place(&fleet, &id).await {
-            Ok(Outcome::Placed | Outcome::Done) => {}
-            Ok(Outcome::NoRoom) => requeue_later(fleet.clone(), id),
-            Err(error) => {
-                tracing::warn!(%error, container_id = %id, "placement failed; retrying");
-                requeue_later(fleet.clone(), id);
+        scheduler.place_batch(batch).await;
+    }
+}
+
+async fn pop_batch(fleet: &Fleet) -> Result<Vec<String>, ApiError> {
+    let mut batch = Vec::new();
+    let Some(first) = fleet.state().pop(BACKLOG, POP_WAIT).await? else {
+        return Ok(batch);
+    };
+    batch.push(String::from_utf8_lossy(&first).into_owned());
+    while batch.len() < BATCH {
+        match fleet.state().pop(BACKLOG, Duration::ZERO).await? {
+            Some(bytes) => batch.push(String::from_utf8_lossy(&bytes).into_owned()),
+            None => break,
+        }
+    }
+    Ok(batch)
+}
+
+/// Orders requests round-robin by workspace, each workspace's in the
+/// order they came.
+pub fn fair_order(requests: Vec<ContainerRecord>) -> Vec<ContainerRecord> {
+    let mut by_workspace: BTreeMap<String, VecDeque<ContainerRecord>> = BTreeMap::new();
+    let mut first_seen = Vec::new();
+    for request in requests {
+        if !by_workspace.contains_key(&request.workspace_id) {
+            first_seen.push(request.workspace_id.clone());
+        }
+        by_workspace
+            .entry(request.workspace_id.clone())
+            .or_default()
+            .push_back(request);
+    }
+    let mut ordered = Vec::new();
+    loop {
+        let before = ordered.len();
+        for workspace in &first_seen {
+            if let Some(request) = by_workspace
+                .get_mut(workspace)
+                .and_then(VecDeque::pop_front)
+            {
+                ordered.push(request);
             }
         }
+        if ordered.len() == before {
+            return ordered;
+        }
+    }
+}
+
+/// One replica's scheduler: its picture of the fleet, adjusted by its own
+/// placements until the next reading.
+pub struct Scheduler {
+    fleet: Fleet,
+    picture: watch::Receiver<Arc<Vec<Offer>>>,
+    offers: Vec<Offer>,
+}
+
+impl Scheduler {
+    /// A scheduler deciding on the readings `picture` publishes.
+    pub fn new(fleet: Fleet, picture: watch::Receiver<Arc<Vec<Offer>>>) -> Self {
+        let offers = picture.borrow().as_ref().clone();
+        Self {
+            fleet,
+            picture,
+            offers,
+        }
+    }
+
+    /// Places a batch of requests by id, fairly; those that must wait go
+    /// back to the backlog.
+    pub async fn place_batch(&mut self, ids: Vec<String>) {
+        let mut requests = Vec::with_capacity(ids.len());
+        for id in ids {
+            match self.fleet.container(&id).await {
+                Ok(Some(c)) if c.state == state::PENDING => requests.push(c),
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, container_id = %id, "cannot read a request; retrying");
+                    requeue_later(self.fleet.clone(), id);
+                }
+            }
+        }
+        for mut container in fair_order(requests) {
+            match self.place(&mut container).await {
+                Ok(Outcome::Placed | Outcome::Done) => {}
+                Ok(Outcome::NoRoom) => requeue_later(self.fleet.clone(), container.id),
+                Err(error) => {
+                    tracing::warn!(%error, container_id = %container.id, "placement failed; retrying");
+                    requeue_later(self.fleet.clone(), container.id);
+                }
+            }
+        }
+    }
+
+    /// One placement attempt; see the module's state machine.
+    pub async fn place(&mut self, container: &mut ContainerRecord) -> Result<Outcome, ApiError> {
+        if self.picture.has_changed().unwrap_or(false) {
+            self.offers = self.picture.borrow_and_update().as_ref().clone();
+        }
+        let ask = ask(container);
+        let choices = match placement::decide(&ask, &self.offers, self.fleet.pools()) {
+            Decision::Fail(reason) => {
+                fail(&self.fleet, container, reason).await?;
+                return Ok(Outcome::Done);
+            }
+            Decision::Wait => Vec::new(),
+            Decision::Place(choices) => choices,
+        };
+        for choice in choices {
+            container.gpu_type = choice.gpu_type.clone().unwrap_or_default();
+            for index in choice.offers {
+                let worker_id = self.offers[index].worker_id.clone();
+                if !self.fleet.try_reserve(&worker_id, container).await? {
+                    self.reread(index).await?;
+                    continue;
+                }
+                self.offers[index].take(&ask, choice.gpu_type.as_deref());
+                container.state = state::SCHEDULED.to_owned();
+                container.pool = self.offers[index].pool.clone();
+                container.worker_id = worker_id;
+                self.fleet.put_container(container).await?;
+                send_run(&self.fleet, container).await?;
+                tracing::info!(container_id = %container.id, worker_id = %container.worker_id, pool = %container.pool, gpu_type = %container.gpu_type, "container placed");
+                return Ok(Outcome::Placed);
+            }
+        }
+        container.gpu_type.clear();
+        let waited = Utc::now() - container.created_at;
+        if waited.to_std().unwrap_or_default() > PLACEMENT_DEADLINE {
+            let pool = if container.pool.is_empty() {
+                "any pool".to_owned()
+            } else {
+                format!("pool {}", container.pool)
+            };
+            let reason = format!(
+                "no worker of {pool} had room for {} millicores, {} MiB and {} GPUs within {} s",
+                container.cpu_millicores,
+                container.memory_mib,
+                container.gpu_count,
+                PLACEMENT_DEADLINE.as_secs()
+            );
+            fail(&self.fleet, container, reason).await?;
+            return Ok(Outcome::Done);
+        }
+        Ok(Outcome::NoRoom)
+    }
+
+    /// After a lost race: what the worker really has free now.
+    async fn reread(&mut self, index: usize) -> Result<(), ApiError> {
+        let id = self.offers[index].worker_id.clone();
+        match (
+            self.fleet.worker(&id).await?,
+            self.fleet.free_capacity(&id).await?,
+        ) {
+            (Some(worker), Some(free)) => self.offers[index] = view::offer(&worker, &free),
+            // Gone: nothing fits on it until the next reading.
+            _ => {
+                let offer = &mut self.offers[index];
+                offer.free_cpu = 0;
+                offer.free_memory = 0;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a container request asks the scheduler for.
+fn ask(c: &ContainerRecord) -> Ask {
+    let has_gpus = !c.gpu_types.is_empty();
+    Ask {
+        pool: c.pool.clone(),
+        cpu: i64::try_from(c.cpu_millicores).unwrap_or(i64::MAX),
+        memory: i64::try_from(c.memory_mib).unwrap_or(i64::MAX),
+        gpu_types: c.gpu_types.clone(),
+        gpus: if has_gpus { i64::from(c.gpu_count) } else { 0 },
     }
 }
 
@@ -113,159 +263,6 @@ fn requeue_later(fleet: Fleet, id: String) {
             tracing::error!(%error, container_id = %id, "cannot put a request back in the backlog");
         }
     });
-}
-
-/// One placement attempt.
-///
-/// # Guarantees
-/// - A request is placed only on a live worker of its pool, and only after
-///   its CPU, memory and GPUs were reserved there atomically.
-/// - GPU types are tried in the request's order of preference; all its GPUs
-///   come from one worker and one type.
-/// - A request no live worker of its pool could ever take (too big, a GPU
-///   type the pool does not offer, more GPUs than any worker has) fails at
-///   once with that reason; one that could fit later waits, up to
-///   [`PLACEMENT_DEADLINE`].
-async fn place(fleet: &Fleet, id: &str) -> Result<Outcome, ApiError> {
-    let Some(mut container) = fleet.container(id).await? else {
-        return Ok(Outcome::Done);
-    };
-    if container.state != state::PENDING {
-        return Ok(Outcome::Done);
-    }
-    let mut live = Vec::new();
-    for worker_id in fleet.pool_members(&container.pool).await? {
-        if !fleet.is_alive(&worker_id).await? {
-            continue;
-        }
-        if let (Some(worker), Some(free)) = (
-            fleet.worker(&worker_id).await?,
-            fleet.free_capacity(&worker_id).await?,
-        ) {
-            live.push((worker, free));
-        }
-    }
-    if let Some(reason) = impossible(&container, &live) {
-        fail(fleet, &mut container, reason).await?;
-        return Ok(Outcome::Done);
-    }
-    let (cpu, memory) = (
-        i64::try_from(container.cpu_millicores).unwrap_or(i64::MAX),
-        i64::try_from(container.memory_mib).unwrap_or(i64::MAX),
-    );
-    let gpu_types: Vec<Option<String>> = if container.gpu_types.is_empty() {
-        vec![None]
-    } else {
-        container.gpu_types.iter().cloned().map(Some).collect()
-    };
-    for gpu_type in gpu_types {
-        let gpus = if gpu_type.is_some() {
-            i64::from(container.gpu_count)
-        } else {
-            0
-        };
-        let candidates: Vec<Candidate> = live
-            .iter()
-            .map(|(worker, free)| Candidate {
-                worker_id: worker.id.clone(),
-                free_cpu: free.get(super::CPU),
-                free_memory: free.get(super::MEMORY),
-                free_gpus: gpu_type
-                    .as_deref()
-                    .map_or(0, |t| free.get(&super::gpu_counter(t))),
-            })
-            .collect();
-        container.gpu_type = gpu_type.unwrap_or_default();
-        for candidate in best_fit(&candidates, cpu, memory, gpus) {
-            if fleet.try_reserve(&candidate.worker_id, &container).await? {
-                container.state = state::SCHEDULED.to_owned();
-                container.worker_id = candidate.worker_id.clone();
-                fleet.put_container(&container).await?;
-                send_run(fleet, &container).await?;
-                tracing::info!(container_id = %container.id, worker_id = %container.worker_id, gpu_type = %container.gpu_type, "container placed");
-                return Ok(Outcome::Placed);
-            }
-        }
-    }
-    container.gpu_type.clear();
-    let waited = Utc::now() - container.created_at;
-    if waited.to_std().unwrap_or_default() > PLACEMENT_DEADLINE {
-        let reason = format!(
-            "no worker of pool {} had room for {} millicores, {} MiB and {} GPUs within {} s",
-            container.pool,
-            container.cpu_millicores,
-            container.memory_mib,
-            container.gpu_count,
-            PLACEMENT_DEADLINE.as_secs()
-        );
-        fail(fleet, &mut container, reason).await?;
-        return Ok(Outcome::Done);
-    }
-    Ok(Outcome::NoRoom)
-}
-
-/// Why no live worker of the pool could ever take this request, if so. With
-/// no live worker at all the request waits: one may join.
-fn impossible(c: &ContainerRecord, live: &[(WorkerRecord, super::FreeCapacity)]) -> Option<String> {
-    if live.is_empty() {
-        return None;
-    }
-    let largest_cpu = live
-        .iter()
-        .map(|(w, _)| w.cpu_millicores)
-        .max()
-        .unwrap_or(0);
-    let largest_memory = live.iter().map(|(w, _)| w.memory_mib).max().unwrap_or(0);
-    if c.cpu_millicores > largest_cpu || c.memory_mib > largest_memory {
-        return Some(format!(
-            "no worker of pool {} is big enough: it asks for {} millicores and {} MiB, the \
-             largest worker has {largest_cpu} and {largest_memory}",
-            c.pool, c.cpu_millicores, c.memory_mib
-        ));
-    }
-    if c.gpu_types.is_empty() {
-        return None;
-    }
-    let most = |gpu_type: &str| {
-        live.iter()
-            .filter_map(|(w, _)| w.gpus.iter().find(|(t, _)| t == gpu_type))
-            .map(|(_, devices)| devices.len())
-            .max()
-    };
-    let offered: Vec<(&String, usize)> = c
-        .gpu_types
-        .iter()
-        .filter_map(|t| most(t).map(|n| (t, n)))
-        .collect();
-    if offered.is_empty() {
-        let mut has: Vec<&str> = live
-            .iter()
-            .flat_map(|(w, _)| w.gpus.iter().map(|(t, _)| t.as_str()))
-            .collect();
-        has.sort_unstable();
-        has.dedup();
-        return Some(format!(
-            "no worker of pool {} offers GPU {} (its workers have: {})",
-            c.pool,
-            c.gpu_types.join(" or "),
-            if has.is_empty() {
-                "no GPUs".to_owned()
-            } else {
-                has.join(", ")
-            }
-        ));
-    }
-    let count = c.gpu_count as usize;
-    if offered.iter().all(|(_, n)| *n < count) {
-        let best: Vec<String> = offered.iter().map(|(t, n)| format!("{n} {t}")).collect();
-        return Some(format!(
-            "no worker of pool {} has {count} GPUs of type {}: the most on one worker is {}",
-            c.pool,
-            c.gpu_types.join(" or "),
-            best.join(", ")
-        ));
-    }
-    None
 }
 
 /// Marks a container failed for `reason` and tells followers.
@@ -331,54 +328,40 @@ pub async fn send_stop(fleet: &Fleet, worker_id: &str, container_id: &str) -> Re
 mod tests {
     use super::*;
 
-    fn worker(id: &str, cpu: i64, memory: i64) -> Candidate {
-        Candidate {
-            worker_id: id.into(),
-            free_cpu: cpu,
-            free_memory: memory,
-            free_gpus: 0,
+    fn request(id: &str, workspace: &str) -> ContainerRecord {
+        ContainerRecord {
+            id: id.into(),
+            workspace_id: workspace.into(),
+            image: String::new(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            pool: String::new(),
+            cpu_millicores: 1,
+            memory_mib: 1,
+            state: state::PENDING.into(),
+            worker_id: String::new(),
+            exit_code: 0,
+            oom_killed: false,
+            message: String::new(),
+            created_at: Utc::now(),
+            secrets: Vec::new(),
+            gpu_types: Vec::new(),
+            gpu_type: String::new(),
+            gpu_count: 0,
+            stub_id: String::new(),
+            objects: Vec::new(),
+            container_server: false,
+            working_dir: String::new(),
         }
     }
 
     #[test]
-    fn best_fit_prefers_the_tightest_worker_that_fits() {
-        let workers = [
-            worker("big", 8000, 32_000),
-            worker("small", 1000, 2048),
-            worker("medium", 2000, 4096),
-        ];
-        let order: Vec<&str> = best_fit(&workers, 1500, 1024, 0)
-            .iter()
-            .map(|c| c.worker_id.as_str())
-            .collect();
-        assert_eq!(order, ["medium", "big"]);
-        assert!(best_fit(&workers, 9000, 1, 0).is_empty());
-        assert!(best_fit(&workers, 100, 64_000, 0).is_empty());
-    }
-
-    #[test]
-    fn ties_are_broken_by_worker_id() {
-        let workers = [worker("b", 1000, 1000), worker("a", 1000, 1000)];
-        assert_eq!(best_fit(&workers, 500, 500, 0)[0].worker_id, "a");
-    }
-
-    #[test]
-    fn gpu_requests_pack_onto_the_worker_they_fill() {
-        let gpu = |id: &str, gpus: i64| Candidate {
-            free_gpus: gpus,
-            ..worker(id, 8000, 32_000)
-        };
-        let workers = [gpu("eight", 8), gpu("four", 4), gpu("two", 2)];
-        let order: Vec<&str> = best_fit(&workers, 1000, 1024, 4)
-            .iter()
-            .map(|c| c.worker_id.as_str())
-            .collect();
-        assert_eq!(
-            order,
-            ["four", "eight"],
-            "a 4-GPU request fills the 4-GPU worker"
-        );
-        assert_eq!(best_fit(&workers, 1000, 1024, 2)[0].worker_id, "two");
-        assert!(best_fit(&workers, 1000, 1024, 9).is_empty());
+    fn a_flood_from_one_workspace_does_not_starve_another() {
+        let mut batch: Vec<ContainerRecord> =
+            (0..5).map(|i| request(&format!("a{i}"), "a")).collect();
+        batch.push(request("b0", "b"));
+        batch.push(request("b1", "b"));
+        let order: Vec<String> = fair_order(batch).into_iter().map(|c| c.id).collect();
+        assert_eq!(order, ["a0", "b0", "a1", "b1", "a2", "a3", "a4"]);
     }
 }

@@ -32,6 +32,7 @@ use levers9_api::v1::{
 use levers9_store::{task_state, FunctionStore, StubRecord};
 use tokio::sync::watch;
 
+mod drain;
 mod events;
 mod upkeep;
 
@@ -58,6 +59,8 @@ struct Warm {
     worker_id: String,
     in_flight: BTreeSet<String>,
     idle_since: Instant,
+    /// Its worker drains: no new inputs; stopped once idle.
+    draining: bool,
 }
 
 struct Stub {
@@ -108,6 +111,8 @@ struct Dispatcher {
     held: HashMap<String, Held>,
     /// Which stub each starting or warm container serves.
     container_stub: HashMap<String, String>,
+    /// Workers draining: containers there take no new inputs.
+    draining: BTreeSet<String>,
 }
 
 /// Runs the dispatcher whenever this replica holds the lease, until
@@ -137,6 +142,7 @@ pub async fn run(parts: Parts, holder: String, stopped: watch::Receiver<bool>) {
             stubs: HashMap::new(),
             held: HashMap::new(),
             container_stub: HashMap::new(),
+            draining: BTreeSet::new(),
         };
         if let Err(error) = dispatcher.recover().await {
             tracing::error!(%error, "cannot take over unfinished tasks");
@@ -205,6 +211,10 @@ impl Dispatcher {
             }
             DispatchEvent::ContainerEnded { container_id } => self.ended(&container_id).await,
             DispatchEvent::Cancel { task_id } => self.cancel(&task_id).await,
+            DispatchEvent::Drain {
+                worker_id,
+                draining,
+            } => self.drain(worker_id, draining).await,
         }
     }
 
@@ -289,6 +299,7 @@ impl Dispatcher {
             stub.warm.insert(
                 container_id.to_owned(),
                 Warm {
+                    draining: self.draining.contains(&worker_id),
                     worker_id,
                     in_flight: BTreeSet::new(),
                     idle_since: Instant::now(),
@@ -310,7 +321,7 @@ impl Dispatcher {
             let Some((container_id, warm)) = stub
                 .warm
                 .iter_mut()
-                .filter(|(_, w)| w.in_flight.len() < slots)
+                .filter(|(_, w)| !w.draining && w.in_flight.len() < slots)
                 .max_by_key(|(_, w)| w.in_flight.len())
             else {
                 break;
@@ -340,11 +351,12 @@ impl Dispatcher {
         }
         let queued = stub.queue.len();
         let coming = stub.starting.len() * slots;
+        let serving = stub.warm.values().filter(|w| !w.draining).count();
         if queued <= coming {
             return Ok(());
         }
         let wanted = (queued - coming).div_ceil(slots);
-        let total = stub.warm.len() + stub.starting.len();
+        let total = serving + stub.starting.len();
         let room = (stub.spec.max_containers as usize)
             .saturating_sub(total)
             .min(MAX_STARTING.saturating_sub(stub.starting.len()));
@@ -499,6 +511,7 @@ impl Dispatcher {
             return Ok(());
         };
         let function = stub.record.function_name.clone();
+        let mut handed_back = false;
         let (never_started, in_flight): (Vec<String>, Vec<String>) =
             if stub.starting.remove(container_id) {
                 // Nothing else can take the queue: say why rather than
@@ -511,6 +524,7 @@ impl Dispatcher {
                 };
                 (queued, Vec::new())
             } else if let Some(warm) = stub.warm.remove(container_id) {
+                handed_back = warm.draining;
                 (Vec::new(), warm.in_flight.into_iter().collect())
             } else {
                 (Vec::new(), Vec::new())
@@ -522,7 +536,15 @@ impl Dispatcher {
             }
         }
         for task_id in in_flight {
-            if let Some(held) = self.held.remove(&task_id) {
+            let Some(held) = self.held.remove(&task_id) else {
+                continue;
+            };
+            if handed_back {
+                // Stopped by its worker's drain: the input did not fail,
+                // so it runs again without using an attempt.
+                let attempt = held.attempt.saturating_sub(1);
+                self.queue(&stub_id, held.ticket, attempt, true);
+            } else {
                 self.failed(held, task_state::ERROR, reason.clone(), Recorded::Nothing);
             }
         }

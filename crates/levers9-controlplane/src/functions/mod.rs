@@ -92,6 +92,14 @@ pub enum DispatchEvent {
         /// The task.
         task_id: String,
     },
+    /// A worker started draining (its containers take no new inputs and
+    /// stop once idle), or stopped.
+    Drain {
+        /// The worker.
+        worker_id: String,
+        /// Whether it drains from now on.
+        draining: bool,
+    },
 }
 
 /// Where a task's events go.

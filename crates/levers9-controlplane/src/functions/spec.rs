@@ -16,7 +16,6 @@ const DEFAULT_MEMORY_MIB: u64 = 512;
 const DEFAULT_TIMEOUT_SECONDS: u32 = 300;
 const DEFAULT_KEEP_WARM_SECONDS: u32 = 60;
 const DEFAULT_MAX_CONTAINERS: u32 = 100;
-const DEFAULT_POOL: &str = "default";
 
 /// Where the function's code is unpacked inside its container.
 pub const CODE_DIR: &str = "/levers9/code";
@@ -117,11 +116,8 @@ impl StubSpec {
             concurrency: or(config.concurrency, 1),
             env: config.env.into_iter().collect(),
             secrets: config.secrets,
-            pool: if config.pool.is_empty() {
-                DEFAULT_POOL.to_owned()
-            } else {
-                config.pool
-            },
+            // Empty: any pool that takes requests naming none.
+            pool: config.pool,
             max_containers: or(config.max_containers, DEFAULT_MAX_CONTAINERS),
         })
     }
@@ -210,7 +206,7 @@ mod tests {
         let spec = StubSpec::from_config(StubConfig::default(), "img".into()).unwrap();
         assert_eq!(spec.concurrency, 1);
         assert_eq!(spec.timeout_seconds, DEFAULT_TIMEOUT_SECONDS);
-        assert_eq!(spec.pool, "default");
+        assert_eq!(spec.pool, "", "any pool");
         assert_eq!(spec.gpu_count, 0);
         let too_many = StubConfig {
             retries: 11,

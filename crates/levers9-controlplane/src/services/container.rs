@@ -25,7 +25,6 @@ use crate::fleet::{attach, Fleet, END_MARKER};
 use crate::Shared;
 
 const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
-const DEFAULT_POOL: &str = "default";
 const DEFAULT_CPU_MILLICORES: u64 = 1000;
 const DEFAULT_MEMORY_MIB: u64 = 512;
 
@@ -119,11 +118,8 @@ impl ContainerService for ContainerApi {
         let caller = self.caller(request.metadata()).await?;
         let body = request.into_inner();
         let image = qualify_image(body.image.trim(), &self.shared.image_registry)?;
-        let pool = if body.pool.is_empty() {
-            DEFAULT_POOL.to_owned()
-        } else {
-            body.pool
-        };
+        // Empty: any pool that takes requests naming none.
+        let pool = body.pool;
         let fleet = &self.shared.fleet;
         fleet.require_pool(&pool).await?;
         let gpu_count = crate::fleet::gpu_count(&body.gpu_types, body.gpu_count)?;

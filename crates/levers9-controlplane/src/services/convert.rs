@@ -66,6 +66,18 @@ pub(super) fn container(c: &ContainerRecord) -> v1::Container {
     }
 }
 
+pub(super) fn attempt(a: &levers9_store::AttemptRecord) -> v1::TaskAttempt {
+    v1::TaskAttempt {
+        attempt: a.attempt,
+        container_id: a.container_id.clone(),
+        worker_id: a.worker_id.clone(),
+        started_at: rfc3339(a.started_at),
+        ended_at: rfc3339_or_empty(a.ended_at),
+        outcome: a.outcome.clone(),
+        message: a.message.clone(),
+    }
+}
+
 pub(super) fn task(t: &TaskRecord) -> v1::Task {
     v1::Task {
         task_id: t.id.clone(),

@@ -459,8 +459,15 @@ impl FunctionService for FunctionApi {
     ) -> Result<Response<GetTaskResponse>, Status> {
         let caller = self.caller(request.metadata()).await?;
         let task = self.task(&caller, &request.get_ref().task_id).await?;
+        let attempts = self
+            .shared
+            .functions
+            .task_attempts(&task.id)
+            .await
+            .map_err(ApiError::from)?;
         Ok(Response::new(GetTaskResponse {
             task: Some(convert::task(&task)),
+            attempts: attempts.iter().map(convert::attempt).collect(),
         }))
     }
 

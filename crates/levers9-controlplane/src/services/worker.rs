@@ -5,14 +5,17 @@ use std::sync::Arc;
 
 use futures::Stream;
 use levers9_api::v1::{
-    worker_service_server::WorkerService, Capacity, ControlplaneMessage, Gpu, ListWorkersRequest,
-    ListWorkersResponse, Worker, WorkerMessage,
+    worker_service_server::WorkerService, Capacity, ControlplaneMessage, CordonWorkerRequest,
+    CordonWorkerResponse, DrainWorkerRequest, DrainWorkerResponse, Gpu, ListWorkersRequest,
+    ListWorkersResponse, UncordonWorkerRequest, UncordonWorkerResponse, Worker, WorkerMessage,
 };
 use levers9_store::TokenType;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::error::ApiError;
 use crate::fleet::attach;
+use crate::functions::DispatchEvent;
 use crate::Shared;
 
 /// The WorkerService implementation.
@@ -52,12 +55,14 @@ impl WorkerService for WorkerApi {
         let caller = self.shared.auth.authenticate(request.metadata()).await?;
         caller.require(&[TokenType::Admin, TokenType::Workspace], "list workers")?;
         let fleet = &self.shared.fleet;
+        let cordoned = fleet.cordoned().await?;
         let mut workers = Vec::new();
         for id in fleet.worker_ids().await? {
             let Some(record) = fleet.worker(&id).await? else {
                 continue;
             };
             let alive = fleet.is_alive(&id).await?;
+            let containers = fleet.worker_containers(&id).await?.len();
             let free = fleet.free_capacity(&id).await?.unwrap_or_default();
             workers.push(Worker {
                 worker_id: record.id,
@@ -94,6 +99,8 @@ impl WorkerService for WorkerApi {
                         })
                         .collect(),
                 }),
+                cordoned: cordoned.contains(&id),
+                containers: u32::try_from(containers).unwrap_or(u32::MAX),
                 status: if alive { "ready" } else { "lost" }.to_owned(),
                 last_heartbeat_at: record
                     .last_heartbeat_at
@@ -102,5 +109,72 @@ impl WorkerService for WorkerApi {
         }
         workers.sort_by(|a, b| (&a.pool, &a.worker_id).cmp(&(&b.pool, &b.worker_id)));
         Ok(Response::new(ListWorkersResponse { workers }))
+    }
+
+    async fn cordon_worker(
+        &self,
+        request: Request<CordonWorkerRequest>,
+    ) -> Result<Response<CordonWorkerResponse>, Status> {
+        let caller = self.shared.auth.authenticate(request.metadata()).await?;
+        caller.require(&[TokenType::Admin], "cordon a worker")?;
+        let id = self.known(&request.get_ref().worker_id).await?;
+        self.shared.fleet.set_cordoned(&id, true).await?;
+        tracing::info!(worker_id = %id, "worker cordoned");
+        Ok(Response::new(CordonWorkerResponse {}))
+    }
+
+    async fn uncordon_worker(
+        &self,
+        request: Request<UncordonWorkerRequest>,
+    ) -> Result<Response<UncordonWorkerResponse>, Status> {
+        let caller = self.shared.auth.authenticate(request.metadata()).await?;
+        caller.require(&[TokenType::Admin], "uncordon a worker")?;
+        let id = self.known(&request.get_ref().worker_id).await?;
+        let fleet = &self.shared.fleet;
+        fleet.set_cordoned(&id, false).await?;
+        fleet
+            .tasks()
+            .tell(&DispatchEvent::Drain {
+                worker_id: id.clone(),
+                draining: false,
+            })
+            .await?;
+        tracing::info!(worker_id = %id, "worker uncordoned");
+        Ok(Response::new(UncordonWorkerResponse {}))
+    }
+
+    async fn drain_worker(
+        &self,
+        request: Request<DrainWorkerRequest>,
+    ) -> Result<Response<DrainWorkerResponse>, Status> {
+        let caller = self.shared.auth.authenticate(request.metadata()).await?;
+        caller.require(&[TokenType::Admin, TokenType::Worker], "drain a worker")?;
+        let id = self.known(&request.get_ref().worker_id).await?;
+        let fleet = &self.shared.fleet;
+        fleet.set_cordoned(&id, true).await?;
+        fleet
+            .tasks()
+            .tell(&DispatchEvent::Drain {
+                worker_id: id.clone(),
+                draining: true,
+            })
+            .await?;
+        let containers = fleet.worker_containers(&id).await?.len();
+        tracing::info!(worker_id = %id, containers, "worker draining");
+        Ok(Response::new(DrainWorkerResponse {
+            containers: u32::try_from(containers).unwrap_or(u32::MAX),
+        }))
+    }
+}
+
+impl WorkerApi {
+    /// The id of a registered worker, or NotFound naming the way to list them.
+    async fn known(&self, worker_id: &str) -> Result<String, ApiError> {
+        if self.shared.fleet.worker(worker_id).await?.is_none() {
+            return Err(ApiError::NotFound(format!(
+                "no worker {worker_id:?}: see `levers9 worker list`"
+            )));
+        }
+        Ok(worker_id.to_owned())
     }
 }

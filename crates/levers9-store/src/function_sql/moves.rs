@@ -9,6 +9,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
 
+use super::attempts::{self, REQUEUED, RETRIED};
 use super::values_text;
 use crate::error::StoreError;
 use crate::function_model::{task_state, TaskEnd, TaskStart};
@@ -62,6 +63,7 @@ where
     if starts.is_empty() {
         return Ok(0);
     }
+    const HANDED_BACK: &str = "handed back unfinished: its container or worker went away";
     let mut tx = pool.begin().await?;
     let mut changed = 0;
     for chunk in starts.chunks(TASKS_PER_UPDATE) {
@@ -75,7 +77,18 @@ where
                 .bind(start.worker_id.as_str())
                 .bind(at_rest(start.at));
         }
-        changed += update.fetch_all(&mut *tx).await?.len() as u64;
+        let started: Vec<(String,)> = update.fetch_all(&mut *tx).await?;
+        changed += started.len() as u64;
+        let started: Vec<&TaskStart> = chunk
+            .iter()
+            .filter(|s| started.iter().any(|(id,)| *id == s.task_id))
+            .collect();
+        let closes: Vec<attempts::AttemptEnd> = started
+            .iter()
+            .map(|s| (s.task_id.as_str(), s.at, REQUEUED, HANDED_BACK))
+            .collect();
+        attempts::close(&mut *tx, &closes).await?;
+        attempts::insert(&mut *tx, &started).await?;
     }
     tx.commit().await?;
     Ok(changed)
@@ -111,6 +124,18 @@ where
                 .bind(at_rest(end.at));
         }
         changed += update.fetch_all(&mut *tx).await?.len() as u64;
+        let closes: Vec<attempts::AttemptEnd> = chunk
+            .iter()
+            .map(|e| {
+                (
+                    e.task_id.as_str(),
+                    e.at,
+                    e.state.as_str(),
+                    e.message.as_str(),
+                )
+            })
+            .collect();
+        attempts::close(&mut *tx, &closes).await?;
     }
     tx.commit().await?;
     Ok(changed)
@@ -124,11 +149,13 @@ pub(crate) async fn retry_task<DB>(
 ) -> Result<bool, StoreError>
 where
     DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
     (String,): for<'r> FromRow<'r, DB::Row>,
 {
+    let mut tx = pool.begin().await?;
     // RETURNING rather than a row count: the generic QueryResult has no rows_affected().
     let changed: Option<(String,)> = sqlx::query_as(concat!(
         "UPDATE tasks SET state = $2, message = $3 WHERE id = $1 AND ",
@@ -138,8 +165,10 @@ where
     .bind(task_id)
     .bind(task_state::RETRY)
     .bind(message)
-    .fetch_optional(pool)
+    .fetch_optional(&mut *tx)
     .await?;
+    attempts::close(&mut *tx, &[(task_id, Utc::now(), RETRIED, message)]).await?;
+    tx.commit().await?;
     Ok(changed.is_some())
 }
 

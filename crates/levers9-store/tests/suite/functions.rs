@@ -327,6 +327,33 @@ pub async fn a_retried_task_starts_again_with_more_attempts<S: RecordStore + Fun
     assert_eq!(again.container_id, "container-2");
     assert_eq!(again.worker_id, "worker-2");
     assert_eq!(again.started_at, Some(at(20)), "the first start is kept");
+
+    // Handed back unfinished (a drained worker): the same number again.
+    assert!(start(store, &new.id, 2, "container-3", "worker-3", at(50)).await);
+    store
+        .finish_task(&new.id, task_state::COMPLETE, "", at(60))
+        .await
+        .unwrap();
+    let attempts = store.task_attempts(&new.id).await.unwrap();
+    let seen: Vec<(u32, &str, &str, Option<DateTime<Utc>>)> = attempts
+        .iter()
+        .map(|a| {
+            (
+                a.attempt,
+                a.worker_id.as_str(),
+                a.outcome.as_str(),
+                a.ended_at,
+            )
+        })
+        .collect();
+    assert_eq!(seen[0].0, 1);
+    assert_eq!(seen[0].1, "worker-1");
+    assert_eq!(seen[0].2, "retried");
+    assert!(seen[0].3.is_some());
+    assert_eq!(attempts[0].message, "worker lost");
+    assert_eq!(seen[1], (2, "worker-2", "requeued", Some(at(50))));
+    assert_eq!(seen[2], (2, "worker-3", task_state::COMPLETE, Some(at(60))));
+    assert_eq!(attempts[2].started_at, at(50));
 }
 
 pub async fn unfinished_tasks_leave_out_final_ones<S: RecordStore + FunctionStore>(store: &S) {

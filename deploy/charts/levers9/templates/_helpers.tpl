@@ -73,6 +73,7 @@ only keys every controlplane release knows.
 {{- with $pool.nodeSelector }}{{ $_ := set $rendered "nodeSelector" . }}{{ end -}}
 {{- with $pool.tolerations }}{{ $_ := set $rendered "tolerations" . }}{{ end -}}
 {{- with $pool.security }}{{ $_ := set $rendered "security" . }}{{ end -}}
+{{- range $key := list "gpuType" "priority" "requiresPoolSelector" "resources" "provider" }}{{ with index $pool $key }}{{ $_ := set $rendered $key . }}{{ end }}{{ end -}}
 {{- $_ := set $pools $name $rendered -}}
 {{- end -}}
 {{- if $pools }}{{ $_ := set $worker "pools" $pools }}{{ end -}}

@@ -12,7 +12,8 @@ use crate::fleet::scheduler::send_stop;
 use crate::functions::{task_reply, Ticket};
 
 impl Dispatcher {
-    /// Stops warm containers idle for their keep-warm window: scale to zero.
+    /// Stops warm containers idle for their keep-warm window (scale to
+    /// zero), and idle ones on draining workers at once.
     pub(super) async fn stop_idle(&mut self) {
         let mut idle = Vec::new();
         for stub in self.stubs.values_mut() {
@@ -20,7 +21,9 @@ impl Dispatcher {
             let expired: Vec<String> = stub
                 .warm
                 .iter()
-                .filter(|(_, w)| w.in_flight.is_empty() && w.idle_since.elapsed() >= window)
+                .filter(|(_, w)| {
+                    w.in_flight.is_empty() && (w.draining || w.idle_since.elapsed() >= window)
+                })
                 .map(|(id, _)| id.clone())
                 .collect();
             for id in expired {

@@ -1,0 +1,189 @@
+//! The scheduler at fleet scale: 10,000 container requests over 100, 1,000
+//! and 10,000 simulated workers (records and capacity counters on the real
+//! Redis, as registered workers leave them; their run requests go to their
+//! inbox queues), placed by one replica's scheduler. Prints the total time,
+//! and per request the p50/p99 of the decision alone (in memory) and of the
+//! whole placement (decision, atomic reservation, record, inbox).
+//! Needs `LEVERS9_TEST_REDIS_URL` (`make bench-scheduling`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use levers9_controlplane::fleet::placement::{self, Ask, Offer};
+use levers9_controlplane::fleet::records::{state, ContainerRecord, WorkerRecord};
+use levers9_controlplane::fleet::scheduler::{Outcome, Scheduler};
+use levers9_controlplane::fleet::{view, Fleet, SecretOpener, CPU, MEMORY};
+use levers9_controlplane::functions::TaskState;
+use levers9_seal::{Key, Keyring};
+use levers9_state::{HotState, RedisState};
+use tokio::sync::watch;
+
+const REQUESTS: usize = 10_000;
+
+pub async fn run() -> Result<()> {
+    let url = std::env::var("LEVERS9_TEST_REDIS_URL")
+        .context("LEVERS9_TEST_REDIS_URL is not set: run with scripts/test-servers.sh")?;
+    let requests: usize = std::env::var("LEVERS9_BENCH_REQUESTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(REQUESTS);
+    let dir = tempfile::tempdir()?;
+    let sealed = Arc::new(levers9_store::SqliteStore::open(&dir.path().join("bench.db")).await?);
+    println!("| workers | requests | placed | total | decision p50 | decision p99 | placement p50 | placement p99 |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for workers in [100, 1_000, 10_000] {
+        let prefix = format!("bench-sched-{}-{workers}:", std::process::id());
+        let state: Arc<dyn HotState> = Arc::new(RedisState::connect(&url, &prefix).await?);
+        let fleet = Fleet::new(
+            state.clone(),
+            Duration::from_secs(3600),
+            BTreeMap::new(),
+            SecretOpener {
+                sealed: sealed.clone(),
+                keyring: Keyring::new(Key::from_bytes([7; 32]), Vec::new()),
+            },
+            TaskState::new(state.clone(), Duration::from_secs(60), "bench"),
+        );
+        bench(&fleet, workers, requests).await?;
+    }
+    Ok(())
+}
+
+async fn bench(fleet: &Fleet, workers: usize, requests: usize) -> Result<()> {
+    // Room for every request, GPUs on one worker in ten, spread so the
+    // best fit has to look at the whole fleet.
+    let per_worker = (requests / workers).max(1) as u64 + 1;
+    for n in 0..workers {
+        let gpus = if n % 10 == 0 {
+            vec![("L40S".to_owned(), (0..4).map(|d| d.to_string()).collect())]
+        } else {
+            Vec::new()
+        };
+        let worker = WorkerRecord {
+            id: format!("w{n:05}"),
+            pool: "default".into(),
+            hostname: "bench".into(),
+            runtime: "runc".into(),
+            cpu_millicores: per_worker * 1000 + (n as u64 % 7) * 100,
+            memory_mib: per_worker * 512 + 1024,
+            gpus: gpus.clone(),
+            last_heartbeat_at: chrono::Utc::now(),
+        };
+        let mut free = vec![
+            (CPU.to_owned(), worker.cpu_millicores as i64),
+            (MEMORY.to_owned(), worker.memory_mib as i64),
+        ];
+        for (t, devices) in &gpus {
+            free.push((
+                levers9_controlplane::fleet::gpu_counter(t),
+                devices.len() as i64,
+            ));
+        }
+        fleet.put_worker(&worker).await?;
+        fleet.set_free_capacity(&worker.id, &free).await?;
+        fleet.touch_alive(&worker.id).await?;
+    }
+    let mut offers = Vec::with_capacity(workers);
+    for id in fleet.worker_ids().await? {
+        let (Some(w), Some(free)) = (fleet.worker(&id).await?, fleet.free_capacity(&id).await?)
+        else {
+            continue;
+        };
+        offers.push(view::offer(&w, &free));
+    }
+    let mut containers = Vec::with_capacity(requests);
+    for n in 0..requests {
+        let c = request(n);
+        fleet.put_container(&c).await?;
+        containers.push(c);
+    }
+
+    let decisions = decision_times(fleet, &offers, &containers);
+    let (_tx, picture) = watch::channel(Arc::new(offers));
+    let mut scheduler = Scheduler::new(fleet.clone(), picture);
+    let mut placements = Vec::with_capacity(requests);
+    let mut placed = 0;
+    let started = Instant::now();
+    for mut c in containers {
+        let t = Instant::now();
+        if scheduler.place(&mut c).await? == Outcome::Placed {
+            placed += 1;
+        }
+        placements.push(t.elapsed());
+    }
+    let total = started.elapsed();
+    println!(
+        "| {workers} | {requests} | {placed} | {:.2} s | {} | {} | {} | {} |",
+        total.as_secs_f64(),
+        micros(&decisions, 50),
+        micros(&decisions, 99),
+        micros(&placements, 50),
+        micros(&placements, 99),
+    );
+    Ok(())
+}
+
+/// The decision alone, on the starting picture, for every request.
+fn decision_times(
+    fleet: &Fleet,
+    offers: &[Offer],
+    containers: &[ContainerRecord],
+) -> Vec<Duration> {
+    containers
+        .iter()
+        .map(|c| {
+            let ask = Ask {
+                pool: c.pool.clone(),
+                cpu: c.cpu_millicores as i64,
+                memory: c.memory_mib as i64,
+                gpu_types: c.gpu_types.clone(),
+                gpus: i64::from(c.gpu_count),
+            };
+            let t = Instant::now();
+            std::hint::black_box(placement::decide(&ask, offers, fleet.pools()));
+            t.elapsed()
+        })
+        .collect()
+}
+
+/// One request in twenty asks for an L40S; half name no pool.
+fn request(n: usize) -> ContainerRecord {
+    let gpu = n % 20 == 0;
+    ContainerRecord {
+        id: format!("c{n:06}"),
+        workspace_id: format!("ws{}", n % 4),
+        image: "bench".into(),
+        args: Vec::new(),
+        env: BTreeMap::new(),
+        pool: if n % 2 == 0 {
+            String::new()
+        } else {
+            "default".into()
+        },
+        cpu_millicores: 500 + (n as u64 % 3) * 250,
+        memory_mib: 256,
+        state: state::PENDING.into(),
+        worker_id: String::new(),
+        exit_code: 0,
+        oom_killed: false,
+        message: String::new(),
+        created_at: chrono::Utc::now(),
+        secrets: Vec::new(),
+        gpu_types: if gpu { vec!["L40S".into()] } else { Vec::new() },
+        gpu_type: String::new(),
+        gpu_count: u32::from(gpu),
+        stub_id: String::new(),
+        objects: Vec::new(),
+        container_server: false,
+        working_dir: String::new(),
+    }
+}
+
+fn micros(samples: &[Duration], percentile: usize) -> String {
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    let at = (sorted.len() * percentile / 100).min(sorted.len().saturating_sub(1));
+    format!("{} µs", sorted.get(at).map_or(0, |d| d.as_micros()))
+}

@@ -1,0 +1,522 @@
+//! Scheduling at fleet scale, end to end with real processes on Postgres
+//! and Redis: GPU pools (inventories declared with --gpu, no GPU hardware),
+//! cordon and drain, and function calls that outlive a killed worker, a
+//! restarted or killed controlplane, and a Redis restart.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::fleet::{busybox_image, python_image, wait_for_state, Worker};
+use common::{backend_env, text, with_token, Backend, Controlplane, SECRET};
+use levers9_api::v1::{CreateTokenRequest, GetTaskRequest, ListTasksRequest, RunContainerRequest};
+
+fn run_cli(cp: &Controlplane, token: &str, args: &[&str]) -> std::process::Output {
+    cp.cli_as(token, args, None)
+}
+
+/// A controlplane on Postgres and Redis with `config` as its config file
+/// and the test Python image as the functions' base image.
+fn controlplane(config: &str, extra: &[(&str, &str)]) -> Controlplane {
+    let mut env = backend_env(Backend::Servers);
+    servers_env(&mut env, config, extra);
+    Controlplane::start_with(env)
+}
+
+/// Adds the bootstrap secret, the base image and a config file to `env`.
+fn servers_env(env: &mut Vec<(String, String)>, config: &str, extra: &[(&str, &str)]) {
+    let image = python_image();
+    let (registry, name) = image.split_once('/').expect("image has a registry");
+    let file = tempfile::Builder::new()
+        .suffix(".yaml")
+        .tempfile()
+        .expect("config file");
+    std::fs::write(file.path(), config).expect("write config");
+    let (_, path) = file.keep().expect("keep config");
+    env.push(("LEVERS9_CONFIG".into(), path.display().to_string()));
+    env.push(("LEVERS9_BOOTSTRAP_SECRET".into(), SECRET.into()));
+    env.push(("LEVERS9_BASE_IMAGE_REGISTRY".into(), registry.into()));
+    env.push(("LEVERS9_BASE_IMAGE".into(), name.into()));
+    for (k, v) in extra {
+        env.push(((*k).into(), (*v).into()));
+    }
+}
+
+async fn detached(cp: &Controlplane, admin: &str, request: RunContainerRequest) -> String {
+    cp.containers()
+        .await
+        .run_container(with_token(
+            RunContainerRequest {
+                image: busybox_image(),
+                memory_mib: 64,
+                ..request
+            },
+            admin,
+        ))
+        .await
+        .expect("run container")
+        .into_inner()
+        .container
+        .expect("container")
+        .container_id
+}
+
+fn sleeping(seconds: u32) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!("trap 'exit 0' TERM; sleep {seconds} & wait"),
+    ]
+}
+
+/// Pools per GPU type: an unnamed request finds the pool of its type,
+/// a pool that requires its selector is taken only when named, and the
+/// failures name the cause and, for blind GPU workers, the setting.
+#[tokio::test]
+async fn gpu_requests_find_their_pool_or_say_why_not() {
+    let cp = controlplane(
+        "worker:\n  pools:\n    l40s: {gpuType: L40S}\n    h100: {gpuType: H100, requiresPoolSelector: true}\n    a100: {gpuType: A100}\n",
+        &[],
+    );
+    let admin = cp.admin_token().await;
+    let _l40s = Worker::start_with_gpus(&cp, &admin, "l40s", &["L40S:0,1"]).await;
+    let _h100 = Worker::start_with_gpus(&cp, &admin, "h100", &["H100:0,1,2,3"]).await;
+    // Up without a GPU, as a worker pod that did not request one.
+    let _blind = Worker::start(&cp, &admin, "a100", "runc").await;
+    let image = busybox_image();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["container", "run", image.as_str()];
+        args.splice(2..2, extra.iter().copied());
+        args.extend(["--", "sh", "-c", "echo $NVIDIA_VISIBLE_DEVICES"]);
+        run_cli(&cp, &admin, &args)
+    };
+
+    let out = run(&["--gpu", "H100,L40S", "--gpu-count", "2"]);
+    assert_eq!(
+        text(&out.stdout),
+        "0,1\n",
+        "H100 needs its pool named, so L40S: {}",
+        text(&out.stderr)
+    );
+    let out = run(&["--pool", "h100", "--gpu", "H100", "--gpu-count", "4"]);
+    assert_eq!(text(&out.stdout), "0,1,2,3\n", "{}", text(&out.stderr));
+
+    let out = run(&["--gpu", "H200"]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        text(&out.stderr).contains("no pool offers GPU H200"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(&["--gpu", "A100"]);
+    assert_eq!(out.status.code(), Some(125));
+    let why = text(&out.stderr);
+    assert!(why.contains("not enough GPUs available"), "{why}");
+    assert!(why.contains("worker.jobResourcesEnforced: true"), "{why}");
+    let out = run(&["--gpu", "L40S", "--gpu-count", "3"]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(
+        text(&out.stderr).contains("not enough GPUs available"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A cordoned worker gets nothing new; with every worker cordoned a
+/// request waits; uncordoning lets it run; drain waits for what runs.
+#[tokio::test]
+async fn cordon_uncordon_and_drain() {
+    let cp = controlplane("{}\n", &[]);
+    let admin = cp.admin_token().await;
+    let (w1, id1) = worker(&cp, &admin).await;
+    let (_w2, id2) = worker(&cp, &admin).await;
+
+    let out = run_cli(&cp, &admin, &["worker", "cordon", &id1]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let list = text(&run_cli(&cp, &admin, &["worker", "list"]).stdout);
+    assert!(
+        list.lines()
+            .any(|l| l.contains(&id1) && l.contains("cordoned")),
+        "{list}"
+    );
+    // The picture each scheduler decides on is read every 500 ms.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    for _ in 0..3 {
+        let id = detached(
+            &cp,
+            &admin,
+            RunContainerRequest {
+                args: sleeping(1),
+                ..Default::default()
+            },
+        )
+        .await;
+        let c = wait_for_state(&cp, &admin, &id, "running", Duration::from_secs(30)).await;
+        assert_eq!(c.worker_id, id2, "nothing new on the cordoned worker");
+    }
+
+    run_cli(&cp, &admin, &["worker", "cordon", &id2]);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let waiting = detached(
+        &cp,
+        &admin,
+        RunContainerRequest {
+            args: sleeping(3),
+            ..Default::default()
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    wait_for_state(&cp, &admin, &waiting, "pending", Duration::from_secs(1)).await;
+    let out = run_cli(&cp, &admin, &["worker", "uncordon", &id1]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let placed = wait_for_state(&cp, &admin, &waiting, "running", Duration::from_secs(30)).await;
+    assert_eq!(placed.worker_id, id1);
+
+    let started = Instant::now();
+    let out = run_cli(&cp, &admin, &["worker", "drain", &id1]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("drained"),
+        "{}",
+        text(&out.stdout)
+    );
+    wait_for_state(&cp, &admin, &waiting, "exited", Duration::from_secs(1)).await;
+    assert!(started.elapsed() < Duration::from_secs(30));
+    drop(w1);
+    let out = run_cli(&cp, &admin, &["worker", "cordon", "no-such-worker"]);
+    assert!(
+        text(&out.stderr).contains("levers9 worker list"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+async fn worker(cp: &Controlplane, admin: &str) -> (Worker, String) {
+    let before: Vec<String> = worker_ids(cp, admin).await;
+    let w = Worker::start(cp, admin, "default", "runc").await;
+    let id = worker_ids(cp, admin)
+        .await
+        .into_iter()
+        .find(|id| !before.contains(id))
+        .expect("the new worker is listed");
+    (w, id)
+}
+
+async fn worker_ids(cp: &Controlplane, admin: &str) -> Vec<String> {
+    cp.workers()
+        .await
+        .list_workers(with_token(levers9_api::v1::ListWorkersRequest {}, admin))
+        .await
+        .expect("list workers")
+        .into_inner()
+        .workers
+        .into_iter()
+        .map(|w| w.worker_id)
+        .collect()
+}
+
+/// The caller: a function that sleeps and returns its attempt, called with
+/// `.remote()` or spawned and followed with `get()` across outages.
+const CALLER: &str = r#"
+import os, sys, time
+import levers9
+from levers9 import FunctionCall, function
+
+@function(retries=2)
+def outlast(seconds):
+    time.sleep(seconds)
+    return "attempt " + os.environ["LEVERS9_TASK_ATTEMPT"]
+
+if __name__ == "__main__":
+    mode, seconds = sys.argv[1], float(sys.argv[2])
+    if mode == "remote":
+        print("result:", outlast.remote(seconds), flush=True)
+        sys.exit(0)
+    call = outlast.spawn(seconds)
+    print("task:", call.task_id, flush=True)
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            print("result:", FunctionCall.from_id(call.task_id).get(), flush=True)
+            break
+        except (levers9.ControlplaneUnavailable, levers9.ControlplaneError) as error:
+            if time.monotonic() > deadline:
+                raise
+            print("following again after:", error, file=sys.stderr, flush=True)
+            time.sleep(0.5)
+"#;
+
+/// Starts the caller against `cp` with a fresh workspace token.
+async fn caller(cp: &Controlplane, admin: &str, dir: &Path, args: &[&str]) -> (Child, String) {
+    let python = std::env::var("LEVERS9_TEST_PYTHON").unwrap_or_else(|_| {
+        panic!("LEVERS9_TEST_PYTHON is not set: run the tests with scripts/test.sh (make test)")
+    });
+    let token = cp
+        .tokens()
+        .await
+        .create_token(with_token(
+            CreateTokenRequest {
+                token_type: "workspace".into(),
+                description: "caller".into(),
+            },
+            admin,
+        ))
+        .await
+        .expect("token")
+        .into_inner()
+        .secret;
+    std::fs::write(dir.join("caller.py"), CALLER).expect("write the caller");
+    let child = Command::new(python)
+        .arg("caller.py")
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1")
+        .env("LEVERS9_CONTROLPLANE_PORT", cp.grpc_port.to_string())
+        .env("LEVERS9_TOKEN", &token)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the caller");
+    (child, token)
+}
+
+/// Waits until the workspace's one task runs, and returns it.
+async fn running_task(cp: &Controlplane, token: &str, within: Duration) -> levers9_api::v1::Task {
+    let deadline = Instant::now() + within;
+    loop {
+        let tasks = cp
+            .functions()
+            .await
+            .list_tasks(with_token(ListTasksRequest { limit: 10 }, token))
+            .await
+            .map(|r| r.into_inner().tasks)
+            .unwrap_or_default();
+        if let Some(task) = tasks.into_iter().find(|t| t.state == "running") {
+            return task;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no task ran within {within:?}:\n{}",
+            cp.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The caller's output lines once it exits; panics unless it succeeded.
+fn finished(child: Child, logs: &[String]) -> Vec<String> {
+    let out = child.wait_with_output().expect("caller");
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the caller failed:\n{stdout}\n{}\n{}",
+        text(&out.stderr),
+        logs.join("\n--------\n")
+    );
+    stdout.lines().map(str::to_owned).collect()
+}
+
+fn results(lines: &[String]) -> Vec<&String> {
+    lines.iter().filter(|l| l.starts_with("result:")).collect()
+}
+
+/// kill -9 of the worker running a task: the task runs again on the other
+/// worker, the caller's `.remote()` follows the retry and gets one result,
+/// and `task show` lists both attempts with their workers and the reason.
+#[tokio::test]
+async fn a_task_outlives_its_killed_worker() {
+    let cp = controlplane("worker:\n  heartbeatTtlSeconds: 2\n", &[]);
+    let admin = cp.admin_token().await;
+    let (mut a, id_a) = worker(&cp, &admin).await;
+    let (mut b, id_b) = worker(&cp, &admin).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let (child, token) = caller(&cp, &admin, dir.path(), &["remote", "6"]).await;
+    let task = running_task(&cp, &token, Duration::from_secs(120)).await;
+    let (killed, survivor) = if task.worker_id == id_a {
+        a.kill();
+        (id_a, b.log())
+    } else {
+        b.kill();
+        (id_b, a.log())
+    };
+    let lines = finished(child, &[cp.log(), survivor]);
+    assert_eq!(results(&lines), ["result: attempt 2"], "{lines:?}");
+
+    let shown = cp
+        .functions()
+        .await
+        .get_task(with_token(
+            GetTaskRequest {
+                task_id: task.task_id.clone(),
+            },
+            &token,
+        ))
+        .await
+        .expect("get task")
+        .into_inner();
+    assert_eq!(shown.task.expect("task").state, "complete");
+    let attempts = shown.attempts;
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert_eq!(attempts[0].worker_id, killed);
+    assert_eq!(attempts[0].outcome, "retried");
+    assert!(
+        attempts[0].message.contains("stopped sending heartbeats"),
+        "{attempts:?}"
+    );
+    assert_ne!(attempts[1].worker_id, killed);
+    assert_eq!(attempts[1].outcome, "complete");
+    let show = text(&run_cli(&cp, &token, &["task", "show", &task.task_id]).stdout);
+    assert!(show.contains("ATTEMPT") && show.contains(&killed), "{show}");
+}
+
+/// The controlplane is killed while a task runs and started again on the
+/// same ports: the worker reconnects, the task completes, and the caller
+/// following it gets exactly one result.
+#[tokio::test]
+async fn a_task_outlives_a_controlplane_restart() {
+    let mut env = backend_env(Backend::Servers);
+    env.push(("LEVERS9_GRPC_PORT".into(), common::free_port().to_string()));
+    env.push(("LEVERS9_HTTP_PORT".into(), common::free_port().to_string()));
+    servers_env(&mut env, "{}\n", &[]);
+    let first = Controlplane::start_with(env.clone());
+    let admin = first.admin_token().await;
+    let _worker = Worker::start(&first, &admin, "default", "runc").await;
+    let dir = tempfile::tempdir().expect("dir");
+    let (child, token) = caller(&first, &admin, dir.path(), &["spawn", "6"]).await;
+    running_task(&first, &token, Duration::from_secs(120)).await;
+    drop(first);
+    let second = Controlplane::start_with(env);
+    let lines = finished(child, &[second.log()]);
+    assert_eq!(results(&lines).len(), 1, "{lines:?}");
+}
+
+/// Two controlplanes on one Postgres and Redis; the one leading the
+/// dispatcher is killed mid-task; the other takes over and the task
+/// completes with one result for the caller, who talks to the survivor.
+#[tokio::test]
+async fn two_controlplanes_one_killed_mid_task() {
+    let mut env = backend_env(Backend::Servers);
+    servers_env(&mut env, "{}\n", &[]);
+    let first = Controlplane::start_with(env.clone());
+    let admin = first.admin_token().await;
+    first
+        .wait_for_log(
+            "this replica dispatches function inputs",
+            Duration::from_secs(30),
+        )
+        .await;
+    let second = Controlplane::start_with(env);
+    let _worker = Worker::start(&second, &admin, "default", "runc").await;
+    let dir = tempfile::tempdir().expect("dir");
+    let (child, token) = caller(&second, &admin, dir.path(), &["spawn", "5"]).await;
+    running_task(&second, &token, Duration::from_secs(120)).await;
+    drop(first);
+    second
+        .wait_for_log(
+            "this replica dispatches function inputs",
+            Duration::from_secs(30),
+        )
+        .await;
+    let lines = finished(child, &[second.log()]);
+    assert_eq!(results(&lines).len(), 1, "{lines:?}");
+}
+
+/// A Redis of the test's own, persisting to disk, that can be stopped and
+/// started again on the same port.
+struct OwnRedis {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl OwnRedis {
+    fn start() -> OwnRedis {
+        let mut redis = OwnRedis {
+            child: None,
+            dir: tempfile::tempdir().expect("dir"),
+            port: common::free_port(),
+        };
+        redis.resume();
+        redis
+    }
+
+    fn resume(&mut self) {
+        let mut child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        while let Some(Ok(line)) = lines.next() {
+            if line.contains("Ready to accept connections") {
+                break;
+            }
+        }
+        std::thread::spawn(move || for _ in lines {});
+        self.child = Some(child);
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Redis goes away for a few seconds while a task runs and comes back: the
+/// system recovers and the caller gets the one result.
+#[tokio::test]
+async fn redis_stopped_and_restarted_loses_nothing() {
+    let mut redis = OwnRedis::start();
+    let mut env: Vec<(String, String)> = backend_env(Backend::Servers)
+        .into_iter()
+        .filter(|(k, _)| k != "LEVERS9_REDIS_ADDRS")
+        .collect();
+    env.push((
+        "LEVERS9_REDIS_ADDRS".into(),
+        format!("127.0.0.1:{}", redis.port),
+    ));
+    servers_env(&mut env, "{}\n", &[]);
+    let cp = Controlplane::start_with(env);
+    let admin = cp.admin_token().await;
+    let worker = Worker::start(&cp, &admin, "default", "runc").await;
+    let dir = tempfile::tempdir().expect("dir");
+    let (child, token) = caller(&cp, &admin, dir.path(), &["spawn", "8"]).await;
+    running_task(&cp, &token, Duration::from_secs(120)).await;
+    redis.stop();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    redis.resume();
+    let lines = finished(child, &[cp.log(), worker.log()]);
+    assert_eq!(results(&lines).len(), 1, "{lines:?}");
+}

@@ -1,0 +1,135 @@
+//! The `task_attempts` rows, written in the same transactions as the task
+//! transitions they follow, many to a statement like those.
+
+use chrono::{DateTime, Utc};
+use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
+
+use super::values_text;
+use crate::error::StoreError;
+use crate::function_model::{AttemptRecord, TaskStart};
+use crate::sql::at_rest;
+
+/// An attempt's end: task, when, outcome, message.
+pub(crate) type AttemptEnd<'a> = (&'a str, DateTime<Utc>, &'a str, &'a str);
+
+/// Outcome of an attempt whose input went back to the queue unfinished.
+pub(crate) const REQUEUED: &str = "requeued";
+/// Outcome of an attempt that failed with attempts left.
+pub(crate) const RETRIED: &str = "retried";
+
+pub(crate) fn close_text(rows: usize) -> String {
+    format!(
+        "UPDATE task_attempts SET ended_at = v.column2, outcome = v.column3, \
+         message = v.column4 FROM (VALUES {}) AS v \
+         WHERE task_attempts.task_id = v.column1 AND task_attempts.ended_at IS NULL",
+        values_text(rows, 4)
+    )
+}
+
+pub(crate) fn insert_text(rows: usize) -> String {
+    format!(
+        "INSERT INTO task_attempts (task_id, attempt, container_id, worker_id, started_at) \
+         VALUES {} ON CONFLICT DO NOTHING",
+        values_text(rows, 5)
+    )
+}
+
+/// Ends the open attempt of each task in `ends`.
+pub(crate) async fn close<'e, DB, E>(executor: E, ends: &[AttemptEnd<'_>]) -> Result<(), StoreError>
+where
+    DB: Database,
+    E: Executor<'e, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+{
+    if ends.is_empty() {
+        return Ok(());
+    }
+    let text = close_text(ends.len());
+    let mut update = sqlx::query::<DB>(&text);
+    for (task_id, at, outcome, message) in ends {
+        update = update
+            .bind(*task_id)
+            .bind(at_rest(*at))
+            .bind(*outcome)
+            .bind(*message);
+    }
+    executor.execute(update).await?;
+    Ok(())
+}
+
+/// Records the attempts that started.
+pub(crate) async fn insert<'e, DB, E>(executor: E, starts: &[&TaskStart]) -> Result<(), StoreError>
+where
+    DB: Database,
+    E: Executor<'e, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+{
+    if starts.is_empty() {
+        return Ok(());
+    }
+    let text = insert_text(starts.len());
+    let mut insert = sqlx::query::<DB>(&text);
+    for start in starts {
+        insert = insert
+            .bind(start.task_id.as_str())
+            .bind(i64::from(start.attempt))
+            .bind(start.container_id.as_str())
+            .bind(start.worker_id.as_str())
+            .bind(at_rest(start.at));
+    }
+    executor.execute(insert).await?;
+    Ok(())
+}
+
+/// A `task_attempts` row.
+#[derive(FromRow)]
+pub(crate) struct AttemptRow {
+    attempt: i64,
+    container_id: String,
+    worker_id: String,
+    started_at: DateTime<Utc>,
+    ended_at: Option<DateTime<Utc>>,
+    outcome: String,
+    message: String,
+}
+
+/// The attempts of a task, oldest first.
+pub(crate) async fn list<DB>(
+    pool: &Pool<DB>,
+    task_id: &str,
+) -> Result<Vec<AttemptRecord>, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    AttemptRow: for<'r> FromRow<'r, DB::Row>,
+{
+    let rows: Vec<AttemptRow> = sqlx::query_as(
+        "SELECT attempt, container_id, worker_id, started_at, ended_at, outcome, message \
+         FROM task_attempts WHERE task_id = $1 ORDER BY started_at, attempt",
+    )
+    .bind(task_id)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|r| {
+            Ok(AttemptRecord {
+                attempt: u32::try_from(r.attempt).map_err(|_| {
+                    StoreError::Corrupt(format!("task {task_id:?}: attempt {}", r.attempt))
+                })?,
+                container_id: r.container_id,
+                worker_id: r.worker_id,
+                started_at: r.started_at,
+                ended_at: r.ended_at,
+                outcome: r.outcome,
+                message: r.message,
+            })
+        })
+        .collect()
+}
