@@ -20,8 +20,9 @@ pub enum ContainerCommand {
     Run {
         /// Image reference, e.g. registry.example.com/team/app@sha256:….
         image: String,
-        /// Pool to run in.
-        #[arg(long, default_value = "default")]
+        /// Pool to run in (default: any pool that does not require its name,
+        /// highest priority first).
+        #[arg(long, default_value = "")]
         pool: String,
         /// CPU: cores (1, 0.5) or millicores (500m).
         #[arg(long, default_value = "1")]
@@ -166,7 +167,7 @@ pub async fn run(command: ContainerCommand, context: Option<&str>) -> Result<()>
                     vec![
                         c.container_id,
                         c.image,
-                        c.pool,
+                        output::or_dash(&c.pool),
                         output::or_dash(&c.worker_id),
                         c.state,
                         exit,

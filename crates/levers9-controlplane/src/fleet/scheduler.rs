@@ -17,11 +17,11 @@
 //! round-robin by workspace, so one workspace's flood does not starve
 //! another's requests; requests that must wait go to the back.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use levers9_api::v1::{
     controlplane_message, ControlplaneMessage, ObjectMount, RunContainer, StopContainer,
 };
@@ -133,6 +133,9 @@ pub struct Scheduler {
     fleet: Fleet,
     picture: watch::Receiver<Arc<Vec<Offer>>>,
     offers: Vec<Offer>,
+    /// When this scheduler last read the fleet itself, before failing a
+    /// request on what the picture showed.
+    read_at: DateTime<Utc>,
 }
 
 impl Scheduler {
@@ -143,6 +146,7 @@ impl Scheduler {
             fleet,
             picture,
             offers,
+            read_at: DateTime::<Utc>::MIN_UTC,
         }
     }
 
@@ -178,7 +182,15 @@ impl Scheduler {
             self.offers = self.picture.borrow_and_update().as_ref().clone();
         }
         let ask = ask(container);
-        let choices = match placement::decide(&ask, &self.offers, self.fleet.pools()) {
+        let mut decision = placement::decide(&ask, &self.offers, self.fleet.pools());
+        if matches!(decision, Decision::Fail(_)) && self.read_at < container.created_at {
+            // The picture may predate a worker that joined just before the
+            // request: fail only on a reading newer than the request.
+            self.read_at = Utc::now();
+            self.offers = view::read(&self.fleet, &mut HashMap::new()).await?;
+            decision = placement::decide(&ask, &self.offers, self.fleet.pools());
+        }
+        let choices = match decision {
             Decision::Fail(reason) => {
                 fail(&self.fleet, container, reason).await?;
                 return Ok(Outcome::Done);

@@ -70,7 +70,7 @@ pub async fn run(
 /// are kept between readings (they change when a worker registers again,
 /// which a changed heartbeat time shows only on its record, so records are
 /// re-read when their worker was absent from the last reading).
-async fn read(
+pub async fn read(
     fleet: &Fleet,
     records: &mut HashMap<String, WorkerRecord>,
 ) -> Result<Vec<Offer>, ApiError> {

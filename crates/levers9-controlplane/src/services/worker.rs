@@ -130,15 +130,7 @@ impl WorkerService for WorkerApi {
         let caller = self.shared.auth.authenticate(request.metadata()).await?;
         caller.require(&[TokenType::Admin], "uncordon a worker")?;
         let id = self.known(&request.get_ref().worker_id).await?;
-        let fleet = &self.shared.fleet;
-        fleet.set_cordoned(&id, false).await?;
-        fleet
-            .tasks()
-            .tell(&DispatchEvent::Drain {
-                worker_id: id.clone(),
-                draining: false,
-            })
-            .await?;
+        self.set_draining(&id, false).await?;
         tracing::info!(worker_id = %id, "worker uncordoned");
         Ok(Response::new(UncordonWorkerResponse {}))
     }
@@ -150,16 +142,8 @@ impl WorkerService for WorkerApi {
         let caller = self.shared.auth.authenticate(request.metadata()).await?;
         caller.require(&[TokenType::Admin, TokenType::Worker], "drain a worker")?;
         let id = self.known(&request.get_ref().worker_id).await?;
-        let fleet = &self.shared.fleet;
-        fleet.set_cordoned(&id, true).await?;
-        fleet
-            .tasks()
-            .tell(&DispatchEvent::Drain {
-                worker_id: id.clone(),
-                draining: true,
-            })
-            .await?;
-        let containers = fleet.worker_containers(&id).await?.len();
+        self.set_draining(&id, true).await?;
+        let containers = self.shared.fleet.worker_containers(&id).await?.len();
         tracing::info!(worker_id = %id, containers, "worker draining");
         Ok(Response::new(DrainWorkerResponse {
             containers: u32::try_from(containers).unwrap_or(u32::MAX),
@@ -176,5 +160,18 @@ impl WorkerApi {
             )));
         }
         Ok(worker_id.to_owned())
+    }
+
+    /// Cordons a worker and drains it, or lifts both.
+    async fn set_draining(&self, worker_id: &str, draining: bool) -> Result<(), ApiError> {
+        let fleet = &self.shared.fleet;
+        fleet.set_cordoned(worker_id, draining).await?;
+        fleet
+            .tasks()
+            .tell(&DispatchEvent::Drain {
+                worker_id: worker_id.to_owned(),
+                draining,
+            })
+            .await
     }
 }
