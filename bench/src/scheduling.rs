@@ -56,7 +56,7 @@ async fn bench(fleet: &Fleet, workers: usize, requests: usize) -> Result<()> {
     // best fit has to look at the whole fleet.
     let per_worker = (requests / workers).max(1) as u64 + 1;
     for n in 0..workers {
-        let gpus = if n % 10 == 0 {
+        let gpus = if n.is_multiple_of(10) {
             vec![("L40S".to_owned(), (0..4).map(|d| d.to_string()).collect())]
         } else {
             Vec::new()
@@ -150,14 +150,14 @@ fn decision_times(
 
 /// One request in twenty asks for an L40S; half name no pool.
 fn request(n: usize) -> ContainerRecord {
-    let gpu = n % 20 == 0;
+    let gpu = n.is_multiple_of(20);
     ContainerRecord {
         id: format!("c{n:06}"),
         workspace_id: format!("ws{}", n % 4),
         image: "bench".into(),
         args: Vec::new(),
         env: BTreeMap::new(),
-        pool: if n % 2 == 0 {
+        pool: if n.is_multiple_of(2) {
             String::new()
         } else {
             "default".into()

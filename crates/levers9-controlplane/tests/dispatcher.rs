@@ -409,3 +409,73 @@ async fn a_cancelled_running_task_stops_its_container() {
     }
     rig.row(&task, task_state::CANCELLED).await;
 }
+
+/// A drained worker's container takes no new input; its input comes back
+/// when it ends and runs elsewhere under the same attempt (no retry used);
+/// once idle, a draining container is stopped.
+#[tokio::test]
+async fn a_draining_workers_inputs_are_handed_back_without_using_an_attempt() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, mut events) = rig.submit(&stub).await;
+    let first = rig.place().await;
+    rig.tell(DispatchEvent::RunnerReady {
+        container_id: first.clone(),
+    })
+    .await;
+    assert_eq!(rig.input().await.attempt, 1);
+    rig.tell(DispatchEvent::Drain {
+        worker_id: WORKER.into(),
+        draining: true,
+    })
+    .await;
+    // The worker's drain grace ran out: it stopped the container.
+    let mut ended = rig
+        .fleet
+        .container(&first)
+        .await
+        .expect("get")
+        .expect("record");
+    ended.state = state::EXITED.into();
+    ended.exit_code = 143;
+    rig.fleet.put_container(&ended).await.expect("put");
+    rig.tell(DispatchEvent::ContainerEnded {
+        container_id: first.clone(),
+    })
+    .await;
+    rig.tell(DispatchEvent::Drain {
+        worker_id: WORKER.into(),
+        draining: false,
+    })
+    .await;
+    let second = rig.place().await;
+    rig.tell(DispatchEvent::RunnerReady {
+        container_id: second.clone(),
+    })
+    .await;
+    let input = rig.input().await;
+    assert_eq!((input.task_id.as_str(), input.attempt), (task.as_str(), 1));
+    assert_eq!(input.container_id, second);
+
+    rig.tell(DispatchEvent::Drain {
+        worker_id: WORKER.into(),
+        draining: true,
+    })
+    .await;
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        other => panic!("expected the result without a retry, got {other:?}"),
+    }
+    match rig.inbox().await {
+        controlplane_message::Kind::Stop(stop) => assert_eq!(stop.container_id, second),
+        other => panic!("expected the idle draining container stopped, got {other:?}"),
+    }
+    rig.row(&task, task_state::COMPLETE).await;
+    let attempts = rig.store.task_attempts(&task).await.expect("attempts");
+    let outcomes: Vec<(u32, &str)> = attempts
+        .iter()
+        .map(|a| (a.attempt, a.outcome.as_str()))
+        .collect();
+    assert_eq!(outcomes, [(1, "requeued"), (1, task_state::COMPLETE)]);
+}

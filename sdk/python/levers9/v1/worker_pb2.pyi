@@ -239,7 +239,7 @@ class ListWorkersRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Worker(_message.Message):
-    __slots__ = ("worker_id", "pool", "hostname", "runtime", "capacity", "free", "status", "last_heartbeat_at")
+    __slots__ = ("worker_id", "pool", "hostname", "runtime", "capacity", "free", "status", "last_heartbeat_at", "cordoned", "containers")
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
@@ -248,6 +248,8 @@ class Worker(_message.Message):
     FREE_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     LAST_HEARTBEAT_AT_FIELD_NUMBER: _ClassVar[int]
+    CORDONED_FIELD_NUMBER: _ClassVar[int]
+    CONTAINERS_FIELD_NUMBER: _ClassVar[int]
     worker_id: str
     pool: str
     hostname: str
@@ -256,7 +258,41 @@ class Worker(_message.Message):
     free: Capacity
     status: str
     last_heartbeat_at: str
-    def __init__(self, worker_id: _Optional[str] = ..., pool: _Optional[str] = ..., hostname: _Optional[str] = ..., runtime: _Optional[str] = ..., capacity: _Optional[_Union[Capacity, _Mapping]] = ..., free: _Optional[_Union[Capacity, _Mapping]] = ..., status: _Optional[str] = ..., last_heartbeat_at: _Optional[str] = ...) -> None: ...
+    cordoned: bool
+    containers: int
+    def __init__(self, worker_id: _Optional[str] = ..., pool: _Optional[str] = ..., hostname: _Optional[str] = ..., runtime: _Optional[str] = ..., capacity: _Optional[_Union[Capacity, _Mapping]] = ..., free: _Optional[_Union[Capacity, _Mapping]] = ..., status: _Optional[str] = ..., last_heartbeat_at: _Optional[str] = ..., cordoned: bool = ..., containers: _Optional[int] = ...) -> None: ...
+
+class CordonWorkerRequest(_message.Message):
+    __slots__ = ("worker_id",)
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    def __init__(self, worker_id: _Optional[str] = ...) -> None: ...
+
+class CordonWorkerResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class UncordonWorkerRequest(_message.Message):
+    __slots__ = ("worker_id",)
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    def __init__(self, worker_id: _Optional[str] = ...) -> None: ...
+
+class UncordonWorkerResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DrainWorkerRequest(_message.Message):
+    __slots__ = ("worker_id",)
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    def __init__(self, worker_id: _Optional[str] = ...) -> None: ...
+
+class DrainWorkerResponse(_message.Message):
+    __slots__ = ("containers",)
+    CONTAINERS_FIELD_NUMBER: _ClassVar[int]
+    containers: int
+    def __init__(self, containers: _Optional[int] = ...) -> None: ...
 
 class ListWorkersResponse(_message.Message):
     __slots__ = ("workers",)

@@ -47,6 +47,21 @@ class WorkerServiceStub(object):
                 request_serializer=levers9_dot_v1_dot_worker__pb2.ListWorkersRequest.SerializeToString,
                 response_deserializer=levers9_dot_v1_dot_worker__pb2.ListWorkersResponse.FromString,
                 _registered_method=True)
+        self.CordonWorker = channel.unary_unary(
+                '/levers9.v1.WorkerService/CordonWorker',
+                request_serializer=levers9_dot_v1_dot_worker__pb2.CordonWorkerRequest.SerializeToString,
+                response_deserializer=levers9_dot_v1_dot_worker__pb2.CordonWorkerResponse.FromString,
+                _registered_method=True)
+        self.UncordonWorker = channel.unary_unary(
+                '/levers9.v1.WorkerService/UncordonWorker',
+                request_serializer=levers9_dot_v1_dot_worker__pb2.UncordonWorkerRequest.SerializeToString,
+                response_deserializer=levers9_dot_v1_dot_worker__pb2.UncordonWorkerResponse.FromString,
+                _registered_method=True)
+        self.DrainWorker = channel.unary_unary(
+                '/levers9.v1.WorkerService/DrainWorker',
+                request_serializer=levers9_dot_v1_dot_worker__pb2.DrainWorkerRequest.SerializeToString,
+                response_deserializer=levers9_dot_v1_dot_worker__pb2.DrainWorkerResponse.FromString,
+                _registered_method=True)
 
 
 class WorkerServiceServicer(object):
@@ -72,6 +87,31 @@ class WorkerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CordonWorker(self, request, context):
+        """Cordons a worker: nothing new is placed on it; what runs goes on.
+        Needs an admin token.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UncordonWorker(self, request, context):
+        """Lifts a cordon or a drain. Needs an admin token.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DrainWorker(self, request, context):
+        """Drains a worker: cordons it, and its function containers take no new
+        inputs and stop once idle, so their queues move to other workers;
+        other containers run to their end. Needs an admin token, or the
+        worker's own token (a worker drains itself on SIGTERM).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -84,6 +124,21 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.ListWorkers,
                     request_deserializer=levers9_dot_v1_dot_worker__pb2.ListWorkersRequest.FromString,
                     response_serializer=levers9_dot_v1_dot_worker__pb2.ListWorkersResponse.SerializeToString,
+            ),
+            'CordonWorker': grpc.unary_unary_rpc_method_handler(
+                    servicer.CordonWorker,
+                    request_deserializer=levers9_dot_v1_dot_worker__pb2.CordonWorkerRequest.FromString,
+                    response_serializer=levers9_dot_v1_dot_worker__pb2.CordonWorkerResponse.SerializeToString,
+            ),
+            'UncordonWorker': grpc.unary_unary_rpc_method_handler(
+                    servicer.UncordonWorker,
+                    request_deserializer=levers9_dot_v1_dot_worker__pb2.UncordonWorkerRequest.FromString,
+                    response_serializer=levers9_dot_v1_dot_worker__pb2.UncordonWorkerResponse.SerializeToString,
+            ),
+            'DrainWorker': grpc.unary_unary_rpc_method_handler(
+                    servicer.DrainWorker,
+                    request_deserializer=levers9_dot_v1_dot_worker__pb2.DrainWorkerRequest.FromString,
+                    response_serializer=levers9_dot_v1_dot_worker__pb2.DrainWorkerResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -143,6 +198,87 @@ class WorkerService(object):
             '/levers9.v1.WorkerService/ListWorkers',
             levers9_dot_v1_dot_worker__pb2.ListWorkersRequest.SerializeToString,
             levers9_dot_v1_dot_worker__pb2.ListWorkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CordonWorker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/levers9.v1.WorkerService/CordonWorker',
+            levers9_dot_v1_dot_worker__pb2.CordonWorkerRequest.SerializeToString,
+            levers9_dot_v1_dot_worker__pb2.CordonWorkerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UncordonWorker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/levers9.v1.WorkerService/UncordonWorker',
+            levers9_dot_v1_dot_worker__pb2.UncordonWorkerRequest.SerializeToString,
+            levers9_dot_v1_dot_worker__pb2.UncordonWorkerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DrainWorker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/levers9.v1.WorkerService/DrainWorker',
+            levers9_dot_v1_dot_worker__pb2.DrainWorkerRequest.SerializeToString,
+            levers9_dot_v1_dot_worker__pb2.DrainWorkerResponse.FromString,
             options,
             channel_credentials,
             insecure,
