@@ -6,6 +6,7 @@
 
 mod env;
 mod error;
+mod juicefs;
 mod load;
 mod schema;
 mod secret;
@@ -15,6 +16,7 @@ mod storage;
 
 pub use env::ENV_OVERRIDES;
 pub use error::ConfigError;
+pub use juicefs::{JuiceFsConfig, LocalVolumesConfig};
 pub use load::{load, ConfigSource};
 pub use schema::{
     AuthConfig, Config, ControlplaneConfig, DatabaseConfig, ImageServiceConfig, KeyRotationConfig,

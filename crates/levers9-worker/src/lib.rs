@@ -85,6 +85,8 @@ pub struct WorkerOptions {
     pub pool_origin: security::PoolOrigin,
     /// Where to serve `/metrics`; `None` serves nothing.
     pub metrics_address: Option<SocketAddr>,
+    /// The workspaces' volumes (JuiceFS or a local directory).
+    pub volumes: levers9_volumes::Volumes,
 }
 
 impl std::fmt::Debug for WorkerOptions {
@@ -97,6 +99,7 @@ impl std::fmt::Debug for WorkerOptions {
             .field("runtime", &self.runtime)
             .field("pool_origin", &self.pool_origin)
             .field("metrics_address", &self.metrics_address)
+            .field("volumes", &self.volumes.location())
             .finish()
     }
 }
@@ -200,8 +203,20 @@ pub async fn run(
             gpus: options.capacity.gpus.clone(),
             security,
             metrics: metrics.clone(),
+            volumes: options.volumes.clone(),
         },
     );
+    // Mounted ahead of the first container that needs it; a failure is
+    // only logged here, since each container asking for a volume tries
+    // again and fails with the cause.
+    let volumes = options.volumes.clone();
+    if volumes.is_juicefs() {
+        tokio::spawn(async move {
+            if let Err(error) = volumes.root().await {
+                tracing::warn!(%error, "volumes are not available yet");
+            }
+        });
+    }
     // gVisor applies seccomp in its own kernel, which logs nothing to the
     // host's: only runc containers can be observed.
     if options.runtime == RuntimeKind::Runc {
@@ -213,8 +228,11 @@ pub async fn run(
             metrics.clone(),
         );
     }
+    let volumes = options.volumes.clone();
     session::run(options, supervisor.clone(), events, stopped).await;
     supervisor.stop_all(Duration::from_secs(10)).await;
+    // After the containers: they hold the mount busy.
+    volumes.close().await;
     Ok(())
 }
 

@@ -59,6 +59,8 @@ pub struct SupervisorOptions {
     pub security: SecurityPolicy,
     /// Where what the hardening sees is counted.
     pub metrics: SecurityMetrics,
+    /// The workspaces' volumes, bound into the containers that ask.
+    pub volumes: levers9_volumes::Volumes,
 }
 
 /// Runs and tracks containers. Cheap to clone.
@@ -76,6 +78,7 @@ pub struct Supervisor {
     events: mpsc::Sender<WorkerMessage>,
     security: Arc<SecurityPolicy>,
     metrics: SecurityMetrics,
+    volumes: levers9_volumes::Volumes,
 }
 
 fn event(container_id: &str, state: &str) -> ContainerEvent {
@@ -111,6 +114,7 @@ impl Supervisor {
             events,
             security: Arc::new(options.security),
             metrics: options.metrics,
+            volumes: options.volumes,
         };
         (supervisor, receiver)
     }
@@ -266,13 +270,15 @@ impl Supervisor {
     ) -> Result<Exit, String> {
         let id = request.container_id.clone();
         let began = std::time::Instant::now();
-        // The objects come while the image is pulled.
-        let (image, object_mounts) = tokio::join!(
+        // The objects and volumes come while the image is pulled.
+        let (image, object_mounts, volume_mounts) = tokio::join!(
             self.images.pull(&request.image),
             function::object_mounts(&self.objects, request),
+            function::volume_mounts(&self.volumes, request),
         );
         let image = image.map_err(|e| format!("cannot pull image {}: {e}", request.image))?;
         let object_mounts = object_mounts?;
+        let volume_mounts = volume_mounts?;
         let pulled_ms = began.elapsed().as_millis();
         let rootfs = self.images.prepare_rootfs(&image, &id).await.map_err(|e| {
             format!(
@@ -312,6 +318,7 @@ impl Supervisor {
             spec.cwd = dir.clone();
         }
         spec.mounts.extend(object_mounts);
+        spec.mounts.extend(volume_mounts);
         function::prepare_spec(&mut spec, request, server)?;
         let refused = self
             .security

@@ -268,6 +268,13 @@ async fn run_worker(args: RunArgs) -> Result<()> {
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         )
     });
+    // Workers only create a missing file system: the controlplane owns
+    // its settings, and a worker with stale keys must not overwrite them.
+    let volumes = levers9_volumes::Volumes::new(
+        &config,
+        &args.state_dir,
+        levers9_volumes::FormatMode::CreateOnly,
+    );
     let options = WorkerOptions {
         controlplane_url: url,
         token,
@@ -293,6 +300,7 @@ async fn run_worker(args: RunArgs) -> Result<()> {
             PoolOrigin::Configured
         },
         metrics_address: args.metrics_address,
+        volumes,
     };
     tracing::info!(?options, "starting worker");
     let (stop, stopped) = tokio::sync::watch::channel(false);

@@ -22,9 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from levers9.v1 import volume_pb2 as levers9_dot_v1_dot_volume__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17levers9/v1/worker.proto\x12\nlevers9.v1\":\n\x03Gpu\x12\x10\n\x08gpu_type\x18\x01 \x01(\t\x12\x12\n\ndevice_ids\x18\x02 \x03(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\r\"U\n\x08\x43\x61pacity\x12\x16\n\x0e\x63pu_millicores\x18\x01 \x01(\x04\x12\x12\n\nmemory_mib\x18\x02 \x01(\x04\x12\x1d\n\x04gpus\x18\x03 \x03(\x0b\x32\x0f.levers9.v1.Gpu\"\xee\x02\n\rWorkerMessage\x12(\n\x08register\x18\x01 \x01(\x0b\x32\x14.levers9.v1.RegisterH\x00\x12*\n\theartbeat\x18\x02 \x01(\x0b\x32\x15.levers9.v1.HeartbeatH\x00\x12\x1e\n\x03\x61\x63k\x18\x03 \x01(\x0b\x32\x0f.levers9.v1.AckH\x00\x12+\n\x05\x65vent\x18\x04 \x01(\x0b\x32\x1a.levers9.v1.ContainerEventH\x00\x12#\n\x03log\x18\x05 \x01(\x0b\x32\x14.levers9.v1.LogChunkH\x00\x12/\n\x0crunner_ready\x18\x06 \x01(\x0b\x32\x17.levers9.v1.RunnerReadyH\x00\x12-\n\x0btask_output\x18\x07 \x01(\x0b\x32\x16.levers9.v1.TaskOutputH\x00\x12-\n\x0btask_result\x18\x08 \x01(\x0b\x32\x16.levers9.v1.TaskResultH\x00\x42\x06\n\x04kind\"#\n\x0bRunnerReady\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\"Q\n\nTaskOutput\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0e\n\x06stream\x18\x03 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\"w\n\nTaskResult\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12\x11\n\ttraceback\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"\xa5\x01\n\x08Register\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12&\n\x08\x63\x61pacity\x18\x04 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\x0f\n\x07runtime\x18\x05 \x01(\t\x12-\n\x07running\x18\x06 \x03(\x0b\x32\x1c.levers9.v1.RunningContainer\"y\n\x10RunningContainer\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x16\n\x0e\x63pu_millicores\x18\x02 \x01(\x04\x12\x12\n\nmemory_mib\x18\x03 \x01(\x04\x12\x10\n\x08gpu_type\x18\x04 \x01(\t\x12\x11\n\tgpu_count\x18\x05 \x01(\r\"\x0b\n\tHeartbeat\"\x19\n\x03\x41\x63k\x12\x12\n\nrequest_id\x18\x01 \x01(\t\"m\n\x0e\x43ontainerEvent\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x11\n\texit_code\x18\x03 \x01(\x05\x12\x12\n\noom_killed\x18\x04 \x01(\x08\x12\x0f\n\x07message\x18\x05 \x01(\t\"K\n\x08LogChunk\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0b\n\x03seq\x18\x04 \x01(\x04\"\xcc\x01\n\x13\x43ontrolplaneMessage\x12,\n\nregistered\x18\x01 \x01(\x0b\x32\x16.levers9.v1.RegisteredH\x00\x12\'\n\x03run\x18\x02 \x01(\x0b\x32\x18.levers9.v1.RunContainerH\x00\x12)\n\x04stop\x18\x03 \x01(\x0b\x32\x19.levers9.v1.StopContainerH\x00\x12+\n\ntask_input\x18\x04 \x01(\x0b\x32\x15.levers9.v1.TaskInputH\x00\x42\x06\n\x04kind\"h\n\tTaskInput\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0f\n\x07payload\x18\x03 \x01(\x0c\x12\x12\n\ntimeout_ms\x18\x04 \x01(\x04\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\r\"=\n\x0bObjectMount\x12\x0e\n\x06\x64igest\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x0e\n\x06unpack\x18\x03 \x01(\x08\"+\n\nRegistered\x12\x1d\n\x15heartbeat_interval_ms\x18\x01 \x01(\r\"\x87\x03\n\x0cRunContainer\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x02 \x01(\t\x12\r\n\x05image\x18\x03 \x01(\t\x12\x0c\n\x04\x61rgs\x18\x04 \x03(\t\x12.\n\x03\x65nv\x18\x05 \x03(\x0b\x32!.levers9.v1.RunContainer.EnvEntry\x12\x16\n\x0e\x63pu_millicores\x18\x06 \x01(\x04\x12\x12\n\nmemory_mib\x18\x07 \x01(\x04\x12\x14\n\x0csecret_names\x18\x08 \x03(\t\x12\x14\n\x0cworkspace_id\x18\t \x01(\t\x12\x10\n\x08gpu_type\x18\n \x01(\t\x12\x11\n\tgpu_count\x18\x0b \x01(\r\x12(\n\x07objects\x18\x0c \x03(\x0b\x32\x17.levers9.v1.ObjectMount\x12\x18\n\x10\x63ontainer_server\x18\r \x01(\x08\x12\x13\n\x0bworking_dir\x18\x0e \x01(\t\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"9\n\rStopContainer\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x02 \x01(\t\"\x14\n\x12ListWorkersRequest\"\xc3\x01\n\x06Worker\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12\x0f\n\x07runtime\x18\x04 \x01(\t\x12&\n\x08\x63\x61pacity\x18\x05 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\"\n\x04\x66ree\x18\x06 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\x0e\n\x06status\x18\x07 \x01(\t\x12\x19\n\x11last_heartbeat_at\x18\x08 \x01(\t\":\n\x13ListWorkersResponse\x12#\n\x07workers\x18\x01 \x03(\x0b\x32\x12.levers9.v1.Worker2\xa9\x01\n\rWorkerService\x12H\n\x06\x41ttach\x12\x19.levers9.v1.WorkerMessage\x1a\x1f.levers9.v1.ControlplaneMessage(\x01\x30\x01\x12N\n\x0bListWorkers\x12\x1e.levers9.v1.ListWorkersRequest\x1a\x1f.levers9.v1.ListWorkersResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17levers9/v1/worker.proto\x12\nlevers9.v1\x1a\x17levers9/v1/volume.proto\":\n\x03Gpu\x12\x10\n\x08gpu_type\x18\x01 \x01(\t\x12\x12\n\ndevice_ids\x18\x02 \x03(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\r\"U\n\x08\x43\x61pacity\x12\x16\n\x0e\x63pu_millicores\x18\x01 \x01(\x04\x12\x12\n\nmemory_mib\x18\x02 \x01(\x04\x12\x1d\n\x04gpus\x18\x03 \x03(\x0b\x32\x0f.levers9.v1.Gpu\"\xee\x02\n\rWorkerMessage\x12(\n\x08register\x18\x01 \x01(\x0b\x32\x14.levers9.v1.RegisterH\x00\x12*\n\theartbeat\x18\x02 \x01(\x0b\x32\x15.levers9.v1.HeartbeatH\x00\x12\x1e\n\x03\x61\x63k\x18\x03 \x01(\x0b\x32\x0f.levers9.v1.AckH\x00\x12+\n\x05\x65vent\x18\x04 \x01(\x0b\x32\x1a.levers9.v1.ContainerEventH\x00\x12#\n\x03log\x18\x05 \x01(\x0b\x32\x14.levers9.v1.LogChunkH\x00\x12/\n\x0crunner_ready\x18\x06 \x01(\x0b\x32\x17.levers9.v1.RunnerReadyH\x00\x12-\n\x0btask_output\x18\x07 \x01(\x0b\x32\x16.levers9.v1.TaskOutputH\x00\x12-\n\x0btask_result\x18\x08 \x01(\x0b\x32\x16.levers9.v1.TaskResultH\x00\x42\x06\n\x04kind\"#\n\x0bRunnerReady\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\"Q\n\nTaskOutput\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0e\n\x06stream\x18\x03 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\"w\n\nTaskResult\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12\x11\n\ttraceback\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"\xa5\x01\n\x08Register\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12&\n\x08\x63\x61pacity\x18\x04 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\x0f\n\x07runtime\x18\x05 \x01(\t\x12-\n\x07running\x18\x06 \x03(\x0b\x32\x1c.levers9.v1.RunningContainer\"y\n\x10RunningContainer\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x16\n\x0e\x63pu_millicores\x18\x02 \x01(\x04\x12\x12\n\nmemory_mib\x18\x03 \x01(\x04\x12\x10\n\x08gpu_type\x18\x04 \x01(\t\x12\x11\n\tgpu_count\x18\x05 \x01(\r\"\x0b\n\tHeartbeat\"\x19\n\x03\x41\x63k\x12\x12\n\nrequest_id\x18\x01 \x01(\t\"m\n\x0e\x43ontainerEvent\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x11\n\texit_code\x18\x03 \x01(\x05\x12\x12\n\noom_killed\x18\x04 \x01(\x08\x12\x0f\n\x07message\x18\x05 \x01(\t\"K\n\x08LogChunk\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0b\n\x03seq\x18\x04 \x01(\x04\"\xcc\x01\n\x13\x43ontrolplaneMessage\x12,\n\nregistered\x18\x01 \x01(\x0b\x32\x16.levers9.v1.RegisteredH\x00\x12\'\n\x03run\x18\x02 \x01(\x0b\x32\x18.levers9.v1.RunContainerH\x00\x12)\n\x04stop\x18\x03 \x01(\x0b\x32\x19.levers9.v1.StopContainerH\x00\x12+\n\ntask_input\x18\x04 \x01(\x0b\x32\x15.levers9.v1.TaskInputH\x00\x42\x06\n\x04kind\"h\n\tTaskInput\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0f\n\x07payload\x18\x03 \x01(\x0c\x12\x12\n\ntimeout_ms\x18\x04 \x01(\x04\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\r\"=\n\x0bObjectMount\x12\x0e\n\x06\x64igest\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x0e\n\x06unpack\x18\x03 \x01(\x08\"+\n\nRegistered\x12\x1d\n\x15heartbeat_interval_ms\x18\x01 \x01(\r\"\xb1\x03\n\x0cRunContainer\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x02 \x01(\t\x12\r\n\x05image\x18\x03 \x01(\t\x12\x0c\n\x04\x61rgs\x18\x04 \x03(\t\x12.\n\x03\x65nv\x18\x05 \x03(\x0b\x32!.levers9.v1.RunContainer.EnvEntry\x12\x16\n\x0e\x63pu_millicores\x18\x06 \x01(\x04\x12\x12\n\nmemory_mib\x18\x07 \x01(\x04\x12\x14\n\x0csecret_names\x18\x08 \x03(\t\x12\x14\n\x0cworkspace_id\x18\t \x01(\t\x12\x10\n\x08gpu_type\x18\n \x01(\t\x12\x11\n\tgpu_count\x18\x0b \x01(\r\x12(\n\x07objects\x18\x0c \x03(\x0b\x32\x17.levers9.v1.ObjectMount\x12\x18\n\x10\x63ontainer_server\x18\r \x01(\x08\x12\x13\n\x0bworking_dir\x18\x0e \x01(\t\x12(\n\x07volumes\x18\x0f \x03(\x0b\x32\x17.levers9.v1.VolumeMount\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"9\n\rStopContainer\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x02 \x01(\t\"\x14\n\x12ListWorkersRequest\"\xc3\x01\n\x06Worker\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12\x0f\n\x07runtime\x18\x04 \x01(\t\x12&\n\x08\x63\x61pacity\x18\x05 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\"\n\x04\x66ree\x18\x06 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\x0e\n\x06status\x18\x07 \x01(\t\x12\x19\n\x11last_heartbeat_at\x18\x08 \x01(\t\":\n\x13ListWorkersResponse\x12#\n\x07workers\x18\x01 \x03(\x0b\x32\x12.levers9.v1.Worker2\xa9\x01\n\rWorkerService\x12H\n\x06\x41ttach\x12\x19.levers9.v1.WorkerMessage\x1a\x1f.levers9.v1.ControlplaneMessage(\x01\x30\x01\x12N\n\x0bListWorkers\x12\x1e.levers9.v1.ListWorkersRequest\x1a\x1f.levers9.v1.ListWorkersResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,50 +34,50 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RUNCONTAINER_ENVENTRY']._loaded_options = None
   _globals['_RUNCONTAINER_ENVENTRY']._serialized_options = b'8\001'
-  _globals['_GPU']._serialized_start=39
-  _globals['_GPU']._serialized_end=97
-  _globals['_CAPACITY']._serialized_start=99
-  _globals['_CAPACITY']._serialized_end=184
-  _globals['_WORKERMESSAGE']._serialized_start=187
-  _globals['_WORKERMESSAGE']._serialized_end=553
-  _globals['_RUNNERREADY']._serialized_start=555
-  _globals['_RUNNERREADY']._serialized_end=590
-  _globals['_TASKOUTPUT']._serialized_start=592
-  _globals['_TASKOUTPUT']._serialized_end=673
-  _globals['_TASKRESULT']._serialized_start=675
-  _globals['_TASKRESULT']._serialized_end=794
-  _globals['_REGISTER']._serialized_start=797
-  _globals['_REGISTER']._serialized_end=962
-  _globals['_RUNNINGCONTAINER']._serialized_start=964
-  _globals['_RUNNINGCONTAINER']._serialized_end=1085
-  _globals['_HEARTBEAT']._serialized_start=1087
-  _globals['_HEARTBEAT']._serialized_end=1098
-  _globals['_ACK']._serialized_start=1100
-  _globals['_ACK']._serialized_end=1125
-  _globals['_CONTAINEREVENT']._serialized_start=1127
-  _globals['_CONTAINEREVENT']._serialized_end=1236
-  _globals['_LOGCHUNK']._serialized_start=1238
-  _globals['_LOGCHUNK']._serialized_end=1313
-  _globals['_CONTROLPLANEMESSAGE']._serialized_start=1316
-  _globals['_CONTROLPLANEMESSAGE']._serialized_end=1520
-  _globals['_TASKINPUT']._serialized_start=1522
-  _globals['_TASKINPUT']._serialized_end=1626
-  _globals['_OBJECTMOUNT']._serialized_start=1628
-  _globals['_OBJECTMOUNT']._serialized_end=1689
-  _globals['_REGISTERED']._serialized_start=1691
-  _globals['_REGISTERED']._serialized_end=1734
-  _globals['_RUNCONTAINER']._serialized_start=1737
-  _globals['_RUNCONTAINER']._serialized_end=2128
-  _globals['_RUNCONTAINER_ENVENTRY']._serialized_start=2086
-  _globals['_RUNCONTAINER_ENVENTRY']._serialized_end=2128
-  _globals['_STOPCONTAINER']._serialized_start=2130
-  _globals['_STOPCONTAINER']._serialized_end=2187
-  _globals['_LISTWORKERSREQUEST']._serialized_start=2189
-  _globals['_LISTWORKERSREQUEST']._serialized_end=2209
-  _globals['_WORKER']._serialized_start=2212
-  _globals['_WORKER']._serialized_end=2407
-  _globals['_LISTWORKERSRESPONSE']._serialized_start=2409
-  _globals['_LISTWORKERSRESPONSE']._serialized_end=2467
-  _globals['_WORKERSERVICE']._serialized_start=2470
-  _globals['_WORKERSERVICE']._serialized_end=2639
+  _globals['_GPU']._serialized_start=64
+  _globals['_GPU']._serialized_end=122
+  _globals['_CAPACITY']._serialized_start=124
+  _globals['_CAPACITY']._serialized_end=209
+  _globals['_WORKERMESSAGE']._serialized_start=212
+  _globals['_WORKERMESSAGE']._serialized_end=578
+  _globals['_RUNNERREADY']._serialized_start=580
+  _globals['_RUNNERREADY']._serialized_end=615
+  _globals['_TASKOUTPUT']._serialized_start=617
+  _globals['_TASKOUTPUT']._serialized_end=698
+  _globals['_TASKRESULT']._serialized_start=700
+  _globals['_TASKRESULT']._serialized_end=819
+  _globals['_REGISTER']._serialized_start=822
+  _globals['_REGISTER']._serialized_end=987
+  _globals['_RUNNINGCONTAINER']._serialized_start=989
+  _globals['_RUNNINGCONTAINER']._serialized_end=1110
+  _globals['_HEARTBEAT']._serialized_start=1112
+  _globals['_HEARTBEAT']._serialized_end=1123
+  _globals['_ACK']._serialized_start=1125
+  _globals['_ACK']._serialized_end=1150
+  _globals['_CONTAINEREVENT']._serialized_start=1152
+  _globals['_CONTAINEREVENT']._serialized_end=1261
+  _globals['_LOGCHUNK']._serialized_start=1263
+  _globals['_LOGCHUNK']._serialized_end=1338
+  _globals['_CONTROLPLANEMESSAGE']._serialized_start=1341
+  _globals['_CONTROLPLANEMESSAGE']._serialized_end=1545
+  _globals['_TASKINPUT']._serialized_start=1547
+  _globals['_TASKINPUT']._serialized_end=1651
+  _globals['_OBJECTMOUNT']._serialized_start=1653
+  _globals['_OBJECTMOUNT']._serialized_end=1714
+  _globals['_REGISTERED']._serialized_start=1716
+  _globals['_REGISTERED']._serialized_end=1759
+  _globals['_RUNCONTAINER']._serialized_start=1762
+  _globals['_RUNCONTAINER']._serialized_end=2195
+  _globals['_RUNCONTAINER_ENVENTRY']._serialized_start=2153
+  _globals['_RUNCONTAINER_ENVENTRY']._serialized_end=2195
+  _globals['_STOPCONTAINER']._serialized_start=2197
+  _globals['_STOPCONTAINER']._serialized_end=2254
+  _globals['_LISTWORKERSREQUEST']._serialized_start=2256
+  _globals['_LISTWORKERSREQUEST']._serialized_end=2276
+  _globals['_WORKER']._serialized_start=2279
+  _globals['_WORKER']._serialized_end=2474
+  _globals['_LISTWORKERSRESPONSE']._serialized_start=2476
+  _globals['_LISTWORKERSRESPONSE']._serialized_end=2534
+  _globals['_WORKERSERVICE']._serialized_start=2537
+  _globals['_WORKERSERVICE']._serialized_end=2706
 # @@protoc_insertion_point(module_scope)
