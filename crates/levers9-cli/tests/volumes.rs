@@ -317,11 +317,24 @@ async fn functions_on_two_workers_share_a_volume_that_other_workspaces_cannot_re
         }
     }
 
-    // Worker b's juicefs dies: the next container that needs the volume
-    // gets it mounted again, not a dead or empty directory.
+    // Worker b's juicefs dies: the worker mounts it again and replaces
+    // its warm container, so the next call reads through a live mount
+    // rather than a dead or empty directory.
     let b_dir = b.state_dir.path().to_owned();
     for (pid, _) in juicefs_processes(&[b_dir.as_path()]) {
         let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !b
+        .log()
+        .contains("stopping a container whose volume mount died")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the dead mount went unnoticed:\n{}",
+            b.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(
         ok(app(&cp, &admin, "read_text", r#"["hello.txt"]"#), &logs),

@@ -130,12 +130,34 @@ impl Volumes {
         let _held = self.mounting.lock().await;
         match fs.state().await {
             MountState::Mounted => return Ok(fs.mount_point().to_owned()),
-            MountState::Dead => {
-                tracing::warn!(mount_point = %fs.mount_point().display(), "the JuiceFS mount is dead (its daemon is gone); mounting it again");
-                fs.unmount().await;
-            }
+            MountState::Dead => Self::detach_dead(fs).await,
             MountState::NotMounted => fs.format(mode).await?,
         }
+        self.mount(fs).await
+    }
+
+    /// Mounts JuiceFS again if its daemon has died; whether it had. A
+    /// worker calls this every few seconds, and replaces the containers
+    /// that hold the dead mount when it had.
+    pub async fn heal(&self) -> Result<bool, VolumeError> {
+        let Root::JuiceFs(fs, _) = &self.root else {
+            return Ok(false);
+        };
+        let _held = self.mounting.lock().await;
+        if fs.state().await != MountState::Dead {
+            return Ok(false);
+        }
+        Self::detach_dead(fs).await;
+        self.mount(fs).await?;
+        Ok(true)
+    }
+
+    async fn detach_dead(fs: &JuiceFs) {
+        tracing::warn!(mount_point = %fs.mount_point().display(), "the JuiceFS mount is dead (its daemon is gone); mounting it again");
+        fs.unmount().await;
+    }
+
+    async fn mount(&self, fs: &JuiceFs) -> Result<PathBuf, VolumeError> {
         fs.mount().await?;
         if fs.state().await != MountState::Mounted {
             return Err(VolumeError::NotMounted(fs.mount_point().to_owned()));

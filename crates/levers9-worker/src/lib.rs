@@ -140,6 +140,9 @@ pub enum WorkerError {
     },
 }
 
+/// How often a worker checks that its JuiceFS mount is alive.
+const VOLUME_CHECK: Duration = Duration::from_secs(5);
+
 /// Runs the worker until `stopped` turns true: cleans up what a previous
 /// run left, then keeps a session with the controlplane, reconnecting with
 /// backoff. Running containers are stopped on the way out.
@@ -209,13 +212,12 @@ pub async fn run(
     // Mounted ahead of the first container that needs it; a failure is
     // only logged here, since each container asking for a volume tries
     // again and fails with the cause.
-    let volumes = options.volumes.clone();
-    if volumes.is_juicefs() {
-        tokio::spawn(async move {
-            if let Err(error) = volumes.root().await {
-                tracing::warn!(%error, "volumes are not available yet");
-            }
-        });
+    if options.volumes.is_juicefs() {
+        tokio::spawn(watch_volumes(
+            options.volumes.clone(),
+            supervisor.clone(),
+            stopped.clone(),
+        ));
     }
     // gVisor applies seccomp in its own kernel, which logs nothing to the
     // host's: only runc containers can be observed.
@@ -234,6 +236,32 @@ pub async fn run(
     // After the containers: they hold the mount busy.
     volumes.close().await;
     Ok(())
+}
+
+/// Mounts the volumes ahead of the first container that needs them, then
+/// checks the mount every [`VOLUME_CHECK`]: a dead one (its juicefs daemon
+/// crashed or was killed) is mounted again and the containers bound to it
+/// are replaced. A failure is only logged: each container asking for a
+/// volume tries again and fails with the cause.
+async fn watch_volumes(
+    volumes: levers9_volumes::Volumes,
+    supervisor: Supervisor,
+    mut stopped: watch::Receiver<bool>,
+) {
+    if let Err(error) = volumes.root().await {
+        tracing::warn!(%error, "volumes are not available yet");
+    }
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(VOLUME_CHECK) => {}
+            _ = stopped.wait_for(|stop| *stop) => return,
+        }
+        match volumes.heal().await {
+            Ok(true) => supervisor.stop_volume_users(Duration::from_secs(5)),
+            Ok(false) => {}
+            Err(error) => tracing::warn!(%error, "cannot mount the volumes again"),
+        }
+    }
 }
 
 /// Says at start what the containers will get, and that an attached

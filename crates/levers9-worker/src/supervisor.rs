@@ -40,6 +40,8 @@ struct Held {
     gpu_count: u32,
     /// Its stub, named in what the hardening records.
     stub_id: String,
+    /// Whether it has volumes bound in.
+    has_volumes: bool,
 }
 
 /// GPU device ids not given to a container, by type.
@@ -206,6 +208,7 @@ impl Supervisor {
                     gpu_type: request.gpu_type.clone(),
                     gpu_count: request.gpu_count,
                     stub_id: self.subject(&request).stub_id,
+                    has_volumes: !request.volumes.is_empty(),
                 },
             );
         }
@@ -375,6 +378,22 @@ impl Supervisor {
                 tracing::warn!(%container_id, %error, "cannot stop a container");
             }
         });
+    }
+
+    /// Stops the containers that have volumes bound in: their mount died
+    /// and was replaced, and what they hold now only answers errors. Their
+    /// stub starts fresh containers on the new mount.
+    pub fn stop_volume_users(&self, grace: Duration) {
+        let ids: Vec<String> = self
+            .held()
+            .iter()
+            .filter(|(_, h)| h.has_volumes)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            tracing::warn!(container_id = %id, "stopping a container whose volume mount died");
+            self.stop(id, grace);
+        }
     }
 
     /// Stops every container, for a worker shutting down.
