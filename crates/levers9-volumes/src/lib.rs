@@ -70,7 +70,7 @@ pub enum VolumeError {
 #[derive(Debug, Clone)]
 enum Root {
     Local(PathBuf),
-    JuiceFs(JuiceFs, FormatMode),
+    JuiceFs(Box<JuiceFs>, FormatMode),
 }
 
 /// The volumes of every workspace. Cheap to clone.
@@ -89,7 +89,10 @@ impl Volumes {
     pub fn new(config: &Config, work_dir: &Path, mode: FormatMode) -> Volumes {
         let juicefs = &config.storage.juicefs;
         let root = if juicefs.is_configured() {
-            Root::JuiceFs(JuiceFs::new(juicefs, &work_dir.join("juicefs")), mode)
+            Root::JuiceFs(
+                Box::new(JuiceFs::new(juicefs, &work_dir.join("juicefs"))),
+                mode,
+            )
         } else if config.storage.volumes.local_dir.is_empty() {
             Root::Local(config.controlplane.data_dir().join("volumes"))
         } else {
