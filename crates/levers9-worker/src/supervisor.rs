@@ -40,6 +40,8 @@ struct Held {
     gpu_count: u32,
     /// Its stub, named in what the hardening records.
     stub_id: String,
+    /// Whether it has volumes bound in.
+    has_volumes: bool,
 }
 
 /// GPU device ids not given to a container, by type.
@@ -59,6 +61,8 @@ pub struct SupervisorOptions {
     pub security: SecurityPolicy,
     /// Where what the hardening sees is counted.
     pub metrics: SecurityMetrics,
+    /// The workspaces' volumes, bound into the containers that ask.
+    pub volumes: levers9_volumes::Volumes,
 }
 
 /// Runs and tracks containers. Cheap to clone.
@@ -76,6 +80,7 @@ pub struct Supervisor {
     events: mpsc::Sender<WorkerMessage>,
     security: Arc<SecurityPolicy>,
     metrics: SecurityMetrics,
+    volumes: levers9_volumes::Volumes,
 }
 
 fn event(container_id: &str, state: &str) -> ContainerEvent {
@@ -111,6 +116,7 @@ impl Supervisor {
             events,
             security: Arc::new(options.security),
             metrics: options.metrics,
+            volumes: options.volumes,
         };
         (supervisor, receiver)
     }
@@ -202,6 +208,7 @@ impl Supervisor {
                     gpu_type: request.gpu_type.clone(),
                     gpu_count: request.gpu_count,
                     stub_id: self.subject(&request).stub_id,
+                    has_volumes: !request.volumes.is_empty(),
                 },
             );
         }
@@ -266,13 +273,15 @@ impl Supervisor {
     ) -> Result<Exit, String> {
         let id = request.container_id.clone();
         let began = std::time::Instant::now();
-        // The objects come while the image is pulled.
-        let (image, object_mounts) = tokio::join!(
+        // The objects and volumes come while the image is pulled.
+        let (image, object_mounts, volume_mounts) = tokio::join!(
             self.images.pull(&request.image),
             function::object_mounts(&self.objects, request),
+            function::volume_mounts(&self.volumes, request),
         );
         let image = image.map_err(|e| format!("cannot pull image {}: {e}", request.image))?;
         let object_mounts = object_mounts?;
+        let volume_mounts = volume_mounts?;
         let pulled_ms = began.elapsed().as_millis();
         let rootfs = self.images.prepare_rootfs(&image, &id).await.map_err(|e| {
             format!(
@@ -312,6 +321,7 @@ impl Supervisor {
             spec.cwd = dir.clone();
         }
         spec.mounts.extend(object_mounts);
+        spec.mounts.extend(volume_mounts);
         function::prepare_spec(&mut spec, request, server)?;
         let refused = self
             .security
@@ -368,6 +378,22 @@ impl Supervisor {
                 tracing::warn!(%container_id, %error, "cannot stop a container");
             }
         });
+    }
+
+    /// Stops the containers that have volumes bound in: their mount died
+    /// and was replaced, and what they hold now only answers errors. Their
+    /// stub starts fresh containers on the new mount.
+    pub fn stop_volume_users(&self, grace: Duration) {
+        let ids: Vec<String> = self
+            .held()
+            .iter()
+            .filter(|(_, h)| h.has_volumes)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            tracing::warn!(container_id = %id, "stopping a container whose volume mount died");
+            self.stop(id, grace);
+        }
     }
 
     /// Stops every container, for a worker shutting down.

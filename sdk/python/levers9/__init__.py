@@ -28,6 +28,7 @@ from .errors import (
 )
 from .function import Function, function
 from .image import Image
+from .volume import Volume
 
 __version__ = "0.1.0"
 
@@ -45,5 +46,6 @@ __all__ = [
     "TaskCancelled",
     "TaskFailed",
     "TaskTimeout",
+    "Volume",
     "function",
 ]

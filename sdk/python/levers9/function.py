@@ -127,6 +127,7 @@ def function(
     secrets=None,
     pool: Optional[str] = None,
     max_containers: Optional[int] = None,
+    volumes=None,
 ):
     """Makes a module-level function runnable remotely; usable as ``@function`` or ``@function(...)``.
 
@@ -138,6 +139,8 @@ def function(
     concurrency: inputs one container runs at once (in threads). env,
     secrets: environment and secret names for the container. pool: the
     worker pool. max_containers: at most this many containers at once.
+    volumes: `Volume`s of the workspace to mount, e.g.
+    ``[Volume("data", mount_path="/data")]``.
     """
     if _fn is not None and not callable(_fn):
         raise TypeError(f"@function takes keyword arguments only, e.g. @function(cpu=2); got {_fn!r}")
@@ -155,6 +158,7 @@ def function(
         secrets=secrets,
         pool=pool,
         max_containers=max_containers,
+        volumes=volumes,
     )
 
     def decorate(fn):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Tuple
 
 from .image import Image
+from .volume import Volume
 
 # StubConfig's numeric fields are uint32 on the wire.
 _UINT32_MAX = 2**32 - 1
@@ -39,6 +40,8 @@ class FunctionConfig:
     secrets: Tuple[str, ...] = ()
     pool: str = ""
     max_containers: int = 0
+    # (name, mount_path) of each volume.
+    volumes: Tuple[Tuple[str, str], ...] = ()
 
 
 def parse_cpu(cpu) -> int:
@@ -130,6 +133,17 @@ def parse_secrets(secrets) -> Tuple[str, ...]:
     return tuple(secrets)
 
 
+def parse_volumes(volumes) -> Tuple[Tuple[str, str], ...]:
+    if volumes is None:
+        return ()
+    if not isinstance(volumes, (list, tuple)) or not all(isinstance(v, Volume) for v in volumes):
+        raise ValueError(f"volumes is a list of Volume, e.g. volumes=[Volume('data', mount_path='/data')]; got {volumes!r}")
+    paths = [v.mount_path.rstrip("/") for v in volumes]
+    if len(set(paths)) != len(paths):
+        raise ValueError(f"two volumes share a mount_path in {volumes!r}: give each its own")
+    return tuple((v.name, v.mount_path) for v in volumes)
+
+
 def parse_pool(pool) -> str:
     if pool is None:
         return ""
@@ -162,6 +176,7 @@ def build_config(
     secrets=None,
     pool=None,
     max_containers=None,
+    volumes=None,
 ) -> FunctionConfig:
     """The decorator's arguments, checked. Raises ValueError naming the bad one."""
     gpu_types, count = parse_gpu(gpu, gpu_count)
@@ -181,5 +196,6 @@ def build_config(
         secrets=parse_secrets(secrets),
         pool=parse_pool(pool),
         max_containers=0 if max_containers is None else _whole(max_containers, "max_containers", minimum=1),
+        volumes=parse_volumes(volumes),
     )
 

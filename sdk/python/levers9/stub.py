@@ -20,6 +20,7 @@ from .archive import Archive, code_archive, sdk_archive
 from .client import PUT_OBJECT_TIMEOUT_SECONDS, Client
 from .errors import Levers9Error
 from .v1 import function_pb2 as pb
+from .v1 import volume_pb2
 
 _lock = threading.Lock()
 _code_archives: Dict[str, Archive] = {}
@@ -137,6 +138,7 @@ def stub_config(config) -> pb.StubConfig:
         secrets=list(config.secrets),
         pool=config.pool,
         max_containers=config.max_containers,
+        volumes=[volume_pb2.VolumeMount(name=name, mount_path=path) for name, path in config.volumes],
     )
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from levers9 import Function, Image, function
+from levers9 import Function, Image, Volume, function
 from levers9.resources import build_config, parse_cpu, parse_gpu, parse_memory
 
 
@@ -132,3 +132,27 @@ def test_nested_functions_run_locally_but_refuse_remote_with_a_clear_error():
     assert inner.local() == 1
     with pytest.raises(Levers9Error, match="module-level functions only"):
         locate(inner.raw_f)
+
+
+def test_volumes_go_to_the_wire_as_name_and_mount_path():
+    from levers9.stub import stub_config
+
+    config = build_config(volumes=[Volume("data", mount_path="/data"), Volume("models", "/models")])
+    assert config.volumes == (("data", "/data"), ("models", "/models"))
+    wire = stub_config(config)
+    assert [(v.name, v.mount_path) for v in wire.volumes] == [("data", "/data"), ("models", "/models")]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Volume("../etc"),
+        lambda: Volume("data", mount_path="data"),
+        lambda: Volume("data", mount_path="/"),
+        lambda: build_config(volumes=Volume("data")),
+        lambda: build_config(volumes=[Volume("a", "/x"), Volume("b", "/x/")]),
+    ],
+)
+def test_bad_volumes_are_refused_with_what_to_do(make):
+    with pytest.raises(ValueError):
+        make()

@@ -8,6 +8,7 @@ mod secret;
 mod task;
 mod token;
 mod up;
+mod volume;
 mod worker;
 mod workspace;
 
@@ -63,6 +64,9 @@ pub enum Command {
     /// List, show and cancel the calls of your functions.
     #[command(subcommand)]
     Task(task::TaskCommand),
+    /// Manage your workspace's volumes and copy files in and out of them.
+    #[command(subcommand)]
+    Volume(volume::VolumeCommand),
 }
 
 impl Command {
@@ -90,6 +94,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Container(command) => container::run(command, context).await,
         Command::Run(args) => run::run(args, context).await,
         Command::Task(command) => task::run(command, context).await,
+        Command::Volume(command) => volume::run(command, context).await,
     }
 }
 

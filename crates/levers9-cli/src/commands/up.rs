@@ -94,6 +94,13 @@ pub async fn run(args: UpArgs) -> Result<()> {
     // nothing once the first workspace exists.
     let secret = uuid::Uuid::new_v4().simple().to_string();
     cp.auth.bootstrap_secret = levers9_config::Secret::new(secret.clone());
+    // The worker's volumes are the controlplane's local directory (or the
+    // same JuiceFS, mounted under the worker's own state dir).
+    let volumes = levers9_volumes::Volumes::new(
+        &config,
+        &args.data_dir.join("worker"),
+        levers9_volumes::FormatMode::CreateOnly,
+    );
     let running = levers9_controlplane::start(config).await?;
     let target = Target {
         host: "127.0.0.1".into(),
@@ -137,6 +144,7 @@ pub async fn run(args: UpArgs) -> Result<()> {
         metrics_address: None,
         // The controlplane stops with this process: nowhere to drain to.
         drain_grace: std::time::Duration::ZERO,
+        volumes,
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = tokio::spawn(levers9_worker::run(options, stopped));

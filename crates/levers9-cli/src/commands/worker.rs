@@ -364,6 +364,13 @@ async fn run_worker(args: RunArgs) -> Result<()> {
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         )
     });
+    // Workers only create a missing file system: the controlplane owns
+    // its settings, and a worker with stale keys must not overwrite them.
+    let volumes = levers9_volumes::Volumes::new(
+        &config,
+        &args.state_dir,
+        levers9_volumes::FormatMode::CreateOnly,
+    );
     let options = WorkerOptions {
         controlplane_url: url,
         token,
@@ -390,6 +397,7 @@ async fn run_worker(args: RunArgs) -> Result<()> {
         },
         metrics_address: args.metrics_address,
         drain_grace: std::time::Duration::from_secs(args.drain_grace_seconds),
+        volumes,
     };
     tracing::info!(?options, "starting worker");
     let (stop, stopped) = tokio::sync::watch::channel(false);

@@ -99,6 +99,24 @@ impl Worker {
         worker
     }
 
+    /// A runc worker of `pool` with this extra environment (e.g. the
+    /// `LEVERS9_JUICEFS_*` settings).
+    pub async fn start_with_env(
+        cp: &Controlplane,
+        admin: &str,
+        pool: &str,
+        env: &[(String, String)],
+    ) -> Worker {
+        let state_dir = tempfile::Builder::new()
+            .prefix("l9w-")
+            .tempdir()
+            .expect("state dir");
+        let (worker, worker_id) =
+            Self::spawn_with_env(cp, admin, pool, "runc", state_dir, &[], env).await;
+        worker.wait_listed(cp, admin, &worker_id).await;
+        worker
+    }
+
     /// Starts the process and returns at once, with the worker's id.
     pub async fn spawn_in(
         cp: &Controlplane,
@@ -107,6 +125,18 @@ impl Worker {
         runtime: &str,
         state_dir: tempfile::TempDir,
         extra: &[&str],
+    ) -> (Worker, String) {
+        Self::spawn_with_env(cp, admin, pool, runtime, state_dir, extra, &[]).await
+    }
+
+    async fn spawn_with_env(
+        cp: &Controlplane,
+        admin: &str,
+        pool: &str,
+        runtime: &str,
+        state_dir: tempfile::TempDir,
+        extra: &[&str],
+        env: &[(String, String)],
     ) -> (Worker, String) {
         let token = cp
             .tokens()
@@ -146,6 +176,7 @@ impl Worker {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("LEVERS9_TOKEN", token)
+            .envs(env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().expect("log"))
             .stderr(log_file)
@@ -209,7 +240,8 @@ impl Worker {
         std::mem::replace(&mut self.state_dir, dir)
     }
 
-    fn terminate(&mut self) {
+    /// Stops it with SIGTERM (kill after 20 s), keeping its state dir.
+    pub fn terminate(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = Command::new("kill")
                 .arg("-TERM")

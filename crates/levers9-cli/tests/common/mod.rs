@@ -242,6 +242,39 @@ impl Controlplane {
         self.child.id()
     }
 
+    /// Stops it with SIGTERM, as an operator would, so it cleans up (its
+    /// volume mount included); killed after 20 s.
+    pub fn terminate(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits for the process to exit on its own and returns its log.
+    pub fn wait_exit(&mut self, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return self.log();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "the controlplane is still running after {within:?}:\n{}",
+            self.log()
+        );
+    }
+
     /// Waits for a log line containing `needle` and returns it.
     pub async fn wait_for_log(&self, needle: &str, within: Duration) -> String {
         let deadline = Instant::now() + within;

@@ -104,6 +104,9 @@ pub struct ContainerRecord {
     /// Its working directory; empty means the image's.
     #[serde(default)]
     pub working_dir: String,
+    /// Volumes of its workspace bound in: name, mount path.
+    #[serde(default)]
+    pub volumes: Vec<(String, String)>,
 }
 
 impl ContainerRecord {

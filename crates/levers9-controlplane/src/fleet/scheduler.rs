@@ -24,6 +24,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use levers9_api::v1::{
     controlplane_message, ControlplaneMessage, ObjectMount, RunContainer, StopContainer,
+    VolumeMount,
 };
 use tokio::sync::watch;
 
@@ -320,6 +321,14 @@ pub async fn send_run(fleet: &Fleet, c: &ContainerRecord) -> Result<(), ApiError
                 .collect(),
             container_server: c.container_server,
             working_dir: c.working_dir.clone(),
+            volumes: c
+                .volumes
+                .iter()
+                .map(|(name, mount_path)| VolumeMount {
+                    name: name.clone(),
+                    mount_path: mount_path.clone(),
+                })
+                .collect(),
         })),
     };
     fleet.send_to_worker(&c.worker_id, message).await

@@ -52,6 +52,9 @@ pub struct StubSpec {
     pub pool: String,
     /// Containers at once, at most.
     pub max_containers: u32,
+    /// Volumes of the workspace and where they are mounted: name, path.
+    #[serde(default)]
+    pub volumes: Vec<(String, String)>,
 }
 
 fn or(value: u32, default: u32) -> u32 {
@@ -96,6 +99,7 @@ impl StubSpec {
             "lower max_containers",
         )?;
         let gpu_count = crate::fleet::gpu_count(&config.gpu_types, config.gpu_count)?;
+        let volumes = volume_mounts(&config.volumes)?;
         Ok(StubSpec {
             image,
             cpu_millicores: if config.cpu_millicores == 0 {
@@ -119,6 +123,7 @@ impl StubSpec {
             // Empty: any pool that takes requests naming none.
             pool: config.pool,
             max_containers: or(config.max_containers, DEFAULT_MAX_CONTAINERS),
+            volumes,
         })
     }
 
@@ -133,6 +138,32 @@ impl StubSpec {
         serde_json::from_str(json)
             .map_err(|e| ApiError::Corrupt(format!("the configuration of stub {stub_id}: {e}")))
     }
+}
+
+/// Checks a stub's volumes: known names, absolute mount paths, none twice.
+fn volume_mounts(
+    volumes: &[levers9_api::v1::VolumeMount],
+) -> Result<Vec<(String, String)>, ApiError> {
+    let mut seen = std::collections::BTreeSet::new();
+    volumes
+        .iter()
+        .map(|v| {
+            levers9_volumes::validate_name(&v.name)?;
+            let path = &v.mount_path;
+            if !path.starts_with('/') || path.split('/').any(|p| p == "..") || path == "/" {
+                return Err(ApiError::InvalidArgument(format!(
+                    "volume {:?} has mount_path {path:?}: use an absolute path such as /data",
+                    v.name
+                )));
+            }
+            if !seen.insert(path.trim_end_matches('/')) {
+                return Err(ApiError::InvalidArgument(format!(
+                    "two volumes are mounted at {path:?}: give each its own mount_path"
+                )));
+            }
+            Ok((v.name.clone(), path.clone()))
+        })
+        .collect()
 }
 
 /// The id of a stub: the same workspace, function, code and configuration
@@ -194,6 +225,7 @@ pub fn container(stub: &StubRecord, spec: &StubSpec) -> ContainerRecord {
         ],
         container_server: true,
         working_dir: CODE_DIR.to_owned(),
+        volumes: spec.volumes.clone(),
     }
 }
 

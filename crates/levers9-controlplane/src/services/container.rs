@@ -154,6 +154,7 @@ impl ContainerService for ContainerApi {
             gpu_type: String::new(),
             stub_id: String::new(),
             objects: Vec::new(),
+            volumes: Vec::new(),
             container_server: false,
             working_dir: String::new(),
         };

@@ -8,6 +8,7 @@ mod function;
 mod run_driver;
 mod secret;
 mod token;
+mod volume;
 mod worker;
 mod workspace;
 
@@ -16,6 +17,7 @@ pub use container::ContainerApi;
 pub use function::FunctionApi;
 pub use secret::SecretApi;
 pub use token::TokenApi;
+pub use volume::VolumeApi;
 pub use worker::WorkerApi;
 pub use workspace::WorkspaceApi;
 
@@ -71,6 +73,8 @@ pub struct Services {
     pub container: Arc<ContainerApi>,
     /// FunctionService.
     pub function: Arc<FunctionApi>,
+    /// VolumeService.
+    pub volume: Arc<VolumeApi>,
 }
 
 impl Services {
@@ -83,7 +87,8 @@ impl Services {
             secret: Arc::new(SecretApi::new(shared.clone())),
             worker: Arc::new(WorkerApi::new(shared.clone())),
             container: Arc::new(ContainerApi::new(shared.clone())),
-            function: Arc::new(FunctionApi::new(shared)),
+            function: Arc::new(FunctionApi::new(shared.clone())),
+            volume: Arc::new(VolumeApi::new(shared)),
         }
     }
 }

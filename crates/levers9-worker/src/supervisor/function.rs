@@ -151,6 +151,29 @@ async fn object_mount(
     })
 }
 
+/// The request's volumes as read-write bind mounts of their directories in
+/// its workspace. A volume that cannot be had fails the container with its
+/// name and the cause: a container never starts with a missing or stale
+/// directory in its place.
+pub async fn volume_mounts(
+    volumes: &levers9_volumes::Volumes,
+    request: &RunContainer,
+) -> Result<Vec<BindMount>, String> {
+    let mut mounts = Vec::with_capacity(request.volumes.len());
+    for volume in &request.volumes {
+        let source = volumes
+            .dir(&request.workspace_id, &volume.name)
+            .await
+            .map_err(|e| format!("cannot mount volume {:?}: {e}", volume.name))?;
+        mounts.push(BindMount {
+            source,
+            destination: volume.mount_path.clone(),
+            read_only: false,
+        });
+    }
+    Ok(mounts)
+}
+
 fn is_plain_absolute(path: &str) -> bool {
     path.starts_with('/') && !path.split('/').any(|part| part == "..")
 }

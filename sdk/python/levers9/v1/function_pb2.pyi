@@ -1,3 +1,4 @@
+from levers9.v1 import volume_pb2 as _volume_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -44,7 +45,7 @@ class GetObjectResponse(_message.Message):
     def __init__(self, data: _Optional[bytes] = ...) -> None: ...
 
 class StubConfig(_message.Message):
-    __slots__ = ("image", "cpu_millicores", "memory_mib", "gpu_types", "gpu_count", "retries", "timeout_seconds", "keep_warm_seconds", "concurrency", "env", "secrets", "pool", "max_containers")
+    __slots__ = ("image", "cpu_millicores", "memory_mib", "gpu_types", "gpu_count", "retries", "timeout_seconds", "keep_warm_seconds", "concurrency", "env", "secrets", "pool", "max_containers", "volumes")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -65,6 +66,7 @@ class StubConfig(_message.Message):
     SECRETS_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
     MAX_CONTAINERS_FIELD_NUMBER: _ClassVar[int]
+    VOLUMES_FIELD_NUMBER: _ClassVar[int]
     image: str
     cpu_millicores: int
     memory_mib: int
@@ -78,7 +80,8 @@ class StubConfig(_message.Message):
     secrets: _containers.RepeatedScalarFieldContainer[str]
     pool: str
     max_containers: int
-    def __init__(self, image: _Optional[str] = ..., cpu_millicores: _Optional[int] = ..., memory_mib: _Optional[int] = ..., gpu_types: _Optional[_Iterable[str]] = ..., gpu_count: _Optional[int] = ..., retries: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., keep_warm_seconds: _Optional[int] = ..., concurrency: _Optional[int] = ..., env: _Optional[_Mapping[str, str]] = ..., secrets: _Optional[_Iterable[str]] = ..., pool: _Optional[str] = ..., max_containers: _Optional[int] = ...) -> None: ...
+    volumes: _containers.RepeatedCompositeFieldContainer[_volume_pb2.VolumeMount]
+    def __init__(self, image: _Optional[str] = ..., cpu_millicores: _Optional[int] = ..., memory_mib: _Optional[int] = ..., gpu_types: _Optional[_Iterable[str]] = ..., gpu_count: _Optional[int] = ..., retries: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., keep_warm_seconds: _Optional[int] = ..., concurrency: _Optional[int] = ..., env: _Optional[_Mapping[str, str]] = ..., secrets: _Optional[_Iterable[str]] = ..., pool: _Optional[str] = ..., max_containers: _Optional[int] = ..., volumes: _Optional[_Iterable[_Union[_volume_pb2.VolumeMount, _Mapping]]] = ...) -> None: ...
 
 class GetOrCreateStubRequest(_message.Message):
     __slots__ = ("name", "code_digest", "sdk_digest", "module_path", "function_name", "config")

@@ -1,0 +1,506 @@
+//! Volumes end to end on real JuiceFS over the test S3 server, with its
+//! metadata in a Redis that wants a password: functions on two workers
+//! share files, workspaces are kept apart, `volume cp` moves a 200 MB file
+//! both ways, and no juicefs process shows a password or key.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::fleet::{python_image, Worker};
+use common::{backend_env, free_port, text, with_token, Backend, Controlplane, SECRET};
+use levers9_api::v1::CreateWorkspaceRequest;
+
+fn required(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run the tests with scripts/test-servers.sh (make test)")
+    })
+}
+
+/// A redis-server of the test's own, with a password, for JuiceFS's
+/// metadata; stopped by PID when dropped.
+struct MetaRedis {
+    child: Child,
+    port: u16,
+    password: String,
+    _dir: tempfile::TempDir,
+}
+
+impl MetaRedis {
+    fn start() -> MetaRedis {
+        let dir = tempfile::tempdir().expect("redis dir");
+        let port = free_port();
+        let password = format!("meta-pw-{}", std::process::id());
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .args(["--requirepass", &password])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        MetaRedis {
+            child,
+            port,
+            password,
+            _dir: dir,
+        }
+    }
+
+    /// The `LEVERS9_JUICEFS_*` settings of a fresh file system in DB `db`.
+    fn juicefs_env(&self, db: u32) -> Vec<(String, String)> {
+        vec![
+            (
+                "LEVERS9_JUICEFS_META_URL".into(),
+                format!("redis://:{}@127.0.0.1:{}/{db}", self.password, self.port),
+            ),
+            (
+                "LEVERS9_JUICEFS_BUCKET".into(),
+                format!(
+                    "{}/{}",
+                    required("LEVERS9_TEST_S3_ENDPOINT"),
+                    required("LEVERS9_TEST_S3_BUCKET")
+                ),
+            ),
+            (
+                "LEVERS9_JUICEFS_ACCESS_KEY".into(),
+                required("LEVERS9_TEST_S3_ACCESS_KEY_ID"),
+            ),
+            (
+                "LEVERS9_JUICEFS_SECRET_KEY".into(),
+                required("LEVERS9_TEST_S3_SECRET_ACCESS_KEY"),
+            ),
+            (
+                "LEVERS9_JUICEFS_BINARY".into(),
+                required("LEVERS9_TEST_JUICEFS"),
+            ),
+            // Its own prefix in the shared bucket.
+            (
+                "LEVERS9_JUICEFS_NAME".into(),
+                format!("l9t-{}-{}-{db}", std::process::id(), self.port),
+            ),
+        ]
+    }
+}
+
+impl Drop for MetaRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every process whose command line mentions juicefs and one of `dirs`,
+/// with that command line.
+fn juicefs_processes(dirs: &[&Path]) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc") {
+        let entry = entry.expect("entry");
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmdline.contains("juicefs")
+            && dirs.iter().any(|d| cmdline.contains(&*d.to_string_lossy()))
+        {
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
+
+/// Unmounts (lazily) and stops whatever juicefs the test left under
+/// `dirs`, for a test that failed before its processes stopped cleanly.
+struct MountCleanup(Vec<PathBuf>);
+
+impl Drop for MountCleanup {
+    fn drop(&mut self) {
+        let dirs: Vec<&Path> = self.0.iter().map(PathBuf::as_path).collect();
+        for (pid, _) in juicefs_processes(&dirs) {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        for line in mounts.lines() {
+            let Some(point) = line.split(' ').nth(1) else {
+                continue;
+            };
+            if dirs
+                .iter()
+                .any(|d| point.starts_with(&*d.to_string_lossy()))
+            {
+                let _ = Command::new("umount").args(["-l", point]).status();
+            }
+        }
+    }
+}
+
+/// Runs `app.py COMMAND ARGS` with `token`; its JSON answer.
+fn app(cp: &Controlplane, token: &str, command: &str, args: &str) -> serde_json::Value {
+    let python = required("LEVERS9_TEST_PYTHON");
+    let home = tempfile::tempdir().expect("home");
+    let out = Command::new(python)
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/volumes/app.py"))
+        .args([command, args])
+        .env("HOME", home.path())
+        .env("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1")
+        .env("LEVERS9_CONTROLPLANE_PORT", cp.grpc_port.to_string())
+        .env("LEVERS9_TOKEN", token)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run app.py");
+    let stdout = text(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|_| {
+        panic!(
+            "app.py {command} said no JSON:\n{stdout}\n{}",
+            text(&out.stderr)
+        )
+    })
+}
+
+fn ok(answer: serde_json::Value, logs: &dyn Fn() -> String) -> serde_json::Value {
+    match answer.get("ok") {
+        Some(value) => value.clone(),
+        None => panic!("the call failed: {answer}\n{}", logs()),
+    }
+}
+
+fn cli_ok(cp: &Controlplane, token: &str, args: &[&str]) -> String {
+    let out = cp.cli_as(token, args, None);
+    assert!(
+        out.status.success(),
+        "levers9 {args:?} failed:\n{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}
+
+fn controlplane(env: Vec<(String, String)>) -> Controlplane {
+    let image = python_image();
+    let (registry, name) = image.split_once('/').expect("image has a registry");
+    let mut all = backend_env(Backend::Servers);
+    all.push(("LEVERS9_BOOTSTRAP_SECRET".into(), SECRET.into()));
+    all.push(("LEVERS9_BASE_IMAGE_REGISTRY".into(), registry.into()));
+    all.push(("LEVERS9_BASE_IMAGE".into(), name.into()));
+    all.extend(env);
+    Controlplane::start_with(all)
+}
+
+#[tokio::test]
+async fn functions_on_two_workers_share_a_volume_that_other_workspaces_cannot_reach() {
+    let redis = MetaRedis::start();
+    let juicefs = redis.juicefs_env(1);
+    let mut cp = controlplane(juicefs.clone());
+    let admin = cp.admin_token().await;
+    let mut a = Worker::start_with_env(&cp, &admin, "a", &juicefs).await;
+    let mut b = Worker::start_with_env(&cp, &admin, "b", &juicefs).await;
+    let _cleanup = MountCleanup(vec![
+        cp.dir.path().to_owned(),
+        a.state_dir.path().to_owned(),
+        b.state_dir.path().to_owned(),
+    ]);
+    let logs = || {
+        format!(
+            "--- controlplane ---\n{}\n--- worker a ---\n{}\n--- worker b ---\n{}",
+            cp.log(),
+            a.log(),
+            b.log()
+        )
+    };
+
+    cli_ok(&cp, &admin, &["volume", "create", "shared"]);
+    // Written on worker a (pool a), read on worker b (pool b).
+    assert_eq!(
+        ok(
+            app(&cp, &admin, "write_text", r#"["hello.txt", "from a"]"#),
+            &logs
+        ),
+        6
+    );
+    assert_eq!(
+        ok(app(&cp, &admin, "read_text", r#"["hello.txt"]"#), &logs),
+        "from a"
+    );
+
+    // Concurrent writers of different files on a, each read back on b.
+    let written = ok(
+        app(&cp, &admin, "write_blobs", "[0, 1, 2, 3, 4, 5, 6, 7]"),
+        &logs,
+    );
+    let written = written.as_array().expect("a list").clone();
+    assert_eq!(written.len(), 8);
+    for (i, sha) in written.iter().enumerate() {
+        let read = ok(
+            app(&cp, &admin, "sha256_of", &format!(r#"["blob-{i}.bin"]"#)),
+            &logs,
+        );
+        assert_eq!(&read, sha, "blob-{i}.bin");
+    }
+    let listed = cli_ok(&cp, &admin, &["volume", "ls", "shared"]);
+    assert!(
+        listed.contains("hello.txt") && listed.contains("blob-7.bin"),
+        "{listed}"
+    );
+
+    // Another workspace: no volume of that name, and its own volume of
+    // the same name is empty.
+    let other = cp
+        .workspaces()
+        .await
+        .create_workspace(with_token(
+            CreateWorkspaceRequest {
+                name: "other".into(),
+            },
+            &admin,
+        ))
+        .await
+        .expect("create workspace")
+        .into_inner()
+        .admin_token;
+    let refused = app(&cp, &other, "read_text", r#"["hello.txt"]"#);
+    let message = refused["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("workspace B read A's volume: {refused}"));
+    assert!(
+        message.contains(r#"volume "shared" does not exist in this workspace"#),
+        "{message}"
+    );
+    let out = cp.cli_as(&other, &["volume", "ls", "shared"], None);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    cli_ok(&cp, &other, &["volume", "create", "shared"]);
+    assert_eq!(
+        ok(app(&cp, &other, "listing", "[]"), &logs),
+        serde_json::json!([])
+    );
+
+    // Every juicefs process (the controlplane's and both workers' mounts)
+    // shows neither the metadata password nor a bucket key.
+    let owned = [
+        cp.dir.path().to_owned(),
+        a.state_dir.path().to_owned(),
+        b.state_dir.path().to_owned(),
+    ];
+    let dirs: Vec<&Path> = owned.iter().map(PathBuf::as_path).collect();
+    let processes = juicefs_processes(&dirs);
+    assert!(
+        processes.len() >= 3,
+        "three mounts, one per process: {processes:?}"
+    );
+    let secrets = [
+        redis.password.clone(),
+        required("LEVERS9_TEST_S3_SECRET_ACCESS_KEY"),
+        required("LEVERS9_TEST_S3_ACCESS_KEY_ID"),
+    ];
+    for (pid, cmdline) in &processes {
+        assert!(
+            cmdline.contains("--no-usage-report") || !cmdline.contains(" mount "),
+            "{cmdline}"
+        );
+        for secret in &secrets {
+            assert!(
+                !cmdline.contains(secret.as_str()),
+                "/proc/{pid}/cmdline shows a secret: {cmdline}"
+            );
+        }
+    }
+
+    // Worker b's juicefs dies: the worker mounts it again and replaces
+    // its warm container, so the next call reads through a live mount
+    // rather than a dead or empty directory.
+    let b_dir = b.state_dir.path().to_owned();
+    for (pid, _) in juicefs_processes(&[b_dir.as_path()]) {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !b
+        .log()
+        .contains("stopping a container whose volume mount died")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the dead mount went unnoticed:\n{}",
+            b.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        ok(app(&cp, &admin, "read_text", r#"["hello.txt"]"#), &logs),
+        "from a"
+    );
+    assert!(b.log().contains("mounting it again"), "{}", b.log());
+
+    // Workers and the controlplane unmount on their way out.
+    a.terminate();
+    b.terminate();
+    cp.terminate();
+    let left = juicefs_processes(&dirs);
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let still: Vec<&str> = mounts
+        .lines()
+        .filter(|l| dirs.iter().any(|d| l.contains(&*d.to_string_lossy())))
+        .collect();
+    assert!(still.is_empty(), "still mounted after stopping: {still:?}");
+    // A daemon may take a moment to exit after its unmount.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !juicefs_processes(&dirs).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        juicefs_processes(&dirs).is_empty(),
+        "juicefs still running: {left:?}"
+    );
+}
+
+fn sha256_file(path: &Path) -> String {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    let mut file = std::fs::File::open(path).expect("open");
+    std::io::copy(&mut file, &mut hash).expect("read");
+    hex::encode(hash.finalize())
+}
+
+/// 200 MB of bytes that do not compress (a xorshift stream).
+fn write_random_file(path: &Path, bytes: usize) {
+    use std::io::Write;
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut block = vec![0u8; 1 << 20];
+    for _ in 0..bytes / block.len() {
+        for word in block.chunks_mut(8) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            word.copy_from_slice(&state.to_le_bytes());
+        }
+        file.write_all(&block).expect("write");
+    }
+}
+
+#[tokio::test]
+async fn a_200_mb_file_round_trips_through_volume_cp_with_its_sha256() {
+    let redis = MetaRedis::start();
+    let mut all = backend_env(Backend::Embedded);
+    all.push(("LEVERS9_BOOTSTRAP_SECRET".into(), SECRET.into()));
+    all.extend(redis.juicefs_env(2));
+    let mut cp = Controlplane::start_with(all);
+    let _cleanup = MountCleanup(vec![cp.dir.path().to_owned()]);
+    let admin = cp.admin_token().await;
+    let files = tempfile::tempdir().expect("dir");
+    let original = files.path().join("big.bin");
+    write_random_file(&original, 200 << 20);
+    let sha = sha256_file(&original);
+
+    cli_ok(&cp, &admin, &["volume", "create", "data"]);
+    let said = cli_ok(
+        &cp,
+        &admin,
+        &["volume", "cp", &original.to_string_lossy(), "data:/in/"],
+    );
+    assert!(said.contains(&format!("sha256 {sha}")), "{said}");
+    let listed = cli_ok(&cp, &admin, &["volume", "ls", "data", "in"]);
+    assert!(
+        listed.contains("in/big.bin") && listed.contains("209715200"),
+        "{listed}"
+    );
+    let back = files.path().join("back.bin");
+    cli_ok(
+        &cp,
+        &admin,
+        &["volume", "cp", "data:/in/big.bin", &back.to_string_lossy()],
+    );
+    assert_eq!(sha256_file(&back), sha);
+
+    // A download cut short resumes from its part file.
+    let part = files.path().join("again.bin.levers9-part");
+    std::fs::write(
+        &part,
+        &std::fs::read(&original).expect("read")[..(50 << 20)],
+    )
+    .expect("part");
+    let again = files.path().join("again.bin");
+    let said = cli_ok(
+        &cp,
+        &admin,
+        &["volume", "cp", "data:in/big.bin", &again.to_string_lossy()],
+    );
+    assert!(said.contains("resuming at 50.0 MiB"), "{said}");
+    assert_eq!(sha256_file(&again), sha);
+    assert!(!part.exists());
+
+    cli_ok(&cp, &admin, &["volume", "rm", "data", "in/big.bin"]);
+    cli_ok(&cp, &admin, &["volume", "delete", "data"]);
+    let listed = cli_ok(&cp, &admin, &["volume", "list"]);
+    assert!(!listed.contains("data"), "{listed}");
+    cp.terminate();
+}
+
+#[tokio::test]
+async fn a_wrong_bucket_key_stops_the_controlplane_with_a_clear_error() {
+    let redis = MetaRedis::start();
+    let wrong_key = "wrong-secret-key-0123456789";
+    let mut env: Vec<(String, String)> = redis
+        .juicefs_env(3)
+        .into_iter()
+        .filter(|(k, _)| k != "LEVERS9_JUICEFS_SECRET_KEY")
+        .collect();
+    env.push(("LEVERS9_JUICEFS_SECRET_KEY".into(), wrong_key.into()));
+    let mut cp = Controlplane::spawn_with(env);
+    let _cleanup = MountCleanup(vec![cp.dir.path().to_owned()]);
+    let log = cp.wait_exit(Duration::from_secs(120));
+    assert!(
+        log.contains("storage.juicefs: juicefs format failed"),
+        "{log}"
+    );
+    assert!(log.contains("SignatureDoesNotMatch"), "{log}");
+    assert!(
+        !log.contains(wrong_key) && !log.contains(&redis.password),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn without_juicefs_volumes_are_local_directories_with_the_same_api() {
+    let volumes = tempfile::tempdir().expect("volumes");
+    let local = vec![(
+        "LEVERS9_VOLUMES_LOCAL_DIR".to_owned(),
+        volumes.path().display().to_string(),
+    )];
+    let cp = controlplane(local.clone());
+    let admin = cp.admin_token().await;
+    let a = Worker::start_with_env(&cp, &admin, "a", &local).await;
+    let b = Worker::start_with_env(&cp, &admin, "b", &local).await;
+    let logs = || format!("{}\n{}\n{}", cp.log(), a.log(), b.log());
+    cli_ok(&cp, &admin, &["volume", "create", "shared"]);
+    assert_eq!(
+        ok(
+            app(&cp, &admin, "write_text", r#"["local.txt", "on disk"]"#),
+            &logs
+        ),
+        7
+    );
+    assert_eq!(
+        ok(app(&cp, &admin, "read_text", r#"["local.txt"]"#), &logs),
+        "on disk"
+    );
+    let files = tempfile::tempdir().expect("dir");
+    let back = files.path().join("local.txt");
+    cli_ok(
+        &cp,
+        &admin,
+        &["volume", "cp", "shared:local.txt", &back.to_string_lossy()],
+    );
+    assert_eq!(std::fs::read_to_string(&back).expect("read"), "on disk");
+}
