@@ -104,6 +104,9 @@ pub struct ContainerRecord {
     /// Its working directory; empty means the image's.
     #[serde(default)]
     pub working_dir: String,
+    /// Whether it shares its worker's network namespace (image builds).
+    #[serde(default)]
+    pub host_network: bool,
 }
 
 impl ContainerRecord {

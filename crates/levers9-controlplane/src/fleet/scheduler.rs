@@ -311,6 +311,7 @@ pub async fn send_run(fleet: &Fleet, c: &ContainerRecord) -> Result<(), ApiError
                 .collect(),
             container_server: c.container_server,
             working_dir: c.working_dir.clone(),
+            host_network: c.host_network,
         })),
     };
     fleet.send_to_worker(&c.worker_id, message).await

@@ -198,6 +198,7 @@ pub fn container(stub: &StubRecord, spec: &StubSpec) -> ContainerRecord {
         ],
         container_server: true,
         working_dir: CODE_DIR.to_owned(),
+        host_network: false,
     }
 }
 

@@ -5,6 +5,7 @@ mod auth;
 mod container;
 mod convert;
 mod function;
+mod image;
 mod run_driver;
 mod secret;
 mod token;
@@ -12,8 +13,10 @@ mod worker;
 mod workspace;
 
 pub use auth::AuthApi;
+pub(crate) use container::follow_logs;
 pub use container::ContainerApi;
 pub use function::FunctionApi;
+pub use image::ImageApi;
 pub use secret::SecretApi;
 pub use token::TokenApi;
 pub use worker::WorkerApi;
@@ -71,6 +74,8 @@ pub struct Services {
     pub container: Arc<ContainerApi>,
     /// FunctionService.
     pub function: Arc<FunctionApi>,
+    /// ImageService.
+    pub image: Arc<ImageApi>,
 }
 
 impl Services {
@@ -83,7 +88,8 @@ impl Services {
             secret: Arc::new(SecretApi::new(shared.clone())),
             worker: Arc::new(WorkerApi::new(shared.clone())),
             container: Arc::new(ContainerApi::new(shared.clone())),
-            function: Arc::new(FunctionApi::new(shared)),
+            function: Arc::new(FunctionApi::new(shared.clone())),
+            image: Arc::new(ImageApi::new(shared)),
         }
     }
 }
