@@ -69,6 +69,7 @@ def build(image, force: bool, log: Callable[[str], None], client=None) -> str:
     if not force:
         found = verify(image, client)
         if found.exists:
+            log(f"image {found.image_id[:12]} is built already")
             return found.image_ref
     sdk = _sdk_object()
     ensure_stored(client, sdk)
