@@ -50,7 +50,7 @@ impl ImageBuilds {
             format!("{prefix}/images")
         };
         Self {
-            registry: RegistryClient::new(),
+            registry: RegistryClient::default(),
             base_registry: config.runner.base_image_registry.clone(),
             base_image: config.runner.base_image.clone(),
             host: host.to_owned(),

@@ -44,9 +44,9 @@ fn unavailable(host: &str, what: &str, detail: impl std::fmt::Display) -> ApiErr
     ApiError::Unavailable(format!("registry {host}: {what}: {detail}"))
 }
 
-impl RegistryClient {
+impl Default for RegistryClient {
     /// A client with bounded waits.
-    pub fn new() -> Self {
+    fn default() -> Self {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(60))
@@ -54,7 +54,9 @@ impl RegistryClient {
             .unwrap_or_default();
         Self { http }
     }
+}
 
+impl RegistryClient {
     fn url(host: &str, path: &str) -> String {
         let scheme = if is_loopback_host(host) {
             "http"
