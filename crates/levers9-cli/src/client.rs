@@ -6,8 +6,9 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use levers9_api::v1::{
     auth_service_client::AuthServiceClient, container_service_client::ContainerServiceClient,
-    function_service_client::FunctionServiceClient, secret_service_client::SecretServiceClient,
-    token_service_client::TokenServiceClient, volume_service_client::VolumeServiceClient,
+    function_service_client::FunctionServiceClient, image_service_client::ImageServiceClient,
+    secret_service_client::SecretServiceClient, token_service_client::TokenServiceClient,
+    volume_service_client::VolumeServiceClient,
     worker_service_client::WorkerServiceClient, workspace_service_client::WorkspaceServiceClient,
     AuthorizeRequest, AuthorizeResponse,
 };
@@ -125,6 +126,11 @@ impl Client {
     /// ContainerService.
     pub fn containers(&self) -> ContainerServiceClient<Authed> {
         ContainerServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
+    /// ImageService.
+    pub fn images(&self) -> ImageServiceClient<Authed> {
+        ImageServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
     }
 
     /// FunctionService.

@@ -325,7 +325,7 @@ impl PoolRuntime {
 }
 
 /// `imageService.*`
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ImageServiceConfig {
     /// The runner base image.
@@ -334,6 +334,27 @@ pub struct ImageServiceConfig {
     /// the controlplane serves read-only, as a registry, at `/v2/` on its
     /// HTTP port. `levers9 up` keeps its base image there; empty is off.
     pub local_images: String,
+    /// The pool image builds run in.
+    pub build_pool_selector: String,
+    /// A build still running after this long is stopped and fails.
+    pub build_timeout_seconds: u64,
+    /// The Debian mirror and suite `add_apt_packages` fetches from.
+    pub apt_mirror: String,
+    /// See `apt_mirror`.
+    pub apt_suite: String,
+}
+
+impl Default for ImageServiceConfig {
+    fn default() -> Self {
+        Self {
+            runner: RunnerConfig::default(),
+            local_images: String::new(),
+            build_pool_selector: "build".into(),
+            build_timeout_seconds: 1800,
+            apt_mirror: "http://deb.debian.org/debian".into(),
+            apt_suite: "bookworm".into(),
+        }
+    }
 }
 
 /// `imageService.runner.*`

@@ -9,6 +9,7 @@ pub mod error;
 pub mod fleet;
 pub mod functions;
 pub mod http;
+pub mod images;
 pub mod metrics;
 pub mod registry;
 pub mod rest;
@@ -54,6 +55,8 @@ pub struct Shared {
     pub image_registry: String,
     /// Local image storage served as a registry (`imageService.localImages`).
     pub local_images: Option<levers9_image::layout::Layout>,
+    /// Image builds.
+    pub images: images::ImageBuilds,
     /// The bootstrap secret; empty turns bootstrap off.
     pub bootstrap_secret: Secret,
 }

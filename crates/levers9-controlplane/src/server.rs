@@ -8,8 +8,9 @@ use std::time::Duration;
 use axum::serve::ListenerExt;
 use levers9_api::v1::{
     auth_service_server::AuthServiceServer, container_service_server::ContainerServiceServer,
-    function_service_server::FunctionServiceServer, secret_service_server::SecretServiceServer,
-    token_service_server::TokenServiceServer, volume_service_server::VolumeServiceServer,
+    function_service_server::FunctionServiceServer, image_service_server::ImageServiceServer,
+    secret_service_server::SecretServiceServer, token_service_server::TokenServiceServer,
+    volume_service_server::VolumeServiceServer,
     worker_service_server::WorkerServiceServer, workspace_service_server::WorkspaceServiceServer,
 };
 use levers9_config::Config;
@@ -156,6 +157,10 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         base_image: config.image_service.runner.base_image_reference(),
         local_images: local_images(&config.image_service.local_images)?,
         state,
+        images: crate::images::ImageBuilds::new(
+            &config.image_service,
+            &config.worker.image_registry,
+        ),
         image_registry: config.worker.image_registry.clone(),
         bootstrap_secret: config.controlplane.auth.bootstrap_secret.clone(),
     });
@@ -212,6 +217,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         )
         .add_service(ContainerServiceServer::from_arc(services.container.clone()))
         .add_service(VolumeServiceServer::from_arc(services.volume.clone()))
+        .add_service(ImageServiceServer::from_arc(services.image.clone()))
         .add_service(
             FunctionServiceServer::from_arc(services.function.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)

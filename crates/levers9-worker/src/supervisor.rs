@@ -332,6 +332,9 @@ impl Supervisor {
                 &self.metrics,
             )
             .map_err(|e| e.to_string())?;
+        if request.host_network {
+            function::share_host_network(&mut spec);
+        }
         spec.resources = Resources {
             cpu_millicores: request.cpu_millicores,
             // What was reserved is guaranteed (its weight); idle CPU is

@@ -13,7 +13,7 @@ import grpc
 
 from .config import Target, resolve_target
 from .errors import AuthError, ControlplaneError, ControlplaneUnavailable, Levers9Error
-from .v1 import function_pb2, function_pb2_grpc
+from .v1 import function_pb2, function_pb2_grpc, image_pb2_grpc
 
 _MIB = 1024 * 1024
 # Arguments, results and code objects travel as single messages.
@@ -46,6 +46,7 @@ class Client:
             channel = grpc.insecure_channel(target.address, _CHANNEL_OPTIONS)
         self._channel = channel
         self._stub = function_pb2_grpc.FunctionServiceStub(channel)
+        self._images = image_pb2_grpc.ImageServiceStub(channel)
         self._metadata = (("authorization", f"Bearer {target.token}"),)
 
     def call(self, method: str, request, timeout: float = UNARY_TIMEOUT_SECONDS):
@@ -54,6 +55,17 @@ class Client:
             return getattr(self._stub, method)(request, timeout=timeout, metadata=self._metadata)
         except grpc.RpcError as e:
             raise self.translate(e, method, timeout) from None
+
+    def call_images(self, method: str, request, timeout: float = UNARY_TIMEOUT_SECONDS):
+        """A unary ImageService call."""
+        try:
+            return getattr(self._images, method)(request, timeout=timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise self.translate(e, method, timeout) from None
+
+    def build_image(self, request):
+        """Opens the BuildImage stream; no deadline, the controlplane's build timeout applies."""
+        return self._images.BuildImage(request, metadata=self._metadata)
 
     def run(self, requests: Iterable):
         """Opens the bidirectional Run stream; no deadline, since functions run for long."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, Tuple
+from typing import Dict, Tuple, Union
 
 from .image import Image
 from .volume import Volume
@@ -31,7 +31,8 @@ class FunctionConfig:
     memory_mib: int = 128
     gpu_types: Tuple[str, ...] = ()
     gpu_count: int = 0
-    image: str = ""
+    # A reference, or an Image to build before the first call.
+    image: Union[str, Image] = ""
     retries: int = 0
     timeout_seconds: int = 300
     keep_warm_seconds: int = 60
@@ -102,7 +103,7 @@ def parse_image(image) -> str:
         raise ValueError(f"image takes an Image, e.g. image=Image.from_registry({image!r})")
     if not isinstance(image, Image):
         raise ValueError(f"image must be a levers9.Image or None; got {type(image).__name__}")
-    return image.ref
+    return image if image.needs_build() else image.ref
 
 
 def parse_env(env) -> Dict[str, str]:

@@ -123,9 +123,10 @@ def ensure_stored(client: Client, archive: Archive) -> None:
         _stored.add(key)
 
 
-def stub_config(config) -> pb.StubConfig:
+def stub_config(config, client: Client) -> pb.StubConfig:
+    image = config.image if isinstance(config.image, str) else config.image.build(client=client)
     return pb.StubConfig(
-        image=config.image,
+        image=image,
         cpu_millicores=config.cpu_millicores,
         memory_mib=config.memory_mib,
         gpu_types=list(config.gpu_types),
@@ -157,7 +158,7 @@ def create_stub(client: Client, raw_f, config) -> str:
             sdk_digest=sdk.digest,
             module_path=location.module_path,
             function_name=location.qualname,
-            config=stub_config(config),
+            config=stub_config(config, client),
         ),
     )
     return response.stub_id

@@ -3,6 +3,7 @@
 mod config;
 mod container;
 mod controlplane;
+mod image;
 mod run;
 mod secret;
 mod task;
@@ -59,6 +60,9 @@ pub enum Command {
     /// Run, list, stop containers and read their output.
     #[command(subcommand)]
     Container(container::ContainerCommand),
+    /// Build, list, show and remove images: levers9 image build file.py::image.
+    #[command(subcommand)]
+    Image(image::ImageCommand),
     /// Call a function once from the shell: levers9 run path/file.py::fn [args].
     Run(run::RunArgs),
     /// List, show and cancel the calls of your functions.
@@ -92,6 +96,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Secret(command) => secret::run(command, context).await,
         Command::Worker(args) => worker::run(args, context).await,
         Command::Container(command) => container::run(command, context).await,
+        Command::Image(command) => image::run(command, context).await,
         Command::Run(args) => run::run(args, context).await,
         Command::Task(command) => task::run(command, context).await,
         Command::Volume(command) => volume::run(command, context).await,

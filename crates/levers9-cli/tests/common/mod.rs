@@ -9,6 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod fleet;
+pub mod sdk;
 
 use levers9_api::v1::auth_service_client::AuthServiceClient;
 use levers9_api::v1::container_service_client::ContainerServiceClient;

@@ -107,6 +107,9 @@ pub struct ContainerRecord {
     /// Volumes of its workspace bound in: name, mount path.
     #[serde(default)]
     pub volumes: Vec<(String, String)>,
+    /// Whether it shares its worker's network namespace (image builds).
+    #[serde(default)]
+    pub host_network: bool,
 }
 
 impl ContainerRecord {

@@ -329,6 +329,7 @@ pub async fn send_run(fleet: &Fleet, c: &ContainerRecord) -> Result<(), ApiError
                     mount_path: mount_path.clone(),
                 })
                 .collect(),
+            host_network: c.host_network,
         })),
     };
     fleet.send_to_worker(&c.worker_id, message).await

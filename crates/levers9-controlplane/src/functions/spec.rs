@@ -226,6 +226,7 @@ pub fn container(stub: &StubRecord, spec: &StubSpec) -> ContainerRecord {
         container_server: true,
         working_dir: CODE_DIR.to_owned(),
         volumes: spec.volumes.clone(),
+        host_network: false,
     }
 }
 

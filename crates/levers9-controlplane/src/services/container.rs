@@ -157,6 +157,7 @@ impl ContainerService for ContainerApi {
             volumes: Vec::new(),
             container_server: false,
             working_dir: String::new(),
+            host_network: false,
         };
         fleet.put_container(&container).await?;
         fleet
@@ -251,7 +252,7 @@ impl ContainerService for ContainerApi {
 /// Sends what is stored, then (following) what comes live until the end,
 /// then a final catch-up so nothing appended just before the end is missed,
 /// then the container as it ended. Sequence numbers drop repeats.
-async fn follow_logs(
+pub(crate) async fn follow_logs(
     fleet: Fleet,
     container_id: String,
     live: Option<futures::stream::BoxStream<'static, Vec<u8>>>,

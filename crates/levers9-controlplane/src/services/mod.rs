@@ -5,6 +5,7 @@ mod auth;
 mod container;
 mod convert;
 mod function;
+mod image;
 mod run_driver;
 mod secret;
 mod token;
@@ -13,8 +14,10 @@ mod worker;
 mod workspace;
 
 pub use auth::AuthApi;
+pub(crate) use container::follow_logs;
 pub use container::ContainerApi;
 pub use function::FunctionApi;
+pub use image::ImageApi;
 pub use secret::SecretApi;
 pub use token::TokenApi;
 pub use volume::VolumeApi;
@@ -75,6 +78,8 @@ pub struct Services {
     pub function: Arc<FunctionApi>,
     /// VolumeService.
     pub volume: Arc<VolumeApi>,
+    /// ImageService.
+    pub image: Arc<ImageApi>,
 }
 
 impl Services {
@@ -88,7 +93,8 @@ impl Services {
             worker: Arc::new(WorkerApi::new(shared.clone())),
             container: Arc::new(ContainerApi::new(shared.clone())),
             function: Arc::new(FunctionApi::new(shared.clone())),
-            volume: Arc::new(VolumeApi::new(shared)),
+            volume: Arc::new(VolumeApi::new(shared.clone())),
+            image: Arc::new(ImageApi::new(shared)),
         }
     }
 }

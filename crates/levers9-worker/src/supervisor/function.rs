@@ -3,14 +3,14 @@
 //! never ran.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 use levers9_api::v1::{
     worker_message, ContainerEvent, ObjectMount, RunContainer, TaskInput, TaskResult,
 };
-use levers9_runtime::{BindMount, ContainerSpec};
+use levers9_runtime::{BindMount, ContainerSpec, Network};
 
 use super::{message, Supervisor};
 use crate::container_server::{ContainerServer, RunnerOutcome, ServerAuth};
@@ -220,6 +220,30 @@ pub fn prepare_spec(
         .retain(|(k, _)| ours.iter().all(|(ours, _)| ours != k));
     spec.env.extend(ours);
     Ok(())
+}
+
+/// Host files a container on the worker's network needs to use it: names
+/// and the CA bundle to check package indexes with.
+const HOST_NETWORK_FILES: &[&str] = &[
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/ssl/certs/ca-certificates.crt",
+];
+
+/// Puts `spec` in the worker's own network namespace (image builds reach
+/// package indexes), with the host's name resolution and CA bundle bound
+/// read-only. These are the worker's mounts, added after the volume checks.
+pub fn share_host_network(spec: &mut ContainerSpec) {
+    spec.network = Network::Path(format!("/proc/{}/ns/net", std::process::id()).into());
+    for file in HOST_NETWORK_FILES {
+        if Path::new(file).is_file() {
+            spec.mounts.push(BindMount {
+                source: PathBuf::from(file),
+                destination: (*file).to_owned(),
+                read_only: true,
+            });
+        }
+    }
 }
 
 /// Why a function container ended, when its runner can say more than the

@@ -1,0 +1,177 @@
+//! The image service: specs resolved to content addresses, looked up in
+//! `worker.imageRegistry`, and built once on the build pool.
+//!
+//! Images live in the repository `<worker.imageRegistry>/images`, tagged
+//! with their id. Every step of a build is pushed as an image of its own
+//! (the spec of the steps so far), so a later spec that shares a prefix of
+//! steps starts from there and reuses its layers.
+
+pub mod build;
+pub mod registry;
+pub mod spec;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use levers9_config::ImageServiceConfig;
+use tokio::sync::broadcast;
+
+use crate::error::ApiError;
+use registry::RegistryClient;
+use spec::{Canonical, SpecRequest};
+
+pub use build::BuildEvent;
+
+/// Image builds of this replica.
+pub struct ImageBuilds {
+    registry: RegistryClient,
+    base_registry: String,
+    base_image: String,
+    /// Registry host and repository of built images.
+    host: String,
+    repository: String,
+    pool: String,
+    timeout: Duration,
+    apt_mirror: String,
+    apt_suite: String,
+    /// Builds running here, by image id: an identical request joins one.
+    running: Mutex<HashMap<String, broadcast::Sender<BuildEvent>>>,
+}
+
+impl ImageBuilds {
+    /// From the configuration; `image_registry` is `worker.imageRegistry`.
+    pub fn new(config: &ImageServiceConfig, image_registry: &str) -> Self {
+        let trimmed = image_registry.trim_end_matches('/');
+        let (host, prefix) = trimmed.split_once('/').unwrap_or((trimmed, ""));
+        let repository = if prefix.is_empty() {
+            "images".to_owned()
+        } else {
+            format!("{prefix}/images")
+        };
+        Self {
+            registry: RegistryClient::default(),
+            base_registry: config.runner.base_image_registry.clone(),
+            base_image: config.runner.base_image.clone(),
+            host: host.to_owned(),
+            repository,
+            pool: config.build_pool_selector.clone(),
+            timeout: Duration::from_secs(config.build_timeout_seconds.max(1)),
+            apt_mirror: config.apt_mirror.clone(),
+            apt_suite: config.apt_suite.clone(),
+            running: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn configured(&self) -> Result<(), ApiError> {
+        if self.host.is_empty() {
+            return Err(ApiError::FailedPrecondition(
+                "worker.imageRegistry is not set: images are pushed there, so set it \
+                 (LEVERS9_IMAGE_REGISTRY) to build images"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `host/repository@digest` of a built image.
+    pub fn reference(&self, digest: &str) -> String {
+        format!("{}/{}@{digest}", self.host, self.repository)
+    }
+
+    /// The spec with its base image resolved to a digest.
+    pub async fn resolve(&self, spec: SpecRequest) -> Result<Canonical, ApiError> {
+        self.configured()?;
+        let name = if !spec.base_image.is_empty() {
+            spec.base_image.clone()
+        } else if !spec.python_version.is_empty() {
+            let repository = self
+                .base_image
+                .rsplit_once(':')
+                .map_or(self.base_image.as_str(), |(r, _)| r);
+            format!("{repository}:{}", spec.python_version)
+        } else {
+            self.base_image.clone()
+        };
+        let candidates = spec::base_candidates(&name, &self.base_registry)?;
+        for candidate in &candidates {
+            let (host, repo, reference) = registry::split(candidate)?;
+            if let Some((digest, _)) = self.registry.manifest(host, repo, reference).await? {
+                return Ok(Canonical {
+                    base: format!("{host}/{repo}@{digest}"),
+                    python_version: spec.python_version,
+                    steps: spec.steps,
+                });
+            }
+        }
+        Err(ApiError::FailedPrecondition(format!(
+            "base image {name:?} is not in the registry (tried {}): push it there, or set \
+             imageService.runner.baseImageRegistry to a registry that has it",
+            candidates.join(", ")
+        )))
+    }
+
+    /// The digest of image `id`, if it has been built.
+    pub async fn existing(&self, id: &str) -> Result<Option<String>, ApiError> {
+        self.configured()?;
+        Ok(self
+            .registry
+            .manifest(&self.host, &self.repository, id)
+            .await?
+            .map(|(digest, _)| digest))
+    }
+
+    /// The built image ids (tags that are sha256 hex).
+    pub async fn ids(&self) -> Result<Vec<String>, ApiError> {
+        self.configured()?;
+        let mut ids: Vec<String> = self
+            .registry
+            .tags(&self.host, &self.repository)
+            .await?
+            .into_iter()
+            .filter(|t| t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()))
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// An image's manifest digest, manifest and config.
+    pub async fn describe(
+        &self,
+        id: &str,
+    ) -> Result<(String, serde_json::Value, serde_json::Value), ApiError> {
+        self.configured()?;
+        let not_found = || {
+            ApiError::NotFound(format!(
+                "no image {id:?} in {}/{}: see levers9 image list",
+                self.host, self.repository
+            ))
+        };
+        if id.len() != 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(not_found());
+        }
+        let (digest, body) = self
+            .registry
+            .manifest(&self.host, &self.repository, id)
+            .await?
+            .ok_or_else(not_found)?;
+        let corrupt = |e: serde_json::Error| ApiError::Corrupt(format!("image {id}: {e}"));
+        let manifest: serde_json::Value = serde_json::from_slice(&body).map_err(corrupt)?;
+        let config_digest = manifest["config"]["digest"].as_str().unwrap_or_default();
+        let config = self
+            .registry
+            .blob(&self.host, &self.repository, config_digest)
+            .await?;
+        let config = serde_json::from_slice(&config).map_err(corrupt)?;
+        Ok((digest, manifest, config))
+    }
+
+    /// Removes image `id` (its manifest and tag; layers other images share
+    /// stay, and the registry's garbage collection frees the rest).
+    pub async fn delete(&self, id: &str) -> Result<(), ApiError> {
+        let (digest, _, _) = self.describe(id).await?;
+        self.registry
+            .delete(&self.host, &self.repository, &digest)
+            .await
+    }
+}

@@ -1,0 +1,182 @@
+//! The few OCI distribution calls the image service makes: resolve a tag to
+//! a digest, read manifests and configs, list and delete tags.
+
+use std::time::Duration;
+
+use levers9_image::is_loopback_host;
+use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
+
+const ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, \
+    application/vnd.docker.distribution.manifest.v2+json, \
+    application/vnd.oci.image.index.v1+json, \
+    application/vnd.docker.distribution.manifest.list.v2+json";
+
+/// A registry client over plain HTTP for loopback registries, HTTPS
+/// otherwise.
+#[derive(Clone)]
+pub struct RegistryClient {
+    http: reqwest::Client,
+}
+
+/// `host/repository` and the tag or digest of a reference.
+pub fn split(reference: &str) -> Result<(&str, &str, &str), ApiError> {
+    let (name, tag) = match reference.split_once('@') {
+        Some(parts) => parts,
+        None => {
+            let slash = reference.rfind('/').unwrap_or(0);
+            match reference[slash..].rfind(':') {
+                Some(i) => (&reference[..slash + i], &reference[slash + i + 1..]),
+                None => (reference, "latest"),
+            }
+        }
+    };
+    let (host, repo) = name.split_once('/').ok_or_else(|| {
+        ApiError::InvalidArgument(format!(
+            "{reference:?} is not a full image reference (registry/repository:tag)"
+        ))
+    })?;
+    Ok((host, repo, tag))
+}
+
+fn unavailable(host: &str, what: &str, detail: impl std::fmt::Display) -> ApiError {
+    ApiError::Unavailable(format!("registry {host}: {what}: {detail}"))
+}
+
+impl Default for RegistryClient {
+    /// A client with bounded waits.
+    fn default() -> Self {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap_or_default();
+        Self { http }
+    }
+}
+
+impl RegistryClient {
+    fn url(host: &str, path: &str) -> String {
+        let scheme = if is_loopback_host(host) {
+            "http"
+        } else {
+            "https"
+        };
+        format!("{scheme}://{host}/v2/{path}")
+    }
+
+    /// The manifest digest and bytes of `repo:tag_or_digest` on `host`;
+    /// `None` when the registry does not have it.
+    pub async fn manifest(
+        &self,
+        host: &str,
+        repo: &str,
+        reference: &str,
+    ) -> Result<Option<(String, Vec<u8>)>, ApiError> {
+        let url = Self::url(host, &format!("{repo}/manifests/{reference}"));
+        let what = format!("reading manifest {repo}:{reference}");
+        let response = self
+            .http
+            .get(&url)
+            .header("Accept", ACCEPT)
+            .send()
+            .await
+            .map_err(|e| unavailable(host, &what, e))?;
+        match response.status().as_u16() {
+            200 => {}
+            404 => return Ok(None),
+            code => return Err(unavailable(host, &what, format!("HTTP {code}"))),
+        }
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| unavailable(host, &what, e))?;
+        let digest = format!("sha256:{}", hex::encode(Sha256::digest(&body)));
+        Ok(Some((digest, body.to_vec())))
+    }
+
+    /// A blob's bytes (configs are small).
+    pub async fn blob(&self, host: &str, repo: &str, digest: &str) -> Result<Vec<u8>, ApiError> {
+        let url = Self::url(host, &format!("{repo}/blobs/{digest}"));
+        let what = format!("reading blob {digest} of {repo}");
+        let response = self
+            .http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| unavailable(host, &what, e))?;
+        if !response.status().is_success() {
+            return Err(unavailable(host, &what, response.status()));
+        }
+        Ok(response
+            .bytes()
+            .await
+            .map_err(|e| unavailable(host, &what, e))?
+            .to_vec())
+    }
+
+    /// The tags of a repository (none when it does not exist yet).
+    pub async fn tags(&self, host: &str, repo: &str) -> Result<Vec<String>, ApiError> {
+        #[derive(serde::Deserialize)]
+        struct Tags {
+            tags: Option<Vec<String>>,
+        }
+        let url = Self::url(host, &format!("{repo}/tags/list"));
+        let what = format!("listing tags of {repo}");
+        let response = self
+            .http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| unavailable(host, &what, e))?;
+        match response.status().as_u16() {
+            200 => {}
+            404 => return Ok(Vec::new()),
+            code => return Err(unavailable(host, &what, format!("HTTP {code}"))),
+        }
+        let tags: Tags = response
+            .json()
+            .await
+            .map_err(|e| unavailable(host, &what, e))?;
+        Ok(tags.tags.unwrap_or_default())
+    }
+
+    /// Deletes a manifest by digest (its tags go with it).
+    pub async fn delete(&self, host: &str, repo: &str, digest: &str) -> Result<(), ApiError> {
+        let url = Self::url(host, &format!("{repo}/manifests/{digest}"));
+        let what = format!("deleting manifest {digest} of {repo}");
+        let response = self
+            .http
+            .delete(&url)
+            .send()
+            .await
+            .map_err(|e| unavailable(host, &what, e))?;
+        match response.status().as_u16() {
+            200..=299 => Ok(()),
+            405 => Err(ApiError::FailedPrecondition(format!(
+                "registry {host} does not allow deletes: enable storage.delete in its configuration"
+            ))),
+            code => Err(unavailable(host, &what, format!("HTTP {code}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn references_split_into_host_repository_and_tag() {
+        assert_eq!(
+            split("127.0.0.1:5000/levers9/python:3.11").unwrap(),
+            ("127.0.0.1:5000", "levers9/python", "3.11")
+        );
+        assert_eq!(
+            split("r.io/a/b@sha256:ab").unwrap(),
+            ("r.io", "a/b", "sha256:ab")
+        );
+        assert_eq!(split("r.io:80/a").unwrap(), ("r.io:80", "a", "latest"));
+        assert!(split("python").is_err());
+    }
+}
