@@ -154,13 +154,25 @@ impl Config {
                 ))
             }
         };
+        let cookie_domain = get("LEVERS9_DASHBOARD_COOKIE_DOMAIN");
+        if let Some(domain) = &cookie_domain {
+            let valid = domain
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
+            if !valid {
+                return Err(invalid(
+                    "LEVERS9_DASHBOARD_COOKIE_DOMAIN",
+                    format!("{domain:?}: want a host name such as example.com"),
+                ));
+            }
+        }
         Ok(Config {
             listen,
             controlplane: format!("http://{host}:{port}"),
             token,
             web_url,
             api_url,
-            cookie_domain: get("LEVERS9_DASHBOARD_COOKIE_DOMAIN"),
+            cookie_domain,
             session_secret: session_secret.into_bytes(),
             oidc,
             dev_signin,
@@ -255,6 +267,15 @@ mod tests {
                 .contains("LEVERS9_DASHBOARD_ALLOWED_DOMAINS"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_cookie_domain_must_be_a_host_name() {
+        let err =
+            config(&[("LEVERS9_DASHBOARD_COOKIE_DOMAIN", "example.com; Path=/x")]).unwrap_err();
+        assert!(err.to_string().contains("host name"), "{err}");
+        let ok = config(&[("LEVERS9_DASHBOARD_COOKIE_DOMAIN", "example.com")]).expect("valid");
+        assert_eq!(ok.cookie_domain.as_deref(), Some("example.com"));
     }
 
     #[test]

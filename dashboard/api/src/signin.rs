@@ -93,11 +93,15 @@ async fn callback(
             let headers = response.headers_mut();
             headers.append(
                 header::SET_COOKIE,
-                cookie.parse().expect("cookie is a header value"),
+                cookie
+                    .parse()
+                    .expect("base64url values and a domain checked at start"),
             );
             headers.append(
                 header::SET_COOKIE,
-                clear.parse().expect("cookie is a header value"),
+                clear
+                    .parse()
+                    .expect("base64url values and a domain checked at start"),
             );
             response
         }
@@ -110,7 +114,9 @@ async fn callback(
             let mut response = redirect(page.as_str());
             response.headers_mut().append(
                 header::SET_COOKIE,
-                clear.parse().expect("cookie is a header value"),
+                clear
+                    .parse()
+                    .expect("base64url values and a domain checked at start"),
             );
             response
         }

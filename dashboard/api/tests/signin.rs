@@ -174,23 +174,30 @@ async fn google_sign_in_with_pkce_makes_a_session() {
     );
 }
 
-#[tokio::test]
-async fn a_disallowed_domain_is_refused() {
+/// Signs in as the provider is told to; asserts there is no session and
+/// returns where the browser was sent instead.
+async fn refused_sign_in(email: &str, email_verified: bool, rogue_key: bool) -> String {
     let provider = Provider::start().await;
     provider.behave(Behaviour {
-        email: "mallory@elsewhere.org".into(),
-        email_verified: true,
-        rogue_key: false,
+        email: email.into(),
+        email_verified,
+        rogue_key,
     });
     let base = google_api(&provider).await;
     let done = sign_in_with_google(&base).await;
     assert_eq!(done.status(), StatusCode::SEE_OTHER);
     assert!(
         set_cookie(&done, SESSION_COOKIE).is_none(),
-        "no session for a refused domain"
+        "no session for a refused sign-in"
     );
     let to = location(&done);
     assert!(to.starts_with(&format!("{WEB}/signin?error=")), "{to}");
+    to
+}
+
+#[tokio::test]
+async fn a_disallowed_domain_is_refused() {
+    let to = refused_sign_in("mallory@elsewhere.org", true, false).await;
     assert!(
         to.contains("elsewhere.org") && to.contains("example.com"),
         "{to}"
@@ -199,34 +206,14 @@ async fn a_disallowed_domain_is_refused() {
 
 #[tokio::test]
 async fn an_unverified_email_is_refused() {
-    let provider = Provider::start().await;
-    provider.behave(Behaviour {
-        email: "ada@example.com".into(),
-        email_verified: false,
-        rogue_key: false,
-    });
-    let base = google_api(&provider).await;
-    let done = sign_in_with_google(&base).await;
-    assert!(set_cookie(&done, SESSION_COOKIE).is_none());
-    assert!(
-        location(&done).contains("not+verified"),
-        "{}",
-        location(&done)
-    );
+    let to = refused_sign_in("ada@example.com", false, false).await;
+    assert!(to.contains("not+verified"), "{to}");
 }
 
 #[tokio::test]
 async fn an_id_token_signed_by_a_key_outside_the_jwks_is_refused() {
-    let provider = Provider::start().await;
-    provider.behave(Behaviour {
-        email: "ada@example.com".into(),
-        email_verified: true,
-        rogue_key: true,
-    });
-    let base = google_api(&provider).await;
-    let done = sign_in_with_google(&base).await;
-    assert!(set_cookie(&done, SESSION_COOKIE).is_none());
-    assert!(location(&done).contains("ID+token"), "{}", location(&done));
+    let to = refused_sign_in("ada@example.com", true, true).await;
+    assert!(to.contains("ID+token"), "{to}");
 }
 
 #[tokio::test]
@@ -307,38 +294,27 @@ async fn state_changing_calls_without_the_csrf_token_are_refused() {
         ("/tokens", r#"{"description":"x"}"#),
         ("/tasks/t1/cancel", "{}"),
     ] {
-        let missing = http
-            .post(format!("{base}{path}"))
-            .header(COOKIE, &cookie)
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .expect("post");
-        assert_eq!(
-            missing.status(),
-            StatusCode::FORBIDDEN,
-            "{path} without a token"
-        );
-        let error: serde_json::Value = missing.json().await.expect("json");
-        assert!(
-            error["error"].as_str().unwrap_or_default().contains("CSRF"),
-            "{error}"
-        );
-        let wrong = http
-            .post(format!("{base}{path}"))
-            .header(COOKIE, &cookie)
-            .header("x-csrf-token", "not-the-token")
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .expect("post");
-        assert_eq!(
-            wrong.status(),
-            StatusCode::FORBIDDEN,
-            "{path} with a wrong token"
-        );
+        for token in [None, Some("not-the-token")] {
+            let mut request = http
+                .post(format!("{base}{path}"))
+                .header(COOKIE, &cookie)
+                .header("content-type", "application/json")
+                .body(body);
+            if let Some(token) = token {
+                request = request.header("x-csrf-token", token);
+            }
+            let refused = request.send().await.expect("post");
+            assert_eq!(
+                refused.status(),
+                StatusCode::FORBIDDEN,
+                "{path}, token {token:?}"
+            );
+            let error: serde_json::Value = refused.json().await.expect("json");
+            assert!(
+                error["error"].as_str().unwrap_or_default().contains("CSRF"),
+                "{error}"
+            );
+        }
     }
     // Another site's page, even with the right token, is refused by origin.
     let cross = http
