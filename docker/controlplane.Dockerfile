@@ -13,6 +13,8 @@ COPY Cargo.toml Cargo.lock ./
 COPY proto proto
 COPY crates crates
 COPY bench bench
+# A workspace member: cargo reads its manifest even when not building it.
+COPY dashboard/api dashboard/api
 RUN cargo build --release --locked -p levers9-cli \
  && install -D -m 0755 target/release/levers9 /out/levers9
 

@@ -8,6 +8,9 @@ wanted=(
   runc runsc busybox-static umoci skopeo docker-registry
   # the hardening tests build a static probe that makes raw syscalls
   gcc libc6-dev
+  # the dashboard: a browser for its tests, openssl for the test OpenID
+  # provider's keys
+  chromium openssl
 )
 missing=()
 for p in "${wanted[@]}"; do
@@ -17,4 +20,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "install-test-packages: installing ${missing[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# The dashboard's web app builds with Node (>= 18.18); machines that have
+# none get Debian's.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "install-test-packages: installing nodejs npm"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
 fi

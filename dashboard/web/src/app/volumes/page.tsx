@@ -1,0 +1,5 @@
+import { NotYet } from "@/lib/not-yet";
+
+export default function Volumes() {
+  return <NotYet title="Volumes" what="listing volumes" />;
+}
