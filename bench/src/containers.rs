@@ -90,6 +90,11 @@ async fn bench_runtime(runtime: RuntimeKind, image: &str) -> Result<()> {
         metrics_address: None,
         // The benchmark stops its worker with nothing left running.
         drain_grace: std::time::Duration::ZERO,
+        volumes: levers9_volumes::Volumes::new(
+            &levers9_config::Config::default(),
+            &dir.path().join("worker"),
+            levers9_volumes::FormatMode::CreateOnly,
+        ),
     };
     let worker = tokio::spawn(levers9_worker::run(options, stopped));
     let deadline = Instant::now() + Duration::from_secs(30);

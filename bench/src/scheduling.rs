@@ -178,6 +178,8 @@ fn request(n: usize) -> ContainerRecord {
         objects: Vec::new(),
         container_server: false,
         working_dir: String::new(),
+        volumes: Vec::new(),
+        host_network: false,
     }
 }
 

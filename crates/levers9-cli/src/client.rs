@@ -8,9 +8,8 @@ use levers9_api::v1::{
     auth_service_client::AuthServiceClient, container_service_client::ContainerServiceClient,
     function_service_client::FunctionServiceClient, image_service_client::ImageServiceClient,
     secret_service_client::SecretServiceClient, token_service_client::TokenServiceClient,
-    volume_service_client::VolumeServiceClient,
-    worker_service_client::WorkerServiceClient, workspace_service_client::WorkspaceServiceClient,
-    AuthorizeRequest, AuthorizeResponse,
+    volume_service_client::VolumeServiceClient, worker_service_client::WorkerServiceClient,
+    workspace_service_client::WorkspaceServiceClient, AuthorizeRequest, AuthorizeResponse,
 };
 use levers9_api::BOOTSTRAP_SECRET_METADATA;
 use tonic::metadata::{Ascii, MetadataValue};

@@ -10,8 +10,8 @@ use levers9_api::v1::{
     auth_service_server::AuthServiceServer, container_service_server::ContainerServiceServer,
     function_service_server::FunctionServiceServer, image_service_server::ImageServiceServer,
     secret_service_server::SecretServiceServer, token_service_server::TokenServiceServer,
-    volume_service_server::VolumeServiceServer,
-    worker_service_server::WorkerServiceServer, workspace_service_server::WorkspaceServiceServer,
+    volume_service_server::VolumeServiceServer, worker_service_server::WorkerServiceServer,
+    workspace_service_server::WorkspaceServiceServer,
 };
 use levers9_config::Config;
 use tokio::net::TcpListener;

@@ -374,6 +374,8 @@ mod tests {
             objects: Vec::new(),
             container_server: false,
             working_dir: String::new(),
+            volumes: Vec::new(),
+            host_network: false,
         }
     }
 

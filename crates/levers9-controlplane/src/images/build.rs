@@ -280,6 +280,7 @@ fn container(
         objects,
         container_server: false,
         working_dir: "/".to_owned(),
+        volumes: Vec::new(),
         host_network: true,
     })
 }
