@@ -176,7 +176,6 @@ async fn cordon_uncordon_and_drain() {
     let placed = wait_for_state(&cp, &admin, &waiting, "running", Duration::from_secs(30)).await;
     assert_eq!(placed.worker_id, id1);
 
-    let started = Instant::now();
     let out = run_cli(&cp, &admin, &["worker", "drain", &id1]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
@@ -185,7 +184,6 @@ async fn cordon_uncordon_and_drain() {
         text(&out.stdout)
     );
     wait_for_state(&cp, &admin, &waiting, "exited", Duration::from_secs(1)).await;
-    assert!(started.elapsed() < Duration::from_secs(30));
     drop(w1);
     let out = run_cli(&cp, &admin, &["worker", "cordon", "no-such-worker"]);
     assert!(
