@@ -52,12 +52,14 @@ pub async fn run() -> Result<()> {
 }
 
 async fn bench(fleet: &Fleet, workers: usize, requests: usize) -> Result<()> {
-    // Room for every request, GPUs on one worker in ten, spread so the
-    // best fit has to look at the whole fleet.
+    // Room for every request, GPUs (enough for the GPU requests) on one
+    // worker in ten, sizes spread so the best fit looks at the whole fleet.
     let per_worker = (requests / workers).max(1) as u64 + 1;
+    let gpus_per_worker = (requests / 20).div_ceil(workers / 10).max(4);
     for n in 0..workers {
         let gpus = if n.is_multiple_of(10) {
-            vec![("L40S".to_owned(), (0..4).map(|d| d.to_string()).collect())]
+            let devices = (0..gpus_per_worker).map(|d| d.to_string()).collect();
+            vec![("L40S".to_owned(), devices)]
         } else {
             Vec::new()
         };

@@ -55,7 +55,7 @@ pub enum Command {
     /// Manage the secrets of your workspace (values sealed at rest, never shown).
     #[command(subcommand)]
     Secret(secret::SecretCommand),
-    /// Run a worker (levers9 worker --pool NAME), or list workers (levers9 worker list).
+    /// Run a worker (levers9 worker --pool NAME); list, cordon, uncordon or drain workers.
     Worker(worker::WorkerArgs),
     /// Run, list, stop containers and read their output.
     #[command(subcommand)]
