@@ -255,6 +255,26 @@ async fn functions_on_two_workers_share_a_volume_that_other_workspaces_cannot_re
         "{listed}"
     );
 
+    // A worker whose metadata password is wrong cannot mount: the call
+    // fails naming the volume and the cause, without the password.
+    let wrong: Vec<(String, String)> = juicefs
+        .iter()
+        .map(|(k, v)| (k.clone(), v.replace(&redis.password, "not-the-password")))
+        .collect();
+    let c = Worker::start_with_env(&cp, &admin, "c", &wrong).await;
+    let failed = app(&cp, &admin, "read_on_c", r#"["hello.txt"]"#);
+    let message = failed["error"].as_str().unwrap_or_else(|| {
+        panic!("a worker without the metadata password read the volume: {failed}")
+    });
+    assert!(
+        message.contains(r#"cannot mount volume "shared": juicefs format failed"#)
+            && message.contains("WRONGPASS"),
+        "{message}\n{}",
+        c.log()
+    );
+    assert!(!message.contains("not-the-password"), "{message}");
+    drop(c);
+
     // Another workspace: no volume of that name, and its own volume of
     // the same name is empty.
     let other = cp
@@ -503,4 +523,15 @@ async fn without_juicefs_volumes_are_local_directories_with_the_same_api() {
         &["volume", "cp", "shared:local.txt", &back.to_string_lossy()],
     );
     assert_eq!(std::fs::read_to_string(&back).expect("read"), "on disk");
+
+    // The REST mapping lists the same volumes.
+    let listed = reqwest::Client::new()
+        .get(cp.http("/api/v1/controlplane/volumes"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("GET volumes");
+    assert_eq!(listed.status(), 200);
+    let body: serde_json::Value = listed.json().await.expect("json");
+    assert_eq!(body, serde_json::json!({"names": ["shared"]}));
 }
