@@ -424,11 +424,48 @@ async fn a_200_mb_file_round_trips_through_volume_cp_with_its_sha256() {
     let sha = sha256_file(&original);
 
     cli_ok(&cp, &admin, &["volume", "create", "data"]);
+    // An upload killed part way keeps what arrived; the next run resumes.
+    let home = tempfile::tempdir().expect("home");
+    let mut first = Command::new(common::BIN)
+        .args(["volume", "cp", &original.to_string_lossy(), "data:/in/"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("LEVERS9_TOKEN", &admin)
+        .env("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1")
+        .env("LEVERS9_CONTROLPLANE_PORT", cp.grpc_port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn levers9 volume cp");
+    let workspaces = cp.dir.path().join("data/juicefs/mnt/workspaces");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let held = std::fs::read_dir(&workspaces)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|ws| {
+                std::fs::metadata(ws.path().join("data/in/.levers9-upload.big.bin")).ok()
+            })
+            .map(|m| m.len())
+            .max()
+            .unwrap_or(0);
+        if held >= 20 << 20 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the upload never got 20 MiB in");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = first.kill();
+    let _ = first.wait();
     let said = cli_ok(
         &cp,
         &admin,
         &["volume", "cp", &original.to_string_lossy(), "data:/in/"],
     );
+    assert!(said.contains("resuming at"), "{said}");
     assert!(said.contains(&format!("sha256 {sha}")), "{said}");
     let listed = cli_ok(&cp, &admin, &["volume", "ls", "data", "in"]);
     assert!(
