@@ -255,6 +255,26 @@ async fn functions_on_two_workers_share_a_volume_that_other_workspaces_cannot_re
         "{listed}"
     );
 
+    // A worker whose metadata password is wrong cannot mount: the call
+    // fails naming the volume and the cause, without the password.
+    let wrong: Vec<(String, String)> = juicefs
+        .iter()
+        .map(|(k, v)| (k.clone(), v.replace(&redis.password, "not-the-password")))
+        .collect();
+    let c = Worker::start_with_env(&cp, &admin, "c", &wrong).await;
+    let failed = app(&cp, &admin, "read_on_c", r#"["hello.txt"]"#);
+    let message = failed["error"].as_str().unwrap_or_else(|| {
+        panic!("a worker without the metadata password read the volume: {failed}")
+    });
+    assert!(
+        message.contains(r#"cannot mount volume "shared": juicefs format failed"#)
+            && message.contains("WRONGPASS"),
+        "{message}\n{}",
+        c.log()
+    );
+    assert!(!message.contains("not-the-password"), "{message}");
+    drop(c);
+
     // Another workspace: no volume of that name, and its own volume of
     // the same name is empty.
     let other = cp
@@ -404,11 +424,48 @@ async fn a_200_mb_file_round_trips_through_volume_cp_with_its_sha256() {
     let sha = sha256_file(&original);
 
     cli_ok(&cp, &admin, &["volume", "create", "data"]);
+    // An upload killed part way keeps what arrived; the next run resumes.
+    let home = tempfile::tempdir().expect("home");
+    let mut first = Command::new(common::BIN)
+        .args(["volume", "cp", &original.to_string_lossy(), "data:/in/"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("LEVERS9_TOKEN", &admin)
+        .env("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1")
+        .env("LEVERS9_CONTROLPLANE_PORT", cp.grpc_port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn levers9 volume cp");
+    let workspaces = cp.dir.path().join("data/juicefs/mnt/workspaces");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let held = std::fs::read_dir(&workspaces)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|ws| {
+                std::fs::metadata(ws.path().join("data/in/.levers9-upload.big.bin")).ok()
+            })
+            .map(|m| m.len())
+            .max()
+            .unwrap_or(0);
+        if held >= 20 << 20 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the upload never got 20 MiB in");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = first.kill();
+    let _ = first.wait();
     let said = cli_ok(
         &cp,
         &admin,
         &["volume", "cp", &original.to_string_lossy(), "data:/in/"],
     );
+    assert!(said.contains("resuming at"), "{said}");
     assert!(said.contains(&format!("sha256 {sha}")), "{said}");
     let listed = cli_ok(&cp, &admin, &["volume", "ls", "data", "in"]);
     assert!(
@@ -503,4 +560,15 @@ async fn without_juicefs_volumes_are_local_directories_with_the_same_api() {
         &["volume", "cp", "shared:local.txt", &back.to_string_lossy()],
     );
     assert_eq!(std::fs::read_to_string(&back).expect("read"), "on disk");
+
+    // The REST mapping lists the same volumes.
+    let listed = reqwest::Client::new()
+        .get(cp.http("/api/v1/controlplane/volumes"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("GET volumes");
+    assert_eq!(listed.status(), 200);
+    let body: serde_json::Value = listed.json().await.expect("json");
+    assert_eq!(body, serde_json::json!({"names": ["shared"]}));
 }

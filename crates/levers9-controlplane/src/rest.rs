@@ -14,9 +14,10 @@ use axum::{Json, Router};
 use levers9_api::v1::{
     auth_service_server::AuthService, container_service_server::ContainerService,
     secret_service_server::SecretService, token_service_server::TokenService,
-    worker_service_server::WorkerService, workspace_service_server::WorkspaceService,
-    CordonWorkerRequest, DeleteSecretRequest, DrainWorkerRequest, GetContainerRequest,
-    RevokeTokenRequest, StopContainerRequest, UncordonWorkerRequest, UpdateSecretRequest,
+    volume_service_server::VolumeService, worker_service_server::WorkerService,
+    workspace_service_server::WorkspaceService, CordonWorkerRequest, DeleteSecretRequest,
+    DeleteVolumeRequest, DrainWorkerRequest, GetContainerRequest, RevokeTokenRequest,
+    StopContainerRequest, UncordonWorkerRequest, UpdateSecretRequest,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -118,6 +119,14 @@ pub fn router(services: Services) -> Router {
                 },
             )
             .delete(rpc!(path: secret.delete_secret, DeleteSecretRequest { name })),
+        )
+        .route(
+            "/api/v1/controlplane/volumes",
+            post(rpc!(body: volume.create_volume)).get(rpc!(empty: volume.list_volumes)),
+        )
+        .route(
+            "/api/v1/controlplane/volumes/{name}",
+            delete(rpc!(path: volume.delete_volume, DeleteVolumeRequest { name })),
         )
         .route(
             "/api/v1/controlplane/workers",

@@ -27,6 +27,12 @@ def read_text(name):
         return f.read()
 
 
+@function(volumes=SHARED, pool="c")
+def read_on_c(name):
+    with open(f"/data/{name}") as f:
+        return f.read()
+
+
 @function(volumes=SHARED, pool="a", max_containers=4)
 def write_blob(i):
     data = hashlib.sha256(str(i).encode()).digest() * 32768  # 1 MiB

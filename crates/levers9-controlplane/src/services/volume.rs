@@ -71,11 +71,15 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> ApiError {
     move |source| levers9_volumes::VolumeError::Io { what, source }.into()
 }
 
-/// Where the partial upload of `target` is kept.
-fn partial_of(target: &Path) -> Result<PathBuf, ApiError> {
-    let name = target.file_name().ok_or_else(|| {
-        ApiError::InvalidArgument("upload to a file path, not the volume's root".into())
-    })?;
+/// Where the partial upload of `target`, a file in the volume at `root`,
+/// is kept.
+fn partial_of(target: &Path, root: &Path) -> Result<PathBuf, ApiError> {
+    let name = target
+        .file_name()
+        .filter(|_| target != root)
+        .ok_or_else(|| {
+            ApiError::InvalidArgument("upload to a file path, not the volume's root".into())
+        })?;
     Ok(target.with_file_name(format!("{PARTIAL_PREFIX}{}", name.to_string_lossy())))
 }
 
@@ -236,8 +240,8 @@ impl VolumeService for VolumeApi {
     ) -> Result<Response<UploadOffsetResponse>, Status> {
         let caller = self.caller(request.metadata()).await?;
         let body = request.into_inner();
-        let (path, _) = self.path(&caller, &body.volume, &body.path).await?;
-        let offset = match tokio::fs::metadata(partial_of(&path)?).await {
+        let (path, root) = self.path(&caller, &body.volume, &body.path).await?;
+        let offset = match tokio::fs::metadata(partial_of(&path, &root)?).await {
             Ok(meta) => meta.len(),
             Err(_) => 0,
         };
@@ -265,8 +269,8 @@ impl VolumeService for VolumeApi {
             offset,
             total_size,
         } = start;
-        let (path, _) = self.path(&caller, &volume, &wanted).await?;
-        let partial = partial_of(&path)?;
+        let (path, root) = self.path(&caller, &volume, &wanted).await?;
+        let partial = partial_of(&path, &root)?;
         if let Some(parent) = path.parent() {
             tokio::fs::create_dir_all(parent)
                 .await
