@@ -105,8 +105,10 @@ def test_a_missing_base_image_is_named():
         Image(base_image="no-such-image:1").add_commands(["true"]).build()
 
 
-def test_force_rebuild_builds_again():
+def test_force_rebuild_builds_again(monkeypatch):
     spec = unique().add_commands(["python3 -c 'import time; print(time.time_ns())' > /stamp"])
+    other = unique().add_commands(["echo other > /other"])
+    other_ref = other.build()
     spec.build()
     before = build_containers()
     assert unique_copy(spec).build() is not None
@@ -114,3 +116,11 @@ def test_force_rebuild_builds_again():
     rebuilt = unique_copy(spec).build(force_rebuild=True)
     assert rebuilt.split("@")[0].endswith("/images")
     assert len(build_containers() - before) == 1
+    # The environment switch does the same.
+    monkeypatch.setenv("LEVERS9_FORCE_REBUILD", "1")
+    assert unique_copy(spec).build().split("@")[0].endswith("/images")
+    assert len(build_containers() - before) == 2
+    # Other images' cache is untouched.
+    monkeypatch.delenv("LEVERS9_FORCE_REBUILD")
+    assert unique_copy(other).build() == other_ref
+    assert len(build_containers() - before) == 2
