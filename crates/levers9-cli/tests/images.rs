@@ -33,6 +33,32 @@ async fn images_are_built_once_on_the_build_pool_and_functions_run_in_them() {
     cli_builds_lists_shows_and_removes(&cp, &admin);
 }
 
+#[tokio::test]
+async fn a_build_past_its_timeout_is_stopped_and_fails() {
+    let image = python_image();
+    let (registry, _) = image.split_once('/').expect("image has a registry");
+    let cp = controlplane(
+        Backend::Embedded,
+        &[
+            ("LEVERS9_WORKER_IMAGE_REGISTRY", registry),
+            ("LEVERS9_IMAGE_BUILD_TIMEOUT_SECONDS", "8"),
+        ],
+    );
+    let admin = cp.admin_token().await;
+    let build = Worker::start(&cp, &admin, "build", "runc").await;
+    pytest(
+        &cp,
+        &admin,
+        &build.log(),
+        &["tests/test_images.py", "-k", "timeout"],
+        &[
+            ("LEVERS9_TEST_IMAGE_BUILDS", "1"),
+            ("LEVERS9_TEST_SHORT_BUILD_TIMEOUT", "8"),
+        ],
+    )
+    .await;
+}
+
 /// `levers9 image build | list | show | rm` on an image the SDK tests built.
 fn cli_builds_lists_shows_and_removes(cp: &Controlplane, admin: &str) {
     let python = std::env::var("LEVERS9_TEST_PYTHON").expect("LEVERS9_TEST_PYTHON");

@@ -53,6 +53,10 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("LEVERS9_BASE_IMAGE", "imageService.runner.baseImage"),
     ("LEVERS9_LOCAL_IMAGES", "imageService.localImages"),
     (
+        "LEVERS9_IMAGE_BUILD_TIMEOUT_SECONDS",
+        "imageService.buildTimeoutSeconds",
+    ),
+    (
         "LEVERS9_WORKER_SECURITY_PROFILE",
         "worker.containerSecurity.profile",
     ),

@@ -19,6 +19,8 @@ from levers9.v1 import container_pb2, container_pb2_grpc
 HOST = os.environ.get("LEVERS9_TEST_CONTROLPLANE_HOST")
 TOKEN = os.environ.get("LEVERS9_TEST_TOKEN")
 
+SHORT_TIMEOUT = os.environ.get("LEVERS9_TEST_SHORT_BUILD_TIMEOUT")
+
 pytestmark = [
     pytest.mark.stack,
     pytest.mark.skipif(
@@ -34,6 +36,14 @@ def stack(monkeypatch):
     monkeypatch.setenv("LEVERS9_TOKEN", TOKEN or "")
     monkeypatch.setenv("LEVERS9_CONTROLPLANE_PORT", os.environ.get("LEVERS9_TEST_CONTROLPLANE_PORT", ""))
     monkeypatch.delenv("LEVERS9_FORCE_REBUILD", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def timeout_stack_runs_only_the_timeout_test(request):
+    """The stack with a short build timeout runs the timeout test alone."""
+    is_timeout_test = request.node.name == "test_a_build_past_its_timeout_is_stopped_and_fails"
+    if bool(SHORT_TIMEOUT) != is_timeout_test:
+        pytest.skip("runs on the stack with the short build timeout" if is_timeout_test else "not on that stack")
 
 
 def build_containers():
@@ -105,8 +115,10 @@ def test_a_missing_base_image_is_named():
         Image(base_image="no-such-image:1").add_commands(["true"]).build()
 
 
-def test_force_rebuild_builds_again():
+def test_force_rebuild_builds_again(monkeypatch):
     spec = unique().add_commands(["python3 -c 'import time; print(time.time_ns())' > /stamp"])
+    other = unique().add_commands(["echo other > /other"])
+    other_ref = other.build()
     spec.build()
     before = build_containers()
     assert unique_copy(spec).build() is not None
@@ -114,3 +126,18 @@ def test_force_rebuild_builds_again():
     rebuilt = unique_copy(spec).build(force_rebuild=True)
     assert rebuilt.split("@")[0].endswith("/images")
     assert len(build_containers() - before) == 1
+    # The environment switch does the same.
+    monkeypatch.setenv("LEVERS9_FORCE_REBUILD", "1")
+    assert unique_copy(spec).build().split("@")[0].endswith("/images")
+    assert len(build_containers() - before) == 2
+    # Other images' cache is untouched.
+    monkeypatch.delenv("LEVERS9_FORCE_REBUILD")
+    assert unique_copy(other).build() == other_ref
+    assert len(build_containers() - before) == 2
+
+
+def test_a_build_past_its_timeout_is_stopped_and_fails():
+    spec = unique().add_commands(["python3 -c 'import time; time.sleep(600)'"])
+    with pytest.raises(ImageBuildError, match="buildTimeoutSeconds") as info:
+        spec.build()
+    assert f"ran past {SHORT_TIMEOUT} s" in str(info.value)

@@ -390,3 +390,68 @@ impl Watch {
         BuildEvent::Failed(format!("image {id}: {why}{}", self.tail()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canonical() -> Canonical {
+        Canonical {
+            base: "r/p@sha256:00".into(),
+            python_version: String::new(),
+            steps: vec![Step::Run {
+                commands: vec!["exit 3".into()],
+            }],
+        }
+    }
+
+    #[test]
+    fn markers_become_progress_and_a_failure_names_step_code_and_tail() {
+        let images = ImageBuilds::new(&Default::default(), "127.0.0.1:5000");
+        let mut watch = Watch::default();
+        // Chunks split lines anywhere.
+        let mut events = watch.feed(b"::levers9 step 1/1 run ex");
+        events.extend(watch.feed(b"it 3\nabout to fail\n::levers9 failed 1 3\n"));
+        assert!(matches!(
+            &events[0],
+            BuildEvent::Event(BuildImageEvent {
+                kind: Some(build_image_event::Kind::Progress(BuildProgress {
+                    step: 1,
+                    steps: 1,
+                    ..
+                }))
+            })
+        ));
+        assert_eq!(events.len(), 2, "markers are not log lines: {events:?}");
+        let ended = levers9_api::v1::Container {
+            state: "exited".into(),
+            exit_code: 1,
+            ..Default::default()
+        };
+        let BuildEvent::Failed(message) = watch.outcome(&images, "id", &canonical(), &ended) else {
+            panic!("a failed step is a failed build");
+        };
+        assert!(message.contains("step 1 of 1"), "{message}");
+        assert!(message.contains("exit code 3"), "{message}");
+        assert!(message.ends_with("about to fail"), "{message}");
+    }
+
+    #[test]
+    fn an_image_marker_and_a_clean_exit_are_a_built_image() {
+        let images = ImageBuilds::new(&Default::default(), "127.0.0.1:5000/team");
+        let mut watch = Watch::default();
+        watch.feed(b"::levers9 image sha256:ab\n");
+        let ended = levers9_api::v1::Container {
+            state: "exited".into(),
+            ..Default::default()
+        };
+        let BuildEvent::Event(BuildImageEvent {
+            kind: Some(build_image_event::Kind::Done(done)),
+        }) = watch.outcome(&images, "id", &canonical(), &ended)
+        else {
+            panic!("built");
+        };
+        assert_eq!(done.image_ref, "127.0.0.1:5000/team/images@sha256:ab");
+        assert!(!done.cached);
+    }
+}

@@ -66,6 +66,30 @@ impl RegistryClient {
         format!("{scheme}://{host}/v2/{path}")
     }
 
+    /// GETs `path`; `None` on 404, an error naming `what` on anything else
+    /// that is not a success.
+    async fn get(
+        &self,
+        host: &str,
+        path: &str,
+        what: &str,
+        accept: Option<&str>,
+    ) -> Result<Option<reqwest::Response>, ApiError> {
+        let mut request = self.http.get(Self::url(host, path));
+        if let Some(accept) = accept {
+            request = request.header("Accept", accept);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| unavailable(host, what, e))?;
+        match response.status().as_u16() {
+            200..=299 => Ok(Some(response)),
+            404 => Ok(None),
+            code => Err(unavailable(host, what, format!("HTTP {code}"))),
+        }
+    }
+
     /// The manifest digest and bytes of `repo:tag_or_digest` on `host`;
     /// `None` when the registry does not have it.
     pub async fn manifest(
@@ -74,20 +98,11 @@ impl RegistryClient {
         repo: &str,
         reference: &str,
     ) -> Result<Option<(String, Vec<u8>)>, ApiError> {
-        let url = Self::url(host, &format!("{repo}/manifests/{reference}"));
         let what = format!("reading manifest {repo}:{reference}");
-        let response = self
-            .http
-            .get(&url)
-            .header("Accept", ACCEPT)
-            .send()
-            .await
-            .map_err(|e| unavailable(host, &what, e))?;
-        match response.status().as_u16() {
-            200 => {}
-            404 => return Ok(None),
-            code => return Err(unavailable(host, &what, format!("HTTP {code}"))),
-        }
+        let path = format!("{repo}/manifests/{reference}");
+        let Some(response) = self.get(host, &path, &what, Some(ACCEPT)).await? else {
+            return Ok(None);
+        };
         let body = response
             .bytes()
             .await
@@ -98,17 +113,12 @@ impl RegistryClient {
 
     /// A blob's bytes (configs are small).
     pub async fn blob(&self, host: &str, repo: &str, digest: &str) -> Result<Vec<u8>, ApiError> {
-        let url = Self::url(host, &format!("{repo}/blobs/{digest}"));
         let what = format!("reading blob {digest} of {repo}");
+        let path = format!("{repo}/blobs/{digest}");
         let response = self
-            .http
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| unavailable(host, &what, e))?;
-        if !response.status().is_success() {
-            return Err(unavailable(host, &what, response.status()));
-        }
+            .get(host, &path, &what, None)
+            .await?
+            .ok_or_else(|| unavailable(host, &what, "HTTP 404"))?;
         Ok(response
             .bytes()
             .await
@@ -122,19 +132,11 @@ impl RegistryClient {
         struct Tags {
             tags: Option<Vec<String>>,
         }
-        let url = Self::url(host, &format!("{repo}/tags/list"));
         let what = format!("listing tags of {repo}");
-        let response = self
-            .http
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| unavailable(host, &what, e))?;
-        match response.status().as_u16() {
-            200 => {}
-            404 => return Ok(Vec::new()),
-            code => return Err(unavailable(host, &what, format!("HTTP {code}"))),
-        }
+        let path = format!("{repo}/tags/list");
+        let Some(response) = self.get(host, &path, &what, None).await? else {
+            return Ok(Vec::new());
+        };
         let tags: Tags = response
             .json()
             .await
