@@ -142,6 +142,24 @@ try {
   await page.locator('[data-testid="log"]', { hasText: MARKER }).waitFor({ timeout: 30_000 });
   check(true, "the task's page shows what the function printed");
 
+  // /csp-report bounds what it takes and how much it logs.
+  const big = await fetch(`${WEB}/csp-report`, {
+    method: "POST",
+    headers: { "content-type": "application/csp-report" },
+    body: JSON.stringify({ "csp-report": { "blocked-uri": "x".repeat(20_000) } }),
+  });
+  check(big.status === 413, `an oversized report is refused (${big.status})`);
+  const statuses = [];
+  for (let i = 0; i < 70; i++) {
+    const r = await fetch(`${WEB}/csp-report`, {
+      method: "POST",
+      headers: { "content-type": "application/csp-report" },
+      body: JSON.stringify({ "csp-report": { disposition: "report", "effective-directive": "img-src", "blocked-uri": `flood-${i}` } }),
+    });
+    statuses.push(r.status);
+  }
+  check(statuses.includes(429), "a flood of reports is rate limited");
+
   check(enforcedViolations.length === 0, `nothing was blocked by the enforced policy: ${enforcedViolations.join(" | ")}`);
   console.log(`browser: ${passed} passed, 0 failed`);
 } finally {
