@@ -139,6 +139,8 @@ try {
   await page.waitForURL(`${WEB}/tasks/${TASK_ID}`);
   await page.locator('[data-testid="task-state"]', { hasText: "complete" }).waitFor({ timeout: 30_000 });
   check(true, "the task's page shows it complete");
+  await page.locator('[data-testid="task-events"]', { hasText: "— complete" }).waitFor({ timeout: 30_000 });
+  check(true, "the task's page shows its outcome from the task's own events");
   await page.locator('[data-testid="log"]', { hasText: MARKER }).waitFor({ timeout: 30_000 });
   check(true, "the task's page shows what the function printed");
 
