@@ -239,4 +239,16 @@ async fn the_dashboard_in_a_browser_shows_a_functions_task_and_log_under_its_sec
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    // The flood the browser script posted was cut short, and the oversized
+    // report never reached the log.
+    let log = read(&web_log);
+    let flood = log
+        .lines()
+        .filter(|l| l.starts_with("csp-report ") && l.contains("flood-"))
+        .count();
+    assert!(flood < 70, "{flood} of 70 flooded reports were logged");
+    assert!(
+        !log.contains(&"x".repeat(1000)),
+        "the oversized report was logged"
+    );
 }

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq as _;
 
 use crate::error::ApiError;
-use crate::session::{cookie_value, Session, SESSION_COOKIE};
+use crate::session::{request_cookie, Session, SESSION_COOKIE};
 use crate::AppState;
 
 /// The header a state-changing call carries the session's CSRF token in.
@@ -31,13 +31,7 @@ impl FromRequestParts<Arc<AppState>> for SignedIn {
         parts: &mut Parts,
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
-        let cookie = parts
-            .headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .find_map(|h| cookie_value(h, SESSION_COOKIE))
-            .ok_or(ApiError::NotSignedIn)?;
+        let cookie = request_cookie(&parts.headers, SESSION_COOKIE).ok_or(ApiError::NotSignedIn)?;
         match state.cookies.open::<Session>(cookie) {
             Ok(session) => Ok(SignedIn(session)),
             Err(why) => {

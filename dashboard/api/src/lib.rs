@@ -11,6 +11,7 @@ pub mod oidc;
 pub mod routes;
 pub mod session;
 pub mod signin;
+pub mod streams;
 
 use std::sync::Arc;
 
@@ -79,6 +80,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/healthz", get(|| async { "ok" }))
         .merge(signin::routes())
         .merge(routes::routes())
+        .merge(streams::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::origin_and_cors,

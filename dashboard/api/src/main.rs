@@ -9,7 +9,7 @@ use tracing_subscriber::EnvFilter;
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_env("LEVERS9_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .init();
     let config = Config::from_env().context("dashboard API settings")?;

@@ -5,21 +5,18 @@
 //! Apps and deployments, volumes and pools have no controlplane RPC yet;
 //! their pages say so rather than showing made-up data.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use futures::{Stream, StreamExt as _};
 use levers9_api::v1::{
-    container_log_event, CancelTaskRequest, Container, CreateTokenRequest, CreateTokenResponse,
-    GetContainerRequest, GetTaskRequest, GetWorkspaceRequest, ListContainersRequest,
-    ListSecretsRequest, ListTasksRequest, ListTokensRequest, ListWorkersRequest,
-    RevokeTokenRequest, Secret, StreamContainerLogsRequest, Task, Token, Worker, Workspace,
+    CancelTaskRequest, Container, CreateTokenRequest, CreateTokenResponse, GetContainerRequest,
+    GetTaskRequest, GetWorkspaceRequest, ListContainersRequest, ListSecretsRequest,
+    ListTasksRequest, ListTokensRequest, ListWorkersRequest, RevokeTokenRequest, Secret, Task,
+    Token, Worker, Workspace,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::controlplane::call;
 use crate::error::ApiError;
@@ -38,7 +35,6 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/api/tasks/{id}/cancel", post(cancel_task))
         .route("/api/containers", get(list_containers))
         .route("/api/containers/{id}", get(get_container))
-        .route("/api/containers/{id}/logs", get(container_logs))
         .route("/api/workers", get(list_workers))
         .route("/api/secrets", get(list_secrets))
 }
@@ -187,50 +183,6 @@ async fn get_container(
             .get_container(call(GetContainerRequest { container_id: id }))
             .await?;
     Ok(Json(reply.into_inner().container))
-}
-
-#[derive(Serialize)]
-struct LogLine {
-    stream: String,
-    text: String,
-}
-
-/// A container's log as server-sent events: `log` events while it runs,
-/// then one `exited` event with the container as it ended.
-async fn container_logs(
-    State(s): Shared,
-    _: SignedIn,
-    Path(id): Path<String>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    // No deadline: the stream lasts as long as the container runs and the
-    // page stays open.
-    let stream =
-        s.cp.containers()
-            .stream_container_logs(StreamContainerLogsRequest {
-                container_id: id,
-                follow: true,
-            })
-            .await?
-            .into_inner();
-    let events = stream.map(|item| {
-        let event = match item.map(|e| e.kind) {
-            Ok(Some(container_log_event::Kind::Log(chunk))) => {
-                Event::default().event("log").json_data(LogLine {
-                    stream: chunk.stream,
-                    text: String::from_utf8_lossy(&chunk.data).into_owned(),
-                })
-            }
-            Ok(Some(container_log_event::Kind::Exited(container))) => {
-                Event::default().event("exited").json_data(container)
-            }
-            Ok(None) => Ok(Event::default().comment("empty")),
-            Err(status) => Event::default()
-                .event("failure")
-                .json_data(serde_json::json!({ "error": status.message() })),
-        };
-        Ok(event.unwrap_or_else(|_| Event::default().comment("unserialisable")))
-    });
-    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }
 
 async fn list_workers(State(s): Shared, _: SignedIn) -> Result<Json<Vec<Worker>>, ApiError> {

@@ -176,8 +176,17 @@ pub fn set_cookie(
     cookie
 }
 
+/// The value of cookie `name` among a request's `Cookie` headers.
+pub fn request_cookie<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|h| cookie_value(h, name))
+}
+
 /// The value of cookie `name` in a `Cookie` header.
-pub fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
+fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
     header.split(';').find_map(|pair| {
         let (k, v) = pair.trim().split_once('=')?;
         (k == name).then_some(v)

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::ApiError;
 use crate::guard::{Checked, SignedIn};
 use crate::session::{
-    cookie_value, set_cookie, Session, SigninState, SESSION_COOKIE, SESSION_LIFETIME,
+    request_cookie, set_cookie, Session, SigninState, SESSION_COOKIE, SESSION_LIFETIME,
     SIGNIN_COOKIE, SIGNIN_LIFETIME,
 };
 use crate::AppState;
@@ -135,14 +135,9 @@ async fn finish(
     let (Some(code), Some(returned_state)) = (query.code, query.state) else {
         return Err(ApiError::SignIn("the callback has no code or state".into()));
     };
-    let cookie = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|h| cookie_value(h, SIGNIN_COOKIE))
-        .ok_or_else(|| {
-            ApiError::SignIn("this browser did not start a sign-in (or took too long)".into())
-        })?;
+    let cookie = request_cookie(headers, SIGNIN_COOKIE).ok_or_else(|| {
+        ApiError::SignIn("this browser did not start a sign-in (or took too long)".into())
+    })?;
     let signin: SigninState = state
         .cookies
         .open(cookie)

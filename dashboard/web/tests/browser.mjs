@@ -139,8 +139,43 @@ try {
   await page.waitForURL(`${WEB}/tasks/${TASK_ID}`);
   await page.locator('[data-testid="task-state"]', { hasText: "complete" }).waitFor({ timeout: 30_000 });
   check(true, "the task's page shows it complete");
+  await page.locator('[data-testid="task-events"]', { hasText: "— complete" }).waitFor({ timeout: 30_000 });
+  check(true, "the task's page shows its outcome from the task's own events");
   await page.locator('[data-testid="log"]', { hasText: MARKER }).waitFor({ timeout: 30_000 });
   check(true, "the task's page shows what the function printed");
+
+  // Workers and pools: the test's runc worker, ready, in the pool "default".
+  await page.goto(`${WEB}/workers`);
+  await page.locator("tr", { hasText: "runc" }).filter({ hasText: "ready" }).filter({ hasText: "default" }).waitFor();
+  check(true, "the workers page lists the ready runc worker of the pool default");
+
+  // Tokens: made and revoked from the page, which sends the CSRF token.
+  await page.goto(`${WEB}/tokens`);
+  await page.fill('input[placeholder="description"]', "made-in-the-browser");
+  await page.getByRole("button", { name: "Create a workspace token" }).click();
+  await page.getByText("shown this once").waitFor();
+  const row = page.locator("tr", { hasText: "made-in-the-browser" });
+  await row.getByRole("button", { name: "Revoke" }).click();
+  await row.getByRole("button", { name: "Revoke" }).waitFor({ state: "detached" });
+  check(true, "a workspace token is created and revoked from the tokens page");
+
+  // /csp-report bounds what it takes and how much it logs.
+  const big = await fetch(`${WEB}/csp-report`, {
+    method: "POST",
+    headers: { "content-type": "application/csp-report" },
+    body: JSON.stringify({ "csp-report": { "blocked-uri": "x".repeat(20_000) } }),
+  });
+  check(big.status === 413, `an oversized report is refused (${big.status})`);
+  const statuses = [];
+  for (let i = 0; i < 70; i++) {
+    const r = await fetch(`${WEB}/csp-report`, {
+      method: "POST",
+      headers: { "content-type": "application/csp-report" },
+      body: JSON.stringify({ "csp-report": { disposition: "report", "effective-directive": "img-src", "blocked-uri": `flood-${i}` } }),
+    });
+    statuses.push(r.status);
+  }
+  check(statuses.includes(429), "a flood of reports is rate limited");
 
   check(enforcedViolations.length === 0, `nothing was blocked by the enforced policy: ${enforcedViolations.join(" | ")}`);
   console.log(`browser: ${passed} passed, 0 failed`);

@@ -5,6 +5,7 @@ import { useState } from "react";
 
 import { post, type Task, when } from "@/lib/api";
 import { LogView } from "@/lib/log-view";
+import { TaskEvents } from "@/lib/task-events";
 import { useApi } from "@/lib/use-api";
 
 const FINAL = new Set(["complete", "error", "timeout", "cancelled"]);
@@ -39,15 +40,18 @@ export default function TaskDetail() {
             <dd>{when(t.endedAt)}</dd>
           </dl>
           <p className="note">
-            The controlplane keeps the count of attempts and the latest one&apos;s container;
-            a per-attempt history is not in its API yet.
+            The controlplane keeps the count of attempts and the latest one&apos;s container; the
+            retries of a running task show below as they happen, but a stored per-attempt history
+            is not in its API yet.
           </p>
           {!FINAL.has(t.state) && (
             <button onClick={() => post(`/tasks/${encodeURIComponent(id)}/cancel`).then(task.reload, (e) => setError(String(e.message)))}>
               Cancel task
             </button>
           )}
-          <h2>Logs</h2>
+          <h2>Output and outcome</h2>
+          <TaskEvents taskId={id} />
+          <h2>Container log</h2>
           {t.containerId ? <LogView containerId={t.containerId} /> : <p className="note">Not placed in a container yet.</p>}
         </>
       )}
