@@ -8,7 +8,10 @@ pub mod v1 {
     tonic::include_proto!("levers9.v1");
 }
 
+mod bearer;
 mod redact;
+
+pub use bearer::{Bearer, InvalidToken};
 
 /// gRPC metadata key that carries the bootstrap secret on the first Authorize.
 pub const BOOTSTRAP_SECRET_METADATA: &str = "x-levers9-bootstrap-secret";

@@ -11,8 +11,7 @@ use levers9_api::v1::{
     volume_service_client::VolumeServiceClient, worker_service_client::WorkerServiceClient,
     workspace_service_client::WorkspaceServiceClient, AuthorizeRequest, AuthorizeResponse,
 };
-use levers9_api::BOOTSTRAP_SECRET_METADATA;
-use tonic::metadata::{Ascii, MetadataValue};
+use levers9_api::{Bearer, BOOTSTRAP_SECRET_METADATA};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
@@ -49,30 +48,12 @@ impl Target {
     }
 }
 
-/// Adds `authorization: Bearer <token>` to every call.
-#[derive(Clone)]
-pub struct BearerAuth(Option<MetadataValue<Ascii>>);
-
-impl tonic::service::Interceptor for BearerAuth {
-    fn call(
-        &mut self,
-        mut request: tonic::Request<()>,
-    ) -> Result<tonic::Request<()>, tonic::Status> {
-        if let Some(value) = &self.0 {
-            request
-                .metadata_mut()
-                .insert("authorization", value.clone());
-        }
-        Ok(request)
-    }
-}
-
-pub(crate) type Authed = InterceptedService<Channel, BearerAuth>;
+pub(crate) type Authed = InterceptedService<Channel, Bearer>;
 
 /// Clients of every service over one connection.
 pub struct Client {
     channel: Channel,
-    auth: BearerAuth,
+    auth: Bearer,
 }
 
 impl Client {
@@ -88,17 +69,14 @@ impl Client {
                 .tls_config(ClientTlsConfig::new().with_native_roots())
                 .context("cannot set up TLS")?;
         }
-        let token = if target.token.is_empty() {
-            None
+        let auth = if target.token.is_empty() {
+            Bearer::none()
         } else {
-            let value = format!("Bearer {}", target.token)
-                .parse()
-                .context("the token has characters a token never has: check it")?;
-            Some(value)
+            Bearer::token(&target.token)?
         };
         Ok(Client {
             channel: endpoint.connect_lazy(),
-            auth: BearerAuth(token),
+            auth,
         })
     }
 

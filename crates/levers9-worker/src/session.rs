@@ -9,10 +9,10 @@ use levers9_api::v1::{
     controlplane_message, worker_message, worker_service_client::WorkerServiceClient, Ack,
     Capacity as WireCapacity, Gpu, Heartbeat, Register, WorkerMessage,
 };
+use levers9_api::Bearer;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::metadata::{Ascii, MetadataValue};
-use tonic::service::interceptor::{InterceptedService, Interceptor};
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::supervisor::Supervisor;
@@ -43,22 +43,6 @@ pub(crate) enum SessionError {
     Token,
 }
 
-/// Puts the worker's token on every call.
-#[derive(Clone)]
-pub(crate) struct Bearer(MetadataValue<Ascii>);
-
-impl Interceptor for Bearer {
-    fn call(
-        &mut self,
-        mut request: tonic::Request<()>,
-    ) -> Result<tonic::Request<()>, tonic::Status> {
-        request
-            .metadata_mut()
-            .insert("authorization", self.0.clone());
-        Ok(request)
-    }
-}
-
 /// A WorkerService client on a new connection to the controlplane.
 pub(crate) async fn connect(
     options: &WorkerOptions,
@@ -70,13 +54,8 @@ pub(crate) async fn connect(
         .keep_alive_timeout(Duration::from_secs(10))
         .connect()
         .await?;
-    let bearer: MetadataValue<Ascii> = format!("Bearer {}", options.token)
-        .parse()
-        .map_err(|_| SessionError::Token)?;
-    Ok(WorkerServiceClient::with_interceptor(
-        channel,
-        Bearer(bearer),
-    ))
+    let bearer = Bearer::token(&options.token).map_err(|_| SessionError::Token)?;
+    Ok(WorkerServiceClient::with_interceptor(channel, bearer))
 }
 
 fn message(kind: worker_message::Kind) -> WorkerMessage {

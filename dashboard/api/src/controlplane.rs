@@ -9,29 +9,13 @@ use levers9_api::v1::{
     token_service_client::TokenServiceClient, worker_service_client::WorkerServiceClient,
     workspace_service_client::WorkspaceServiceClient,
 };
-use tonic::metadata::{Ascii, MetadataValue};
+use levers9_api::Bearer;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Unary calls; log streams are long-lived and have none.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// Adds `authorization: Bearer <token>` to every call.
-#[derive(Clone)]
-pub struct Bearer(MetadataValue<Ascii>);
-
-impl tonic::service::Interceptor for Bearer {
-    fn call(
-        &mut self,
-        mut request: tonic::Request<()>,
-    ) -> Result<tonic::Request<()>, tonic::Status> {
-        request
-            .metadata_mut()
-            .insert("authorization", self.0.clone());
-        Ok(request)
-    }
-}
 
 type Authed = InterceptedService<Channel, Bearer>;
 
@@ -57,13 +41,8 @@ impl Controlplane {
             .map_err(|e| ConnectError::Address(address.to_owned(), e))?
             .connect_timeout(CONNECT_TIMEOUT)
             .connect_lazy();
-        let bearer = format!("Bearer {token}")
-            .parse()
-            .map_err(|_| ConnectError::Token)?;
-        Ok(Controlplane {
-            channel,
-            bearer: Bearer(bearer),
-        })
+        let bearer = Bearer::token(token).map_err(|_| ConnectError::Token)?;
+        Ok(Controlplane { channel, bearer })
     }
 
     fn authed(&self) -> Authed {
