@@ -139,7 +139,7 @@ def test_volumes_go_to_the_wire_as_name_and_mount_path():
 
     config = build_config(volumes=[Volume("data", mount_path="/data"), Volume("models", "/models")])
     assert config.volumes == (("data", "/data"), ("models", "/models"))
-    wire = stub_config(config)
+    wire = stub_config(config, client=None)  # a plain image reference needs no build
     assert [(v.name, v.mount_path) for v in wire.volumes] == [("data", "/data"), ("models", "/models")]
 
 
