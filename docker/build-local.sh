@@ -10,22 +10,34 @@
 # and a reachable Debian mirror (the host's apt sources are reused).
 #
 # The stand-in for rust:1.95-bookworm has no compiler: its `cargo` writes a
-# placeholder `levers9`, because compiling the workspace takes the machine
-# for many minutes. Everything else is real: the multi-stage wiring, the
-# runtime packages, the entrypoints and the runner's Python. With
-# LEVERS9_RUST_IMAGE=<a real rust image already in this buildah store> the
-# build stage compiles for real.
+# placeholder `levers9` (or `levers9-dashboard-api`), because compiling the
+# workspace takes the machine for many minutes. Everything else is real: the
+# multi-stage wiring, the runtime packages, the entrypoints and the runner's
+# Python. With LEVERS9_RUST_IMAGE=<a real rust image already in this buildah
+# store> the build stage compiles for real.
+#
+# The stand-in for node:22-bookworm-slim is the host's node and npm on the
+# Debian base, so the dashboard web image is built for real: `npm ci` from
+# the npm registry (which must be reachable) and `next build`. When the
+# host's npm trusts a CA file of its own (`npm config get cafile`), the
+# stand-in's npm names the same file and the build mounts it read-only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 images=("$@")
-[ ${#images[@]} -gt 0 ] || images=(runner controlplane worker)
+[ ${#images[@]} -gt 0 ] || images=(runner controlplane worker dashboard-api dashboard-web)
 
 cache=${LEVERS9_CACHE_DIR:-$HOME/.cache/levers9}/buildah
 mkdir -p "$cache"
 # A store of its own, so nothing else's images are touched.
 bah=(buildah --root "$cache/storage" --runroot "$cache/run")
 rust_image=${LEVERS9_RUST_IMAGE:-rust:1.95-bookworm}
+node_image=${LEVERS9_NODE_IMAGE:-node:22-bookworm-slim}
+# The API the web image is built for; its CSP must name it.
+api_base=https://dashboard.example.com/api
+npm_cafile=$(npm config get cafile 2>/dev/null || true)
+npm_trust=()
+[ ! -f "$npm_cafile" ] || npm_trust=(--volume "$npm_cafile:$npm_cafile:ro")
 tag=${LEVERS9_IMAGE_TAG:-local}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -62,23 +74,50 @@ make_rust_stand_in() {
   ctr=$("${bah[@]}" from debian:bookworm-slim)
   cat >"$work/cargo" <<'STUB'
 #!/bin/sh
-# Stand-in cargo: checks it was asked for the release binary and writes one.
+# Stand-in cargo: checks it was asked for a release binary and writes one.
 set -eu
-case " $* " in *" build "*"--release"*"-p levers9-cli"*) ;; *) echo "unexpected cargo $*" >&2; exit 2 ;; esac
-test -f Cargo.lock && test -d crates/levers9-cli && test -d proto
+case " $* " in
+  *" build "*"--release"*"-p levers9-cli"*) bin=levers9 ;;
+  *" build "*"--release"*"-p levers9-dashboard-api"*) bin=levers9-dashboard-api ;;
+  *) echo "unexpected cargo $*" >&2; exit 2 ;;
+esac
+test -f Cargo.lock && test -d crates/levers9-cli && test -d proto && test -f dashboard/api/Cargo.toml
 mkdir -p target/release
-printf '#!/bin/sh\necho "levers9 stand-in $*"\n' > target/release/levers9
+printf '#!/bin/sh\necho "%s stand-in $*"\n' "$bin" > "target/release/$bin"
 STUB
   "${bah[@]}" copy --chmod 0755 "$ctr" "$work/cargo" /usr/local/bin/cargo >/dev/null
   "${bah[@]}" commit -q "$ctr" "$rust_image" >/dev/null
   "${bah[@]}" rm "$ctr" >/dev/null
 }
 
+make_node_stand_in() {
+  have_image "$node_image" && return
+  local node npm ctr
+  if ! node=$(command -v node) || ! npm=$(npm root -g)/npm; then
+    echo "build-local: the stand-in $node_image needs node and npm on this machine" >&2
+    exit 1
+  fi
+  echo "build-local: making a stand-in $node_image (this machine's node $(node --version) and npm)"
+  ctr=$("${bah[@]}" from debian:bookworm-slim)
+  "${bah[@]}" copy "$ctr" "$node" /usr/local/bin/node >/dev/null
+  "${bah[@]}" copy "$ctr" "$npm" /usr/local/lib/node_modules/npm >/dev/null
+  if [ ${#npm_trust[@]} -gt 0 ]; then
+    printf 'cafile=%s\n' "$npm_cafile" >"$work/npmrc"
+    "${bah[@]}" copy "$ctr" "$work/npmrc" /usr/local/etc/npmrc >/dev/null
+  fi
+  "${bah[@]}" run --isolation chroot "$ctr" -- sh -c \
+    'ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && npm --version >/dev/null'
+  "${bah[@]}" commit -q "$ctr" "$node_image" >/dev/null
+  "${bah[@]}" rm "$ctr" >/dev/null
+}
+
+# Extra bud arguments go after the image's name.
 build() {
   local name=$1
+  shift
   echo "build-local: building levers9/$name:$tag"
   "${bah[@]}" bud --quiet --isolation chroot --layers \
-    --build-arg RUST_IMAGE="$rust_image" \
+    --build-arg RUST_IMAGE="$rust_image" --build-arg NODE_IMAGE="$node_image" "$@" \
     -f "docker/$name.Dockerfile" -t "levers9/$name:$tag" . >/dev/null
 }
 
@@ -104,6 +143,9 @@ check() {
     worker)
       run_in "levers9/worker:$tag" sh -c \
         'runc --version | head -1 && runsc --version | head -1 && levers9 --version' ;;
+    dashboard-api)
+      run_in "levers9/dashboard-api:$tag" sh -ec "$non_root"$'\n''command -v tini >/dev/null && levers9-dashboard-api' ;;
+    dashboard-web) check_web ;;
   esac
   local summary
   summary=$("${bah[@]}" inspect --type image --format \
@@ -112,14 +154,60 @@ check() {
   printf '%s\n' "$summary"
 }
 
+# The dashboard images run as uid 10001.
+non_root=$(cat <<'SH'
+id -u | grep -qx 10001 || { echo "runs as uid $(id -u), not 10001"; exit 1; }
+echo "user $(id -un)"
+SH
+)
+
+# Serves the web image's app on a loopback port (chroot isolation shares
+# the host's network) and checks its policy names the API it was built for,
+# then that a build without NEXT_PUBLIC_API_BASE is refused.
+check_web() {
+  local serve
+  serve=$(cat <<'SH'
+HOSTNAME=127.0.0.1 PORT=$1 node server.js >/tmp/server.log 2>&1 &
+server=$!
+rc=1
+for _ in $(seq 150); do
+  rc=0
+  node -e '
+    fetch(`http://127.0.0.1:${process.argv[1]}/signin`).then((r) => {
+      const csp = r.headers.get("content-security-policy-report-only") || "";
+      console.log("GET /signin", r.status, (csp.match(/connect-src [^;]*/) || ["no connect-src"])[0]);
+      process.exit(r.status === 200 && csp.includes(process.argv[2]) ? 0 : 3);
+    }, () => process.exit(1));' "$1" "$2" || rc=$?
+  [ "$rc" = 1 ] || break
+  sleep 0.2
+done
+kill "$server"
+[ "$rc" = 0 ] || { cat /tmp/server.log; exit 1; }
+SH
+)
+  run_in "levers9/dashboard-web:$tag" sh -ec "$non_root"$'\n'"$serve" sh \
+    $((20000 + RANDOM % 20000)) "${api_base%/api}"
+  if "${bah[@]}" bud --quiet --isolation chroot --layers --build-arg NODE_IMAGE="$node_image" "${npm_trust[@]}" \
+    -f docker/dashboard-web.Dockerfile -t levers9/dashboard-web:no-api . >"$work/no-api.log" 2>&1; then
+    echo "build-local: the web image built without NEXT_PUBLIC_API_BASE" >&2
+    return 1
+  fi
+  echo "without NEXT_PUBLIC_API_BASE: $(grep -o 'NEXT_PUBLIC_API_BASE is not set[^:]*' "$work/no-api.log" | head -1)"
+}
+
 make_debian_base
 for name in "${images[@]}"; do
+  args=()
   case $name in
-    controlplane | worker) make_rust_stand_in ;;
+    controlplane | worker | dashboard-api) make_rust_stand_in ;;
+    dashboard-web)
+      make_node_stand_in
+      args=(--build-arg "NEXT_PUBLIC_API_BASE=$api_base" "${npm_trust[@]}")
+      ;;
     runner) ;;
-    *) echo "build-local: unknown image $name (runner, controlplane, worker)" >&2; exit 2 ;;
+    *) echo "build-local: unknown image $name (runner, controlplane, worker, dashboard-api, dashboard-web)" >&2; exit 2 ;;
   esac
-  build "$name"
+  build "$name" "${args[@]}"
   check "$name"
 done
 "${bah[@]}" images --format '{{.Name}}:{{.Tag}} {{.Size}}' | grep levers9/

@@ -390,6 +390,66 @@ roles = [a["metadata"]["name"] for a in cluster["iam"]["serviceAccounts"]]
 assert "levers9-controlplane" in roles, "the controlplane's own ECR role"
 PY
 
+# --- images --------------------------------------------------------------------
+# docker/build-local.sh builds them with buildah (minutes, not part of this
+# test); these checks are the static part, kept cheap.
+check "every image a workflow builds has its Dockerfile, built from the repository root" "$python" - <<'PY'
+import os, re, yaml
+def build_step(name):
+    steps = yaml.safe_load(open(f".github/workflows/{name}"))["jobs"]["build"]["steps"]
+    runs = [s["run"] for s in steps if "docker build" in s.get("run", "")]
+    assert len(runs) == 1, name
+    return " ".join(runs[0].replace("\\\n", " ").split())
+images = yaml.safe_load(open(".github/workflows/build-images.yml"))["jobs"]["plan"]["steps"][0]["run"]
+known = re.search(r'known=" ([a-z -]+) "', images).group(1).split()
+dockerfiles = {f"docker/{image}.Dockerfile" for image in known} | {f"docker/dashboard-{app}.Dockerfile" for app in ("api", "web")}
+missing = sorted(f for f in dockerfiles if not os.path.isfile(f))
+assert not missing, f"no Dockerfile: {missing}"
+for name, pattern in (("build-images.yml", '-f "docker/$IMAGE.Dockerfile"'), ("dashboard.yml", '-f "docker/dashboard-$APP.Dockerfile"')):
+    run = build_step(name)
+    assert re.search(r"docker build " + re.escape(pattern) + r" .* \.(\s|$)", run), f"{name}: {run}"
+assert '--build-arg "NEXT_PUBLIC_API_BASE=$API_BASE"' in build_step("dashboard.yml")
+PY
+check "Dockerfiles: every COPY source is in the tree and not .dockerignore'd; build-local.sh makes every FROM image" "$python" - <<'PY'
+import fnmatch, glob, os, re
+ignored = [l.strip() for l in open(".dockerignore") if l.strip() and not l.startswith("#")]
+script = open("docker/build-local.sh").read()
+for path in sorted(glob.glob("docker/*.Dockerfile")):
+    text = open(path).read().replace("\\\n", " ")
+    bases = dict(re.findall(r"^ARG (\w+_IMAGE)=(\S+)$", text, re.M))
+    for line in re.findall(r"^FROM (\S+)", text, re.M):
+        image = re.sub(r"\$\{(\w+)\}", lambda m: bases[m.group(1)], line)
+        assert image == "scratch" or image in script, f"{path}: build-local.sh makes no {image}"
+    for line in re.findall(r"^COPY (.*)$", text, re.M):
+        words = line.split()
+        if any(w.startswith("--from=") for w in words):
+            continue
+        for src in [w for w in words[:-1] if not w.startswith("--")]:
+            assert os.path.exists(src), f"{path}: COPY {src}: not in the tree"
+            hit = [p for p in ignored if fnmatch.fnmatch(src, p) or src.startswith(p.rstrip("/") + "/")]
+            assert not hit, f"{path}: COPY {src} is excluded by .dockerignore {hit}"
+PY
+check "dashboard images: numeric non-root user, ports and names as deploy/eks/dashboard.yaml, web built for its API" "$python" - <<'PY'
+import re, yaml
+docs = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(open("deploy/eks/dashboard.yaml")) if d}
+flow = open(".github/workflows/dashboard.yml").read()
+assert "repo=$REGISTRY/levers9/dashboard-$APP" in flow and 'deployment/levers9-dashboard-$app' in flow
+for app in ("api", "web"):
+    text = open(f"docker/dashboard-{app}.Dockerfile").read()
+    final = text[text.rindex("\nFROM "):]
+    users = re.findall(r"^USER (\S+)$", final, re.M)
+    assert users and re.fullmatch(r"[1-9][0-9]*:[0-9]+", users[-1]), f"{app}: runtime USER {users}"
+    exposed = [int(p) for p in re.findall(r"^EXPOSE (\d+)$", final, re.M)]
+    pod = docs[("Deployment", f"levers9-dashboard-{app}")]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["image"].endswith(f"/levers9/dashboard-{app}:latest"), container["image"]
+    assert [p["containerPort"] for p in container["ports"]] == exposed, (app, exposed)
+    assert pod["securityContext"]["runAsNonRoot"] is True, app
+web = open("docker/dashboard-web.Dockerfile").read()
+assert re.search(r"^ARG NEXT_PUBLIC_API_BASE$", web, re.M), "the web image takes NEXT_PUBLIC_API_BASE, with no default"
+assert 'output: "standalone"' in open("dashboard/web/next.config.mjs").read(), "the web image runs .next/standalone"
+PY
+
 # --- workflows ------------------------------------------------------------------
 # id-token: write lets a job assume the AWS role: only jobs that build or roll out.
 check "workflows parse; id-token: write only on build and rollout jobs" "$python" - <<'PY'
@@ -420,7 +480,8 @@ for name in ("build-images.yml", "dashboard.yml"):
     assert "run_tag=sha-${GITHUB_SHA::7}-$GITHUB_RUN_NUMBER-$GITHUB_RUN_ATTEMPT" in text, name
     assert text.count("docker push") == 2, name
 dash = yaml.safe_load(open(".github/workflows/dashboard.yml"))[True]["push"]
-assert dash["branches"] == ["main"] and dash["paths"] == ["dashboard/api/**", "dashboard/web/**"]
+assert dash["branches"] == ["main"] and dash["paths"] == [
+    "dashboard/api/**", "dashboard/web/**", "docker/dashboard-api.Dockerfile", "docker/dashboard-web.Dockerfile"]
 PY
 
 # The run: blocks of the workflows, with every ${{ }} replaced by a word.

@@ -10,6 +10,9 @@ export default function config(phase) {
     );
   }
   return {
+    // The image runs .next/standalone/server.js: only the traced files, not
+    // the build's node_modules. `next start` still serves (with a warning).
+    output: "standalone",
     poweredByHeader: false,
     reactStrictMode: true,
     eslint: { ignoreDuringBuilds: true },
