@@ -69,31 +69,11 @@ async fn a_build_past_its_timeout_is_stopped_and_fails() {
 /// follows it, and both callers get the image.
 #[tokio::test]
 async fn identical_builds_on_two_replicas_run_once() {
-    let image = python_image();
-    let (registry, name) = image.split_once('/').expect("image has a registry");
-    let mut env = backend_env(Backend::Servers);
-    for (k, v) in [
-        ("LEVERS9_BOOTSTRAP_SECRET", SECRET),
-        ("LEVERS9_BASE_IMAGE_REGISTRY", registry),
-        ("LEVERS9_BASE_IMAGE", name),
-        ("LEVERS9_WORKER_IMAGE_REGISTRY", registry),
-    ] {
-        env.push((k.into(), v.into()));
-    }
-    let first = Controlplane::start_with(env.clone());
-    let second = Controlplane::start_with(env);
+    let (first, second) = replicas();
     let admin = first.admin_token().await;
     let _build = Worker::start(&first, &admin, "build", "runc").await;
     let dir = tempfile::tempdir().expect("dir");
-    // A step of its own (never built before) that lasts long enough for
-    // the second request to find the first one's build running.
-    let app = app(
-        dir.path(),
-        &format!(
-            "Image().add_commands([\"python3 -c 'import time; time.sleep(8)'\", \"echo {} > /nonce\"])",
-            nonce()
-        ),
-    );
+    let app = slow_app(dir.path());
     let (a, b) = std::thread::scope(|s| {
         let a = s.spawn(|| image_build(&first, &admin, &app));
         let b = s.spawn(|| image_build(&second, &admin, &app));
@@ -132,6 +112,73 @@ async fn identical_builds_on_two_replicas_run_once() {
         .filter(|c| c.args.iter().any(|a| a == "levers9.builder"))
         .collect();
     assert_eq!(builds.len(), 1, "one build container: {builds:?}");
+}
+
+/// The replica building an image dies (SIGKILL) while another waits for
+/// it: the lease expires, the waiting replica takes it over and its caller
+/// gets the image.
+#[tokio::test]
+async fn a_build_outlives_the_replica_that_started_it() {
+    let (first, second) = replicas();
+    let admin = first.admin_token().await;
+    // The worker talks to the replica that stays.
+    let _build = Worker::start(&second, &admin, "build", "runc").await;
+    let dir = tempfile::tempdir().expect("dir");
+    let app = slow_app(dir.path());
+    std::thread::scope(|s| {
+        let started = s.spawn(|| image_build(&first, &admin, &app));
+        for _ in 0..1200 {
+            if first.log().contains("image build started") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let follower = s.spawn(|| image_build(&second, &admin, &app));
+        std::thread::sleep(Duration::from_secs(3));
+        let pid = first.pid().to_string();
+        let killed = Command::new("kill").args(["-KILL", &pid]).status();
+        assert!(killed.is_ok_and(|s| s.success()), "kill the first replica");
+        let _ = started.join();
+        let (ok, reference, stderr) = follower.join().expect("follower");
+        assert!(ok, "the follower got no image: {stderr}\n{}", second.log());
+        assert!(reference.contains("/images@sha256:"), "{reference}");
+        assert!(
+            stderr.contains("on another replica"),
+            "it waited for the first replica: {stderr}"
+        );
+    });
+}
+
+/// Two controlplane replicas on one fresh Postgres database and Redis
+/// prefix, pushing images to the test registry.
+fn replicas() -> (Controlplane, Controlplane) {
+    let image = python_image();
+    let (registry, name) = image.split_once('/').expect("image has a registry");
+    let mut env = backend_env(Backend::Servers);
+    for (k, v) in [
+        ("LEVERS9_BOOTSTRAP_SECRET", SECRET),
+        ("LEVERS9_BASE_IMAGE_REGISTRY", registry),
+        ("LEVERS9_BASE_IMAGE", name),
+        ("LEVERS9_WORKER_IMAGE_REGISTRY", registry),
+    ] {
+        env.push((k.into(), v.into()));
+    }
+    (
+        Controlplane::start_with(env.clone()),
+        Controlplane::start_with(env),
+    )
+}
+
+/// An app whose image has a step of its own (never built before) that lasts
+/// long enough for a second request to find the first one's build running.
+fn slow_app(dir: &Path) -> String {
+    app(
+        dir,
+        &format!(
+            "Image().add_commands([\"python3 -c 'import time; time.sleep(8)'\", \"echo {} > /nonce\"])",
+            nonce()
+        ),
+    )
 }
 
 /// A `worker.imageRegistry` that refuses pushes (a read-only registry on
