@@ -2,7 +2,8 @@
 //! that pushes to the test registry, a worker of the `build` pool that runs
 //! the build containers (on the host network, to reach PyPI and the Debian
 //! mirror) and a worker of the `default` pool that runs functions in the
-//! built images.
+//! built images. Builds deduplicated across two controlplane replicas on
+//! Postgres and Redis, and a push refused by a read-only registry.
 
 mod common;
 
