@@ -49,7 +49,7 @@ pub struct BuildRequest {
     pub pip_digest: String,
 }
 
-fn done(image_id: &str, image_ref: String, cached: bool) -> BuildEvent {
+pub(super) fn done(image_id: &str, image_ref: String, cached: bool) -> BuildEvent {
     BuildEvent::Event(BuildImageEvent {
         kind: Some(build_image_event::Kind::Done(BuiltImage {
             image_id: image_id.to_owned(),
@@ -59,14 +59,15 @@ fn done(image_id: &str, image_ref: String, cached: bool) -> BuildEvent {
     })
 }
 
-fn log(line: String) -> BuildEvent {
+pub(super) fn log(line: String) -> BuildEvent {
     BuildEvent::Event(BuildImageEvent {
         kind: Some(build_image_event::Kind::Log(line)),
     })
 }
 
-/// Starts the build of `request` or joins the identical one running here;
-/// its events arrive on the receiver, the last being Done or Failed.
+/// Starts the build of `request` or joins the identical one running here
+/// (or follows it on another replica); its events arrive on the receiver,
+/// the last being Done or Failed.
 pub fn start(shared: &Arc<Shared>, request: BuildRequest) -> broadcast::Receiver<BuildEvent> {
     let images = &shared.images;
     let id = request.canonical.id();
@@ -79,7 +80,7 @@ pub fn start(shared: &Arc<Shared>, request: BuildRequest) -> broadcast::Receiver
     running.insert(id.clone(), sender.clone());
     let shared = shared.clone();
     tokio::spawn(async move {
-        let outcome = run(&shared, &request, &sender).await;
+        let outcome = super::replicas::build_once(&shared, &request, &sender).await;
         let last = match outcome {
             Ok(event) => event,
             Err(error) => BuildEvent::Failed(error.to_string()),
@@ -97,7 +98,7 @@ pub fn start(shared: &Arc<Shared>, request: BuildRequest) -> broadcast::Receiver
     receiver
 }
 
-async fn run(
+pub(super) async fn run(
     shared: &Arc<Shared>,
     request: &BuildRequest,
     events: &broadcast::Sender<BuildEvent>,

@@ -8,6 +8,7 @@
 
 pub mod build;
 pub mod registry;
+mod replicas;
 pub mod spec;
 
 use std::collections::HashMap;
@@ -23,7 +24,8 @@ use spec::{Canonical, SpecRequest};
 
 pub use build::BuildEvent;
 
-/// Image builds of this replica.
+/// Image builds of this replica (one build per image id across replicas:
+/// see `replicas`).
 pub struct ImageBuilds {
     registry: RegistryClient,
     base_registry: String,
@@ -37,6 +39,8 @@ pub struct ImageBuilds {
     apt_suite: String,
     /// Builds running here, by image id: an identical request joins one.
     running: Mutex<HashMap<String, broadcast::Sender<BuildEvent>>>,
+    /// This replica, as the holder of image build leases.
+    holder: String,
 }
 
 impl ImageBuilds {
@@ -60,6 +64,7 @@ impl ImageBuilds {
             apt_mirror: config.apt_mirror.clone(),
             apt_suite: config.apt_suite.clone(),
             running: Mutex::new(HashMap::new()),
+            holder: uuid::Uuid::now_v7().to_string(),
         }
     }
 
