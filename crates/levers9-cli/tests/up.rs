@@ -108,3 +108,58 @@ fn check_one_admin_token(home: &std::path::Path) {
         "{tokens}"
     );
 }
+
+/// The quickstart path with a built image: `levers9 up` alone builds an
+/// image from a spec (on its one worker, pushed to its own storage) and runs
+/// a function in it.
+#[test]
+fn up_builds_images_and_runs_functions_in_them() {
+    let python = std::env::var("LEVERS9_TEST_PYTHON").expect("LEVERS9_TEST_PYTHON");
+    let home = tempfile::tempdir().expect("home");
+    let (grpc, http) = (free_port(), free_port());
+    let up = Up::start(home.path(), &home.path().join("up"), grpc, http, "build");
+    let app = home.path().join("app.py");
+    // The base image of `up` is Python and no shell.
+    std::fs::write(
+        &app,
+        r#"from levers9 import Image, function
+
+IMAGE = Image().add_commands(
+    ["python3 -c 'open(\"/etc/levers9-up\", \"w\").write(\"built by up\")'"]
+)
+
+@function(image=IMAGE)
+def marker():
+    return open("/etc/levers9-up").read()
+"#,
+    )
+    .expect("write app");
+    let env = [("LEVERS9_PYTHON", python.as_str())];
+    let target = |name: &str| format!("{}::{name}", app.display());
+
+    let built = run_cli(
+        home.path(),
+        &["image", "build", &target("IMAGE")],
+        &env,
+        None,
+    );
+    assert!(
+        built.status.success(),
+        "{}\n{}",
+        text(&built.stderr),
+        up.log()
+    );
+    let reference = text(&built.stdout);
+    assert!(
+        reference.contains(&format!("127.0.0.1:{http}/")),
+        "pushed to up's own storage: {reference}"
+    );
+    let ran = run_cli(home.path(), &["run", &target("marker")], &env, None);
+    assert!(ran.status.success(), "{}\n{}", text(&ran.stderr), up.log());
+    assert!(
+        text(&ran.stdout).contains("built by up"),
+        "{}",
+        text(&ran.stdout)
+    );
+    assert!(up.stop().success());
+}

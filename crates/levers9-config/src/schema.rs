@@ -331,9 +331,13 @@ pub struct ImageServiceConfig {
     /// The runner base image.
     pub runner: RunnerConfig,
     /// Local image storage: a directory holding an OCI image layout that
-    /// the controlplane serves read-only, as a registry, at `/v2/` on its
-    /// HTTP port. `levers9 up` keeps its base image there; empty is off.
+    /// the controlplane serves as a registry at `/v2/` on its HTTP port. `levers9 up` keeps its base image there; empty is off.
     pub local_images: String,
+    /// The local image storage also takes pushes, so image builds can push
+    /// there. Pushes ask for no token, so the controlplane refuses to start
+    /// with this unless `controlplane.bindAddress` is a loopback address.
+    /// `levers9 up` sets it.
+    pub local_images_writable: bool,
     /// The pool image builds run in.
     pub build_pool_selector: String,
     /// A build still running after this long is stopped and fails.
@@ -349,6 +353,7 @@ impl Default for ImageServiceConfig {
         Self {
             runner: RunnerConfig::default(),
             local_images: String::new(),
+            local_images_writable: false,
             build_pool_selector: "build".into(),
             build_timeout_seconds: 1800,
             apt_mirror: "http://deb.debian.org/debian".into(),

@@ -37,8 +37,8 @@ pub fn router(shared: Arc<Shared>, services: Services, metrics: Arc<Metrics>) ->
         )
     };
     let mut router = probes.merge(scrape).merge(crate::rest::router(services));
-    if let Some(layout) = local_images {
-        router = router.merge(crate::registry::router(layout));
+    if let Some(images) = local_images {
+        router = router.merge(crate::registry::router(images));
     }
     router.layer(middleware::from_fn_with_state(metrics, record))
 }

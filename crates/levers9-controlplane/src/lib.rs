@@ -54,7 +54,7 @@ pub struct Shared {
     /// `worker.imageRegistry`: where image names without a registry live.
     pub image_registry: String,
     /// Local image storage served as a registry (`imageService.localImages`).
-    pub local_images: Option<levers9_image::layout::Layout>,
+    pub local_images: Option<registry::LocalImages>,
     /// Image builds.
     pub images: images::ImageBuilds,
     /// The bootstrap secret; empty turns bootstrap off.

@@ -56,6 +56,12 @@ pub enum StartError {
     /// `imageService.localImages` cannot be opened.
     #[error("imageService.localImages: {0}")]
     LocalImages(#[from] levers9_image::ImageError),
+    /// `imageService.localImagesWritable` on a controlplane others can reach.
+    #[error(
+        "imageService.localImagesWritable needs controlplane.bindAddress on loopback (it is \
+         {0:?}): pushes to the local image storage ask for no token"
+    )]
+    WritableImages(String),
     /// `storage.juicefs` cannot be formatted or mounted.
     #[error("storage.juicefs: {0}")]
     Volumes(#[from] levers9_volumes::VolumeError),
@@ -155,7 +161,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         objects,
         volumes: volumes.clone(),
         base_image: config.image_service.runner.base_image_reference(),
-        local_images: local_images(&config.image_service.local_images)?,
+        local_images: local_images(&config)?,
         state,
         images: crate::images::ImageBuilds::new(
             &config.image_service,
@@ -284,11 +290,23 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
 }
 
 /// The local image storage, when configured.
-fn local_images(dir: &str) -> Result<Option<levers9_image::layout::Layout>, StartError> {
-    if dir.is_empty() {
+fn local_images(config: &Config) -> Result<Option<crate::registry::LocalImages>, StartError> {
+    let images = &config.image_service;
+    if images.local_images.is_empty() {
         return Ok(None);
     }
-    Ok(Some(levers9_image::layout::Layout::open(Path::new(dir))?))
+    let bind = &config.controlplane.bind_address;
+    let loopback = bind == "localhost"
+        || bind
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if images.local_images_writable && !loopback {
+        return Err(StartError::WritableImages(bind.clone()));
+    }
+    Ok(Some(crate::registry::LocalImages {
+        layout: levers9_image::layout::Layout::open(Path::new(&images.local_images))?,
+        writable: images.local_images_writable,
+    }))
 }
 
 async fn bind(what: &'static str, host: &str, port: u16) -> Result<TcpListener, StartError> {
@@ -339,4 +357,36 @@ fn spawn_rotation(shared: Arc<Shared>, batch_size: u32) {
             ),
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writable_local_images_need_a_loopback_controlplane() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut config = Config::default();
+        config.image_service.local_images = dir.path().display().to_string();
+        config.image_service.local_images_writable = true;
+
+        config.controlplane.bind_address = "0.0.0.0".into();
+        let error = local_images(&config).expect_err("reachable from outside");
+        assert!(
+            error
+                .to_string()
+                .contains("controlplane.bindAddress on loopback"),
+            "{error}"
+        );
+
+        for loopback in ["127.0.0.1", "::1", "localhost"] {
+            config.controlplane.bind_address = loopback.into();
+            let images = local_images(&config).expect("loopback").expect("on");
+            assert!(images.writable);
+        }
+        config.image_service.local_images_writable = false;
+        config.controlplane.bind_address = "0.0.0.0".into();
+        let images = local_images(&config).expect("read-only").expect("on");
+        assert!(!images.writable);
+    }
 }

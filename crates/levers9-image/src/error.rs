@@ -198,6 +198,14 @@ pub enum ImageError {
         reason: String,
     },
 
+    /// A blob pushed to the local image storage was refused; nothing of it
+    /// was kept.
+    #[error("the pushed blob was refused: {reason}")]
+    UploadRejected {
+        /// Why.
+        reason: String,
+    },
+
     /// A base image could not be built from the host's packages.
     #[error("cannot build the base image: {reason}")]
     BaseImage {

@@ -17,7 +17,7 @@ use sha2::{Digest as _, Sha256};
 use crate::error::{ImageError, Result};
 
 /// The annotation that names an image in `index.json`.
-const REF_NAME: &str = "org.opencontainers.image.ref.name";
+pub(crate) const REF_NAME: &str = "org.opencontainers.image.ref.name";
 /// OCI media types written here.
 pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
 /// OCI media types written here.
@@ -42,16 +42,19 @@ pub struct Descriptor {
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Index {
+pub(crate) struct Index {
     schema_version: u32,
     #[serde(default)]
-    manifests: Vec<Descriptor>,
+    pub(crate) manifests: Vec<Descriptor>,
 }
 
 /// An OCI image layout directory.
 #[derive(Debug, Clone)]
 pub struct Layout {
-    root: PathBuf,
+    pub(crate) root: PathBuf,
+    /// Held while `index.json` is read, changed and written back, so two
+    /// pushes tagging at once both keep their tag.
+    index_lock: std::sync::Arc<std::sync::Mutex<()>>,
 }
 
 impl Layout {
@@ -66,6 +69,7 @@ impl Layout {
         }
         Ok(Self {
             root: root.to_owned(),
+            index_lock: Default::default(),
         })
     }
 
@@ -101,6 +105,10 @@ impl Layout {
     /// Names the manifest `manifest` `<repository>:<tag>`, replacing what
     /// had that name.
     pub fn tag(&self, name: &str, manifest: &Descriptor) -> Result<()> {
+        let _held = self
+            .index_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut index = self.index()?;
         index
             .manifests
@@ -141,7 +149,7 @@ impl Layout {
         }))
     }
 
-    fn index(&self) -> Result<Index> {
+    pub(crate) fn index(&self) -> Result<Index> {
         let path = self.root.join("index.json");
         match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| ImageError::Layout {
@@ -154,7 +162,7 @@ impl Layout {
     }
 }
 
-fn io(path: &Path, source: std::io::Error) -> ImageError {
+pub(crate) fn io(path: &Path, source: std::io::Error) -> ImageError {
     ImageError::Io {
         action: "local image storage: cannot write or read",
         path: path.to_owned(),

@@ -62,6 +62,7 @@ mod pull;
 mod reference;
 mod store;
 mod unpack;
+mod uploads;
 
 pub use cache::CacheUsage;
 pub use error::{ImageError, Result};

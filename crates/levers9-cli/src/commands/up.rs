@@ -87,8 +87,23 @@ pub async fn run(args: UpArgs) -> Result<()> {
             levers9_image::debian::ensure_python_image(&layout, &name, &say)
         })
         .await??;
-        runner.base_image_registry = format!("127.0.0.1:{}", args.http_port);
-        config.image_service.local_images = dir.display().to_string();
+        let local = format!("127.0.0.1:{}", args.http_port);
+        runner.base_image_registry = local.clone();
+        let images = &mut config.image_service;
+        images.local_images = dir.display().to_string();
+        // Image builds push to the same storage and run on the one worker,
+        // so `Image().add_python_packages(...)` works with nothing else.
+        images.local_images_writable = true;
+        if !config
+            .worker
+            .pools
+            .contains_key(&images.build_pool_selector)
+        {
+            images.build_pool_selector = "default".into();
+        }
+        if config.worker.image_registry.is_empty() {
+            config.worker.image_registry = local;
+        }
     }
     // A one-time secret: only this process ever knows it, and it does
     // nothing once the first workspace exists.

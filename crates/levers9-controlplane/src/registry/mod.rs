@@ -1,11 +1,14 @@
-//! The local image storage served as a read-only registry: the pull half of
-//! the OCI distribution API (`/v2/<name>/manifests/<ref>` and
-//! `/v2/<name>/blobs/<digest>`), from `imageService.localImages`.
+//! The local image storage served as a registry: the pull half of the OCI
+//! distribution API (`/v2/<name>/manifests/<ref>`, `/v2/<name>/blobs/<digest>`,
+//! `/v2/<name>/tags/list`) from `imageService.localImages`, and with
+//! `imageService.localImagesWritable` the push half too (`push`).
 //!
 //! It is what lets `levers9 up` run functions on a machine with no registry:
-//! its worker pulls the base image from here like from any registry. No
-//! token is asked for: what it holds are base images, and it is off unless
-//! configured.
+//! its worker pulls the base image from here like from any registry, and its
+//! image builds push here. No token is asked for: it is off unless
+//! configured, and writable only on a loopback-bound controlplane.
+
+mod push;
 
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -16,14 +19,27 @@ use axum::Router;
 use levers9_image::layout::Layout;
 use tokio_util::io::ReaderStream;
 
-/// The registry routes over `layout`.
-pub fn router(layout: Layout) -> Router {
+/// The local image storage and whether it takes pushes.
+#[derive(Debug, Clone)]
+pub struct LocalImages {
+    /// Where the images are.
+    pub layout: Layout,
+    /// `imageService.localImagesWritable`.
+    pub writable: bool,
+}
+
+/// The registry routes; push routes only when writable.
+pub fn router(LocalImages { layout, writable }: LocalImages) -> Router {
+    let mut routes = get(serve);
+    if writable {
+        routes = routes.post(push::post).patch(push::patch).put(push::put);
+    }
     Router::new()
         .route(
             "/v2/",
             get(|| async { ([(header::CONTENT_TYPE, "application/json")], "{}") }),
         )
-        .route("/v2/{*path}", get(serve))
+        .route("/v2/{*path}", routes)
         .with_state(layout)
 }
 
@@ -39,6 +55,9 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response {
 
 /// GET and HEAD (axum answers HEAD with GET's headers and no body).
 async fn serve(method: Method, State(layout): State<Layout>, Path(path): Path<String>) -> Response {
+    if let Some(repository) = path.strip_suffix("/tags/list") {
+        return tags(&layout, repository);
+    }
     let (name, kind, reference) = match split(&path) {
         Some(parts) => parts,
         None => return error(StatusCode::NOT_FOUND, "NAME_UNKNOWN", "no such endpoint"),
@@ -53,14 +72,7 @@ async fn serve(method: Method, State(layout): State<Layout>, Path(path): Path<St
                     &format!("no image {name}:{reference} in the local image storage"),
                 )
             }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read the local image storage");
-                return error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "UNKNOWN",
-                    "see the controlplane's log",
-                );
-            }
+            Err(e) => return internal(e),
         },
         _ => match layout.blob_path(reference) {
             Some(_) => levers9_image::layout::Descriptor {
@@ -77,14 +89,7 @@ async fn serve(method: Method, State(layout): State<Layout>, Path(path): Path<St
     };
     let file = match tokio::fs::File::open(&path).await {
         Ok(file) => file,
-        Err(e) => {
-            tracing::error!(error = %e, path = %path.display(), "cannot open a local image blob");
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "UNKNOWN",
-                "see the controlplane's log",
-            );
-        }
+        Err(e) => return internal(format!("{}: {e}", path.display())),
     };
     let size = file.metadata().await.map(|m| m.len()).unwrap_or(0);
     let body = if method == Method::HEAD {
@@ -99,6 +104,26 @@ async fn serve(method: Method, State(layout): State<Layout>, Path(path): Path<St
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
     headers.insert("docker-content-digest", value(&digest.digest));
     response
+}
+
+fn tags(layout: &Layout, repository: &str) -> Response {
+    match layout.tags(repository) {
+        Ok(tags) => {
+            axum::Json(serde_json::json!({"name": repository, "tags": tags})).into_response()
+        }
+        Err(e) => internal(e),
+    }
+}
+
+/// A failure of the storage itself: logged, and the client told where to
+/// look.
+fn internal(e: impl std::fmt::Display) -> Response {
+    tracing::error!(error = %e, "cannot read or write the local image storage");
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "UNKNOWN",
+        "see the controlplane's log",
+    )
 }
 
 /// `<name>/manifests/<ref>` or `<name>/blobs/<digest>`, the name being any
