@@ -4,68 +4,14 @@
 
 mod common;
 
+use common::stubs::{other_workspace, stub, workspace_token};
 use common::{text, with_token, Backend, Controlplane, SECRET};
-use levers9_api::v1::function_service_client::FunctionServiceClient;
-use levers9_api::v1::{
-    CreateTokenRequest, CreateWorkspaceRequest, GetOrCreateStubRequest, GetStubRequest,
-    ListStubsRequest, PutObjectRequest, StubConfig, VolumeMount,
-};
-use sha2::{Digest, Sha256};
-use tonic::transport::Channel;
+use levers9_api::v1::{GetStubRequest, ListStubsRequest, VolumeMount};
 
 fn controlplane() -> Controlplane {
     let mut env = common::backend_env(Backend::Embedded);
     env.push(("LEVERS9_BOOTSTRAP_SECRET".into(), SECRET.into()));
     Controlplane::start_with(env)
-}
-
-async fn put(functions: &mut FunctionServiceClient<Channel>, token: &str, data: &[u8]) -> String {
-    let digest = format!("sha256:{}", hex::encode(Sha256::digest(data)));
-    functions
-        .put_object(with_token(
-            PutObjectRequest {
-                digest: digest.clone(),
-                data: data.to_vec(),
-            },
-            token,
-        ))
-        .await
-        .expect("put object");
-    digest
-}
-
-/// A stub of `function` in `module_path`, made the way the SDK makes one.
-async fn stub(cp: &Controlplane, token: &str, module_path: &str, function: &str) -> String {
-    let mut functions = cp.functions().await;
-    let code = put(
-        &mut functions,
-        token,
-        format!("code of {module_path}").as_bytes(),
-    )
-    .await;
-    let sdk = put(&mut functions, token, b"the sdk").await;
-    let module = module_path.trim_end_matches(".py").replace('/', ".");
-    functions
-        .get_or_create_stub(with_token(
-            GetOrCreateStubRequest {
-                name: format!("{module}.{function}"),
-                code_digest: code,
-                sdk_digest: sdk,
-                module_path: module_path.into(),
-                function_name: function.into(),
-                config: Some(StubConfig {
-                    image: "registry.example.com/team/app:1".into(),
-                    cpu_millicores: 250,
-                    retries: 2,
-                    ..Default::default()
-                }),
-            },
-            token,
-        ))
-        .await
-        .expect("create stub")
-        .into_inner()
-        .stub_id
 }
 
 async fn listed(cp: &Controlplane, token: &str) -> Vec<(String, String, String)> {
@@ -85,33 +31,8 @@ async fn listed(cp: &Controlplane, token: &str) -> Vec<(String, String, String)>
 async fn stubs_are_listed_and_shown_only_in_their_own_workspace() {
     let cp = controlplane();
     let admin = cp.admin_token().await;
-    let user = cp
-        .tokens()
-        .await
-        .create_token(with_token(
-            CreateTokenRequest {
-                token_type: "workspace".into(),
-                description: "user".into(),
-            },
-            &admin,
-        ))
-        .await
-        .expect("workspace token")
-        .into_inner()
-        .secret;
-    let other = cp
-        .workspaces()
-        .await
-        .create_workspace(with_token(
-            CreateWorkspaceRequest {
-                name: "other".into(),
-            },
-            &admin,
-        ))
-        .await
-        .expect("create workspace")
-        .into_inner()
-        .admin_token;
+    let user = workspace_token(&cp, &admin, "user").await;
+    let other = other_workspace(&cp, &admin, "other").await;
 
     let ours = stub(&cp, &user, "app/handlers.py", "resize").await;
     // Apart in time, so "newest first" has one answer.
