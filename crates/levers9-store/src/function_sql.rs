@@ -267,6 +267,32 @@ where
     Ok(row.map(StubRow::into_record))
 }
 
+/// The workspace's stubs, newest first, at most `limit`.
+pub(crate) async fn list_stubs<DB>(
+    pool: &Pool<DB>,
+    workspace_id: &str,
+    limit: u32,
+) -> Result<Vec<StubRecord>, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    StubRow: for<'r> FromRow<'r, DB::Row>,
+{
+    let rows: Vec<StubRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        stub_columns!(),
+        " FROM stubs WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2"
+    ))
+    .bind(workspace_id)
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(StubRow::into_record).collect())
+}
+
 /// Inserts pending tasks in one transaction, a chunk of rows per statement.
 pub(crate) async fn insert_tasks<DB>(pool: &Pool<DB>, tasks: &[NewTask]) -> Result<(), StoreError>
 where

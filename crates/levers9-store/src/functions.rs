@@ -41,6 +41,13 @@ pub trait FunctionStore: Send + Sync + 'static {
         stub_id: &str,
     ) -> Result<Option<StubRecord>, StoreError>;
 
+    /// The workspace's stubs, newest first, at most `limit`.
+    async fn list_stubs(
+        &self,
+        workspace_id: &str,
+        limit: u32,
+    ) -> Result<Vec<StubRecord>, StoreError>;
+
     /// Inserts tasks (state "pending", attempts 0) in one transaction: all or none.
     /// Each task's stub must belong to its workspace.
     async fn insert_tasks(&self, tasks: &[NewTask]) -> Result<(), StoreError>;
@@ -135,6 +142,13 @@ macro_rules! function_store_impl {
                 stub_id: &str,
             ) -> Result<Option<StubRecord>, StoreError> {
                 function_sql::get_stub(&self.$reader, workspace_id, stub_id).await
+            }
+            async fn list_stubs(
+                &self,
+                workspace_id: &str,
+                limit: u32,
+            ) -> Result<Vec<StubRecord>, StoreError> {
+                function_sql::list_stubs(&self.$reader, workspace_id, limit).await
             }
             async fn insert_tasks(&self, tasks: &[NewTask]) -> Result<(), StoreError> {
                 function_sql::insert_tasks(&self.$writer, tasks).await

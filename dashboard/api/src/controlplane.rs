@@ -6,8 +6,8 @@ use std::time::Duration;
 use levers9_api::v1::{
     container_service_client::ContainerServiceClient,
     function_service_client::FunctionServiceClient, secret_service_client::SecretServiceClient,
-    token_service_client::TokenServiceClient, worker_service_client::WorkerServiceClient,
-    workspace_service_client::WorkspaceServiceClient,
+    token_service_client::TokenServiceClient, volume_service_client::VolumeServiceClient,
+    worker_service_client::WorkerServiceClient, workspace_service_client::WorkspaceServiceClient,
 };
 use levers9_api::Bearer;
 use tonic::service::interceptor::InterceptedService;
@@ -63,6 +63,9 @@ impl Controlplane {
     }
     pub fn tokens(&self) -> TokenServiceClient<Authed> {
         TokenServiceClient::new(self.authed())
+    }
+    pub fn volumes(&self) -> VolumeServiceClient<Authed> {
+        VolumeServiceClient::new(self.authed())
     }
     pub fn workspaces(&self) -> WorkspaceServiceClient<Authed> {
         WorkspaceServiceClient::new(self.authed())

@@ -12,6 +12,8 @@ pub mod routes;
 pub mod session;
 pub mod signin;
 pub mod streams;
+pub mod stubs;
+pub mod volumes;
 
 use std::sync::Arc;
 
@@ -81,6 +83,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(signin::routes())
         .merge(routes::routes())
         .merge(streams::routes())
+        .merge(stubs::routes())
+        .merge(volumes::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::origin_and_cors,

@@ -2,8 +2,7 @@
 //! dashboard's token sees it. Every route needs a session; every route that
 //! changes something needs the CSRF token too ([`Checked`]).
 //!
-//! Apps and deployments, volumes and pools have no controlplane RPC yet;
-//! their pages say so rather than showing made-up data.
+//! Stubs are in [`crate::stubs`], volumes in [`crate::volumes`].
 
 use std::sync::Arc;
 
@@ -12,9 +11,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use levers9_api::v1::{
     CancelTaskRequest, Container, CreateTokenRequest, CreateTokenResponse, GetContainerRequest,
-    GetTaskRequest, GetWorkspaceRequest, ListContainersRequest, ListSecretsRequest,
-    ListTasksRequest, ListTokensRequest, ListWorkersRequest, RevokeTokenRequest, Secret, Task,
-    Token, Worker, Workspace,
+    GetTaskRequest, GetTaskResponse, GetWorkspaceRequest, ListContainersRequest,
+    ListSecretsRequest, ListTasksRequest, ListTokensRequest, ListWorkersRequest,
+    RevokeTokenRequest, Secret, Task, Token, Worker, Workspace,
 };
 use serde::Deserialize;
 
@@ -138,16 +137,17 @@ async fn list_tasks(
     Ok(Json(tasks))
 }
 
+/// The task and its attempts, oldest first.
 async fn get_task(
     State(s): Shared,
     _: SignedIn,
     Path(id): Path<String>,
-) -> Result<Json<Option<Task>>, ApiError> {
+) -> Result<Json<GetTaskResponse>, ApiError> {
     let reply =
         s.cp.functions()
             .get_task(call(GetTaskRequest { task_id: id }))
             .await?;
-    Ok(Json(reply.into_inner().task))
+    Ok(Json(reply.into_inner()))
 }
 
 async fn cancel_task(

@@ -3,7 +3,9 @@
 // crates/levers9-cli/tests/dashboard.rs started. It reads:
 //   WEB_URL   the web app (built with NEXT_PUBLIC_API_BASE=API_BASE)
 //   API_BASE  the API, as the app was built for it
-//   TASK_ID   a task the SDK ran; MARKER  what it printed
+//   TASK_ID   a task the SDK ran; MARKER  what it printed; STUB_ID  its stub
+//   FAIL_TASK_ID  a task that failed both of its attempts
+//   VOLUME    a volume made with the CLI, holding notes/hello.txt = VOLUME_TEXT
 //   CHROMIUM  the browser (default /usr/bin/chromium)
 // Exits non-zero on the first failed check, saying which.
 
@@ -14,11 +16,30 @@ const WEB = process.env.WEB_URL;
 const API_BASE = process.env.API_BASE;
 const TASK_ID = process.env.TASK_ID;
 const MARKER = process.env.MARKER;
-for (const [name, value] of Object.entries({ WEB_URL: WEB, API_BASE, TASK_ID, MARKER })) {
+const STUB_ID = process.env.STUB_ID;
+const FAIL_TASK_ID = process.env.FAIL_TASK_ID;
+const VOLUME = process.env.VOLUME;
+const VOLUME_TEXT = process.env.VOLUME_TEXT;
+const env = { WEB_URL: WEB, API_BASE, TASK_ID, MARKER, STUB_ID, FAIL_TASK_ID, VOLUME, VOLUME_TEXT };
+for (const [name, value] of Object.entries(env)) {
   if (!value) throw new Error(`${name} is not set: run this through crates/levers9-cli/tests/dashboard.rs`);
 }
 const api = new URL(API_BASE);
-const PAGES = ["/", "/tasks", `/tasks/${TASK_ID}`, "/apps", "/containers", "/workers", "/volumes", "/secrets", "/tokens", "/signin"];
+const PAGES = [
+  "/",
+  "/tasks",
+  `/tasks/${TASK_ID}`,
+  "/apps",
+  `/stubs/${STUB_ID}`,
+  "/containers",
+  "/workers",
+  "/volumes",
+  `/volumes/${VOLUME}`,
+  `/volumes/${VOLUME}?path=notes`,
+  "/secrets",
+  "/tokens",
+  "/signin",
+];
 
 let passed = 0;
 function check(ok, what) {
@@ -143,6 +164,40 @@ try {
   check(true, "the task's page shows its outcome from the task's own events");
   await page.locator('[data-testid="log"]', { hasText: MARKER }).waitFor({ timeout: 30_000 });
   check(true, "the task's page shows what the function printed");
+  await page.locator('[data-testid="attempts"] tbody tr', { hasText: "complete" }).waitFor();
+  check(true, "the task's page lists its attempt, complete");
+
+  // A task that failed twice: both attempts, each with how it ended and why.
+  await page.goto(`${WEB}/tasks/${FAIL_TASK_ID}`);
+  const attempts = page.locator('[data-testid="attempts"] tbody tr');
+  await attempts.nth(1).waitFor({ timeout: 30_000 });
+  check((await attempts.count()) === 2, "the failed task's page lists its two attempts");
+  const first = await attempts.nth(0).innerText();
+  const second = await attempts.nth(1).innerText();
+  check(/\bretried\b/.test(first) && first.includes("dashboard-attempt-failed"), `the first attempt was retried, saying why: ${first}`);
+  check(/\berror\b/.test(second) && second.includes("dashboard-attempt-failed"), `the second attempt ended the task in error: ${second}`);
+
+  // Apps: the function's stub under the file it was defined in, and its page.
+  await page.goto(`${WEB}/apps`);
+  const app = page.locator('[data-testid="app"]', { hasText: "dashboard_app.py" });
+  await app.locator("tr", { hasText: "greet" }).getByRole("link", { name: STUB_ID }).click();
+  await page.waitForURL(`${WEB}/stubs/${STUB_ID}`);
+  await page.locator('[data-testid="stub"]', { hasText: "dashboard_app.py" }).waitFor();
+  await page.locator('[data-testid="stub-tasks"]').getByRole("link", { name: TASK_ID }).waitFor();
+  check(true, "the apps page lists the function's stub under its file, whose page lists the task");
+
+  // Volumes: the CLI's volume, browsed down to its file, read through the API.
+  await page.goto(`${WEB}/volumes`);
+  await page.getByRole("link", { name: VOLUME, exact: true }).click();
+  await page.waitForURL(`${WEB}/volumes/${VOLUME}`);
+  await page.getByRole("link", { name: "notes/" }).click();
+  const file = page.getByRole("link", { name: "hello.txt" });
+  await file.waitFor();
+  const href = await file.getAttribute("href");
+  check(href.startsWith(`${API_BASE}/volumes/`), `the file links to the API, not storage: ${href}`);
+  const download = await page.request.get(href);
+  check(download.ok() && (await download.text()) === VOLUME_TEXT, `the file's bytes come through the API (${download.status()})`);
+  check(/^attachment/.test(download.headers()["content-disposition"] ?? ""), "the file comes as an attachment");
 
   // Workers and pools: the test's runc worker, ready, in the pool "default".
   await page.goto(`${WEB}/workers`);

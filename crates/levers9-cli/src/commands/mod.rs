@@ -6,6 +6,7 @@ mod controlplane;
 mod image;
 mod run;
 mod secret;
+mod stub;
 mod task;
 mod token;
 mod up;
@@ -68,6 +69,9 @@ pub enum Command {
     /// List, show and cancel the calls of your functions.
     #[command(subcommand)]
     Task(task::TaskCommand),
+    /// List and show your functions as stored (stubs): app, image, resources.
+    #[command(subcommand)]
+    Stub(stub::StubCommand),
     /// Manage your workspace's volumes and copy files in and out of them.
     #[command(subcommand)]
     Volume(volume::VolumeCommand),
@@ -99,6 +103,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Image(command) => image::run(command, context).await,
         Command::Run(args) => run::run(args, context).await,
         Command::Task(command) => task::run(command, context).await,
+        Command::Stub(command) => stub::run(command, context).await,
         Command::Volume(command) => volume::run(command, context).await,
     }
 }

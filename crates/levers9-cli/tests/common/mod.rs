@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 pub mod fleet;
 pub mod sdk;
+pub mod stubs;
 
 use levers9_api::v1::auth_service_client::AuthServiceClient;
 use levers9_api::v1::container_service_client::ContainerServiceClient;

@@ -133,6 +133,34 @@ impl StubSpec {
         serde_json::to_string(self).unwrap_or_default()
     }
 
+    /// The configuration as the API shows a stored stub: the request's
+    /// fields with the defaults filled in.
+    pub fn to_config(&self) -> StubConfig {
+        StubConfig {
+            image: self.image.clone(),
+            cpu_millicores: self.cpu_millicores,
+            memory_mib: self.memory_mib,
+            gpu_types: self.gpu_types.clone(),
+            gpu_count: self.gpu_count,
+            retries: self.retries,
+            timeout_seconds: self.timeout_seconds,
+            keep_warm_seconds: self.keep_warm_seconds,
+            concurrency: self.concurrency,
+            env: self.env.clone().into_iter().collect(),
+            secrets: self.secrets.clone(),
+            pool: self.pool.clone(),
+            max_containers: self.max_containers,
+            volumes: self
+                .volumes
+                .iter()
+                .map(|(name, mount_path)| levers9_api::v1::VolumeMount {
+                    name: name.clone(),
+                    mount_path: mount_path.clone(),
+                })
+                .collect(),
+        }
+    }
+
     /// Reads the stored form.
     pub fn from_json(stub_id: &str, json: &str) -> Result<StubSpec, ApiError> {
         serde_json::from_str(json)

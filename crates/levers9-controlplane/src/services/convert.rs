@@ -2,9 +2,11 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use levers9_api::v1;
-use levers9_store::{TaskRecord, TokenRecord, Workspace};
+use levers9_store::{StubRecord, TaskRecord, TokenRecord, Workspace};
 
+use crate::error::ApiError;
 use crate::fleet::records::ContainerRecord;
+use crate::functions::spec::StubSpec;
 
 fn rfc3339(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -76,6 +78,20 @@ pub(super) fn attempt(a: &levers9_store::AttemptRecord) -> v1::TaskAttempt {
         outcome: a.outcome.clone(),
         message: a.message.clone(),
     }
+}
+
+/// Env values are shown: they are the caller's own settings, and secrets
+/// travel by name (`secrets`), never in `env`.
+pub(super) fn stub(s: &StubRecord) -> Result<v1::Stub, ApiError> {
+    let spec = StubSpec::from_json(&s.id, &s.config_json)?;
+    Ok(v1::Stub {
+        stub_id: s.id.clone(),
+        name: s.name.clone(),
+        module_path: s.module_path.clone(),
+        function_name: s.function_name.clone(),
+        config: Some(spec.to_config()),
+        created_at: rfc3339(s.created_at),
+    })
 }
 
 pub(super) fn task(t: &TaskRecord) -> v1::Task {

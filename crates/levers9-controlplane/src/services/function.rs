@@ -7,9 +7,10 @@ use futures::{Stream, StreamExt};
 use levers9_api::v1::{
     function_service_server::FunctionService, run_event, run_request, CancelTaskRequest,
     CancelTaskResponse, GetObjectRequest, GetObjectResponse, GetOrCreateStubRequest,
-    GetOrCreateStubResponse, GetTaskRequest, GetTaskResponse, HeadObjectRequest,
-    HeadObjectResponse, ListTasksRequest, ListTasksResponse, PutObjectRequest, PutObjectResponse,
-    RunEvent, RunRequest, SpawnTaskRequest, SpawnTaskResponse, TaskOutcome, WaitTaskRequest,
+    GetOrCreateStubResponse, GetStubRequest, GetStubResponse, GetTaskRequest, GetTaskResponse,
+    HeadObjectRequest, HeadObjectResponse, ListStubsRequest, ListStubsResponse, ListTasksRequest,
+    ListTasksResponse, PutObjectRequest, PutObjectResponse, RunEvent, RunRequest, SpawnTaskRequest,
+    SpawnTaskResponse, TaskOutcome, WaitTaskRequest,
 };
 use levers9_store::{task_state, NewTask, StubRecord, TaskRecord, TokenType};
 use prost::Message;
@@ -304,6 +305,36 @@ impl FunctionService for FunctionApi {
             .await
             .map_err(ApiError::from)?;
         Ok(Response::new(GetOrCreateStubResponse { stub_id: stub.id }))
+    }
+
+    async fn list_stubs(
+        &self,
+        request: Request<ListStubsRequest>,
+    ) -> Result<Response<ListStubsResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let limit = match request.get_ref().limit {
+            0 => 100,
+            n => n.min(1000),
+        };
+        let stubs = self
+            .shared
+            .functions
+            .list_stubs(&caller.workspace.id, limit)
+            .await
+            .map_err(ApiError::from)?;
+        let stubs = stubs.iter().map(convert::stub).collect::<Result<_, _>>()?;
+        Ok(Response::new(ListStubsResponse { stubs }))
+    }
+
+    async fn get_stub(
+        &self,
+        request: Request<GetStubRequest>,
+    ) -> Result<Response<GetStubResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let stub = self.stub(&caller, &request.get_ref().stub_id).await?;
+        Ok(Response::new(GetStubResponse {
+            stub: Some(convert::stub(&stub)?),
+        }))
     }
 
     type RunStream = EventStream;

@@ -129,6 +129,46 @@ pub async fn another_workspace_cannot_read_or_take_a_stub<S: RecordStore + Funct
     );
 }
 
+pub async fn stubs_are_listed_newest_first_per_workspace<S: RecordStore + FunctionStore>(
+    store: &S,
+) {
+    let mine = workspace(store, "mine").await;
+    let theirs = workspace(store, "theirs").await;
+    for (n, id) in ["stub-1", "stub-2", "stub-3"].into_iter().enumerate() {
+        let created_at = at(10 + i64::try_from(n).unwrap());
+        store
+            .get_or_create_stub(StubRecord {
+                created_at,
+                ..stub(&mine, id)
+            })
+            .await
+            .unwrap();
+    }
+    store
+        .get_or_create_stub(stub(&theirs, "stub-theirs"))
+        .await
+        .unwrap();
+
+    let ids = |stubs: Vec<StubRecord>| stubs.into_iter().map(|s| s.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(store.list_stubs(&mine, 10).await.unwrap()),
+        ["stub-3", "stub-2", "stub-1"]
+    );
+    assert_eq!(
+        ids(store.list_stubs(&mine, 2).await.unwrap()),
+        ["stub-3", "stub-2"]
+    );
+    assert_eq!(
+        ids(store.list_stubs(&theirs, 10).await.unwrap()),
+        ["stub-theirs"]
+    );
+    let listed = store.list_stubs(&mine, 1).await.unwrap().remove(0);
+    assert_eq!(
+        listed,
+        store.get_stub(&mine, "stub-3").await.unwrap().unwrap()
+    );
+}
+
 pub async fn thousands_of_tasks_are_inserted_at_once_and_listed_newest_first<
     S: RecordStore + FunctionStore,
 >(

@@ -47,6 +47,7 @@ macro_rules! record_store_suite {
             a_stub_is_created_once_and_then_returned_as_stored,
             concurrent_twins_of_a_stub_store_one_row,
             another_workspace_cannot_read_or_take_a_stub,
+            stubs_are_listed_newest_first_per_workspace,
             thousands_of_tasks_are_inserted_at_once_and_listed_newest_first,
             a_batch_of_tasks_is_stored_all_or_none,
             another_workspace_cannot_read_a_task,

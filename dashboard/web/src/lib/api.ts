@@ -26,6 +26,51 @@ export type Task = {
   endedAt: string;
 };
 
+/** One attempt of a task: where it ran and how it ended. */
+export type TaskAttempt = {
+  attempt: number;
+  containerId: string;
+  workerId: string;
+  startedAt: string;
+  endedAt: string;
+  outcome: string;
+  message: string;
+};
+
+export type TaskDetail = { task?: Task; attempts: TaskAttempt[] };
+
+export type VolumeMount = { name: string; mountPath: string };
+export type StubConfig = {
+  image: string;
+  cpuMillicores: number;
+  memoryMib: number;
+  gpuTypes: string[];
+  gpuCount: number;
+  retries: number;
+  timeoutSeconds: number;
+  keepWarmSeconds: number;
+  concurrency: number;
+  env: Record<string, string>;
+  secrets: string[];
+  pool: string;
+  maxContainers: number;
+  volumes: VolumeMount[];
+};
+
+/** A function as stored; `modulePath` (the file it was defined in) is its app. */
+export type Stub = {
+  stubId: string;
+  name: string;
+  modulePath: string;
+  functionName: string;
+  config?: StubConfig;
+  createdAt: string;
+};
+
+export type StubDetail = { stub?: Stub; recentTasks: Task[]; tasksLookedAt: number };
+
+export type FileEntry = { path: string; isDir: boolean; size: number; modifiedAt: string };
+
 export type Container = {
   containerId: string;
   image: string;
@@ -111,6 +156,17 @@ export async function loadSession(): Promise<SessionInfo | null> {
 
 export function remember(session: SessionInfo): void {
   csrfToken = session.csrfToken;
+}
+
+export function bytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = n;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${n} B` : `${value.toFixed(1)} ${units[unit]}`;
 }
 
 export function when(rfc3339: string): string {

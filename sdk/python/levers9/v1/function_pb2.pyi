@@ -105,6 +105,46 @@ class GetOrCreateStubResponse(_message.Message):
     stub_id: str
     def __init__(self, stub_id: _Optional[str] = ...) -> None: ...
 
+class Stub(_message.Message):
+    __slots__ = ("stub_id", "name", "module_path", "function_name", "config", "created_at")
+    STUB_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MODULE_PATH_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    stub_id: str
+    name: str
+    module_path: str
+    function_name: str
+    config: StubConfig
+    created_at: str
+    def __init__(self, stub_id: _Optional[str] = ..., name: _Optional[str] = ..., module_path: _Optional[str] = ..., function_name: _Optional[str] = ..., config: _Optional[_Union[StubConfig, _Mapping]] = ..., created_at: _Optional[str] = ...) -> None: ...
+
+class ListStubsRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+
+class ListStubsResponse(_message.Message):
+    __slots__ = ("stubs",)
+    STUBS_FIELD_NUMBER: _ClassVar[int]
+    stubs: _containers.RepeatedCompositeFieldContainer[Stub]
+    def __init__(self, stubs: _Optional[_Iterable[_Union[Stub, _Mapping]]] = ...) -> None: ...
+
+class GetStubRequest(_message.Message):
+    __slots__ = ("stub_id",)
+    STUB_ID_FIELD_NUMBER: _ClassVar[int]
+    stub_id: str
+    def __init__(self, stub_id: _Optional[str] = ...) -> None: ...
+
+class GetStubResponse(_message.Message):
+    __slots__ = ("stub",)
+    STUB_FIELD_NUMBER: _ClassVar[int]
+    stub: Stub
+    def __init__(self, stub: _Optional[_Union[Stub, _Mapping]] = ...) -> None: ...
+
 class RunRequest(_message.Message):
     __slots__ = ("start", "input")
     START_FIELD_NUMBER: _ClassVar[int]

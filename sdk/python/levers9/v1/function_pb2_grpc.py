@@ -58,6 +58,16 @@ class FunctionServiceStub(object):
                 request_serializer=levers9_dot_v1_dot_function__pb2.GetOrCreateStubRequest.SerializeToString,
                 response_deserializer=levers9_dot_v1_dot_function__pb2.GetOrCreateStubResponse.FromString,
                 _registered_method=True)
+        self.ListStubs = channel.unary_unary(
+                '/levers9.v1.FunctionService/ListStubs',
+                request_serializer=levers9_dot_v1_dot_function__pb2.ListStubsRequest.SerializeToString,
+                response_deserializer=levers9_dot_v1_dot_function__pb2.ListStubsResponse.FromString,
+                _registered_method=True)
+        self.GetStub = channel.unary_unary(
+                '/levers9.v1.FunctionService/GetStub',
+                request_serializer=levers9_dot_v1_dot_function__pb2.GetStubRequest.SerializeToString,
+                response_deserializer=levers9_dot_v1_dot_function__pb2.GetStubResponse.FromString,
+                _registered_method=True)
         self.Run = channel.stream_stream(
                 '/levers9.v1.FunctionService/Run',
                 request_serializer=levers9_dot_v1_dot_function__pb2.RunRequest.SerializeToString,
@@ -121,6 +131,21 @@ class FunctionServiceServicer(object):
 
     def GetOrCreateStub(self, request, context):
         """The stub with this name and configuration, created if new.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListStubs(self, request, context):
+        """The workspace's stubs, newest first (an admin token sees its own
+        workspace's, like every list).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetStub(self, request, context):
+        """One stub of the workspace.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -193,6 +218,16 @@ def add_FunctionServiceServicer_to_server(servicer, server):
                     servicer.GetOrCreateStub,
                     request_deserializer=levers9_dot_v1_dot_function__pb2.GetOrCreateStubRequest.FromString,
                     response_serializer=levers9_dot_v1_dot_function__pb2.GetOrCreateStubResponse.SerializeToString,
+            ),
+            'ListStubs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListStubs,
+                    request_deserializer=levers9_dot_v1_dot_function__pb2.ListStubsRequest.FromString,
+                    response_serializer=levers9_dot_v1_dot_function__pb2.ListStubsResponse.SerializeToString,
+            ),
+            'GetStub': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStub,
+                    request_deserializer=levers9_dot_v1_dot_function__pb2.GetStubRequest.FromString,
+                    response_serializer=levers9_dot_v1_dot_function__pb2.GetStubResponse.SerializeToString,
             ),
             'Run': grpc.stream_stream_rpc_method_handler(
                     servicer.Run,
@@ -337,6 +372,60 @@ class FunctionService(object):
             '/levers9.v1.FunctionService/GetOrCreateStub',
             levers9_dot_v1_dot_function__pb2.GetOrCreateStubRequest.SerializeToString,
             levers9_dot_v1_dot_function__pb2.GetOrCreateStubResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListStubs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/levers9.v1.FunctionService/ListStubs',
+            levers9_dot_v1_dot_function__pb2.ListStubsRequest.SerializeToString,
+            levers9_dot_v1_dot_function__pb2.ListStubsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetStub(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/levers9.v1.FunctionService/GetStub',
+            levers9_dot_v1_dot_function__pb2.GetStubRequest.SerializeToString,
+            levers9_dot_v1_dot_function__pb2.GetStubResponse.FromString,
             options,
             channel_credentials,
             insecure,

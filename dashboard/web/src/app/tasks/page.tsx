@@ -1,9 +1,9 @@
 "use client";
 
-import Link from "next/link";
 import { useState } from "react";
 
-import { type Task, when } from "@/lib/api";
+import { type Task } from "@/lib/api";
+import { TaskTable } from "@/lib/task-table";
 import { useApi } from "@/lib/use-api";
 
 const STATES = ["", "pending", "running", "retry", "complete", "error", "timeout", "cancelled"];
@@ -34,32 +34,7 @@ export default function Tasks() {
         </label>
       </div>
       {tasks.error && <p className="error">{tasks.error}</p>}
-      <table>
-        <thead>
-          <tr>
-            <th>Task</th>
-            <th>Function</th>
-            <th>State</th>
-            <th>Attempts</th>
-            <th>Created</th>
-            <th>Ended</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(tasks.data ?? []).map((t) => (
-            <tr key={t.taskId}>
-              <td>
-                <Link href={`/tasks/${t.taskId}`}>{t.taskId}</Link>
-              </td>
-              <td>{t.functionName}</td>
-              <td className={`state-${t.state}`}>{t.state}</td>
-              <td>{t.attempts}</td>
-              <td>{when(t.createdAt)}</td>
-              <td>{when(t.endedAt)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <TaskTable tasks={tasks.data ?? []} />
       {tasks.data?.length === 0 && <p className="note">No task matches.</p>}
     </section>
   );
