@@ -171,6 +171,18 @@ impl Fleet {
         Ok(())
     }
 
+    /// Cordons a worker and drains it (its function containers take no
+    /// new inputs and stop once idle), or lifts both.
+    pub async fn set_draining(&self, worker_id: &str, draining: bool) -> Result<(), ApiError> {
+        self.set_cordoned(worker_id, draining).await?;
+        self.tasks
+            .tell(&DispatchEvent::Drain {
+                worker_id: worker_id.to_owned(),
+                draining,
+            })
+            .await
+    }
+
     /// The cordoned workers.
     pub async fn cordoned(&self) -> Result<Vec<String>, ApiError> {
         Ok(self.state.set_members(view::CORDONED).await?)
