@@ -375,6 +375,29 @@ async fn a_second_host_joins_with_the_join_file_and_runs_a_container() {
     let url = cp.http("/agent");
     let (id, file) = create_machine(&cp, home.path(), &admin, &["--download-url", &url]);
 
+    // A run-time pool takes containers before any machine has joined it:
+    // this one waits for the box.
+    let early = cli(
+        &cp,
+        home.path(),
+        &admin,
+        &[
+            "container",
+            "run",
+            &image,
+            "--pool",
+            "boxes",
+            "--detach",
+            "--cpu",
+            "500m",
+            "--memory",
+            "64Mi",
+            "--",
+            "true",
+        ],
+    );
+    assert!(early.status.success(), "{}", text(&early.stderr));
+
     let mut second = netns::SecondHost::new(&[cp.grpc_port, cp.http_port, registry_port]);
     let box_dir = tempfile::Builder::new()
         .prefix("l9box-")

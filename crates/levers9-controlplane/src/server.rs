@@ -149,7 +149,8 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
                 &replica_id,
             ),
         )
-        .with_job_resources_enforced(config.worker.job_resources_enforced),
+        .with_job_resources_enforced(config.worker.job_resources_enforced)
+        .with_runtime_pools(stores.machines.clone()),
         functions: stores.functions.clone(),
         stubs: crate::functions::stubs::StubCache::default(),
         objects,

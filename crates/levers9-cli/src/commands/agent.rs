@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
-use levers9_api::v1::{Capacity, Gpu, JoinMachineRequest};
+use levers9_api::v1::JoinMachineRequest;
 
 use super::worker::{RunArgs, RuntimeArg};
 use crate::client::{Client, Target};
@@ -146,20 +146,9 @@ fn target(worker: &RunArgs, token: String) -> Result<Target> {
 async fn join(args: &AgentArgs) -> Result<Credential> {
     let token = join_token(args.join_token_file.as_deref())?;
     let target = target(&args.worker, token)?;
-    let detected = levers9_worker::detect_capacity();
-    let gpus = levers9_worker::detect_gpus().await;
-    let capacity = Capacity {
-        cpu_millicores: detected.cpu_millicores,
-        memory_mib: detected.memory_mib,
-        gpus: gpus
-            .into_iter()
-            .map(|(gpu_type, device_ids)| Gpu {
-                gpu_type,
-                count: u32::try_from(device_ids.len()).unwrap_or(u32::MAX),
-                device_ids,
-            })
-            .collect(),
-    };
+    let mut detected = levers9_worker::detect_capacity();
+    detected.gpus = levers9_worker::detect_gpus().await;
+    let capacity = detected.to_wire();
     tracing::info!(controlplane = %target.address(), cpu_millicores = capacity.cpu_millicores, memory_mib = capacity.memory_mib, gpus = ?capacity.gpus, "joining");
     let answer = Client::new(&target)?
         .machines()

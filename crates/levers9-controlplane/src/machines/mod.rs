@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use levers9_config::PoolConfig;
-use levers9_store::{MachineRecord, MachineStore, PoolRecord, TokenType};
+use levers9_store::{MachineStore, PoolRecord, TokenType};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -109,7 +109,12 @@ pub enum WorkerBinding {
     /// Not a machine's credential.
     Any,
     /// The machine whose credential it is.
-    Machine(MachineRecord),
+    Machine {
+        /// Its id, also its worker's.
+        id: String,
+        /// Its pool.
+        pool: String,
+    },
 }
 
 impl WorkerBinding {
@@ -120,27 +125,29 @@ impl WorkerBinding {
             return Ok(WorkerBinding::Any);
         }
         Ok(match machines.machine_by_token(&caller.token_id).await? {
-            Some(machine) => WorkerBinding::Machine(machine),
+            Some(machine) => WorkerBinding::Machine {
+                id: machine.id,
+                pool: machine.pool,
+            },
             None => WorkerBinding::Any,
         })
     }
 
     /// Refuses to act as `worker_id` of `pool` unless bound to it.
     pub fn allow(&self, worker_id: &str, pool: Option<&str>) -> Result<(), ApiError> {
-        let WorkerBinding::Machine(machine) = self else {
+        let WorkerBinding::Machine { id, pool: own_pool } = self else {
             return Ok(());
         };
-        if machine.id != worker_id {
+        if id != worker_id {
             return Err(ApiError::PermissionDenied(format!(
-                "this is the credential of machine {}: it may only act as worker {}, not {worker_id:?}",
-                machine.id, machine.id
+                "this is the credential of machine {id}: it may only act as worker {id}, not \
+                 {worker_id:?}"
             )));
         }
         if let Some(pool) = pool {
-            if pool != machine.pool {
+            if pool != own_pool {
                 return Err(ApiError::PermissionDenied(format!(
-                    "machine {} belongs to pool {}, not {pool:?}",
-                    machine.id, machine.pool
+                    "machine {id} belongs to pool {own_pool}, not {pool:?}"
                 )));
             }
         }
@@ -152,24 +159,12 @@ impl WorkerBinding {
 mod tests {
     use super::*;
 
-    fn machine() -> MachineRecord {
-        MachineRecord {
-            id: "m1".into(),
-            workspace_id: "w".into(),
-            pool: "gpu".into(),
-            state: "joined".into(),
-            join_expires_at: DateTime::UNIX_EPOCH,
-            join_used_at: None,
-            token_id: Some("t".into()),
-            hostname: String::new(),
-            capacity: String::new(),
-            created_at: DateTime::UNIX_EPOCH,
-        }
-    }
-
     #[test]
     fn a_machine_credential_acts_only_as_its_worker_in_its_pool() {
-        let bound = WorkerBinding::Machine(machine());
+        let bound = WorkerBinding::Machine {
+            id: "m1".into(),
+            pool: "gpu".into(),
+        };
         assert!(bound.allow("m1", Some("gpu")).is_ok());
         assert!(bound.allow("m1", None).is_ok());
         let other = bound.allow("m2", Some("gpu")).unwrap_err().to_string();
