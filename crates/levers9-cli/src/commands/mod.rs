@@ -83,7 +83,9 @@ pub enum Command {
     #[command(subcommand)]
     Machine(machine::MachineCommand),
     /// Run on a machine brought to a pool (the join command starts it):
-    /// redeem the join token once, then run as the machine's worker.
+    /// redeem the join token once, then run as the machine's worker. The
+    /// worker flags apply as to `levers9 worker`, except --pool, --worker-id
+    /// and --runtime, which come from the machine.
     Agent(agent::AgentArgs),
 }
 
