@@ -35,9 +35,11 @@ impl SecondHost {
         let name = format!("l9m{id}");
         // A namespace left by a killed run of the same pid.
         let _ = Command::new("ip").args(["netns", "del", &name]).output();
-        let subnet = format!("10.77.{}", id % 250);
-        let host_address = format!("{subnet}.1");
-        let box_address = format!("{subnet}.2");
+        // A /30 of its own per test process: 16000 of them in 10.77/16.
+        let n = id % 16_000;
+        let (octet, base) = (n / 64, (n % 64) * 4);
+        let host_address = format!("10.77.{octet}.{}", base + 1);
+        let box_address = format!("10.77.{octet}.{}", base + 2);
         let (host_end, box_end) = (format!("{name}h"), format!("{name}b"));
         let mut host = SecondHost {
             name: name.clone(),
