@@ -518,3 +518,82 @@ async fn a_second_host_joins_with_the_join_file_and_runs_a_container() {
     assert!(!listed.contains(&id), "{listed}");
     drop(second);
 }
+
+#[tokio::test]
+async fn install_systemd_joins_once_and_writes_a_unit_without_a_token() {
+    let (cp, admin, home) = stack_with_pool().await;
+    let (id, file) = create_machine(&cp, home.path(), &admin, &[]);
+    let token = join_token_of(&file);
+    let agent_dir = home.path().join("agent");
+    std::fs::create_dir_all(&agent_dir).unwrap();
+    let token_file = agent_dir.join("join-token");
+    std::fs::write(&token_file, &token).unwrap();
+    let unit_path = home.path().join("systemd/levers9-agent.service");
+    let install = || {
+        std::process::Command::new(BIN)
+            .args(["agent", "--install-systemd", "--systemd-unit"])
+            .arg(&unit_path)
+            .arg("--join-token-file")
+            .arg(&token_file)
+            .arg("--state-dir")
+            .arg(agent_dir.join("worker"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env(
+                "LEVERS9_CONTROLPLANE",
+                format!("127.0.0.1:{}", cp.grpc_port),
+            )
+            .output()
+            .expect("run levers9 agent")
+    };
+    let out = install();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("systemctl enable --now levers9-agent.service"));
+    assert!(!token_file.exists(), "the redeemed join token was kept");
+    let credential = agent_dir.join("credential");
+    assert_eq!(
+        std::fs::metadata(&credential).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert!(std::fs::read_to_string(&credential).unwrap().contains(&id));
+
+    let unit = std::fs::read_to_string(&unit_path).expect("the unit was written");
+    assert!(
+        unit.contains(&format!(
+            "agent --credential-file \"{}\" --state-dir \"{}\"",
+            credential.display(),
+            agent_dir.join("worker").display()
+        )),
+        "{unit}"
+    );
+    assert!(
+        unit.contains(&format!(
+            "Environment=\"LEVERS9_CONTROLPLANE=127.0.0.1:{}\"",
+            cp.grpc_port
+        )),
+        "{unit}"
+    );
+    assert!(!unit.contains("l9j_") && !unit.contains("l9_"), "{unit}");
+    let logged = text(&out.stderr);
+    assert!(
+        !logged.contains("l9j_") && !logged.contains("l9_"),
+        "{logged}"
+    );
+
+    // Run again (a restarted service), it uses the saved credential: no
+    // join token is needed any more.
+    let again = install();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stderr).contains("already joined"),
+        "{}",
+        text(&again.stderr)
+    );
+    let listed = text(&cli(&cp, home.path(), &admin, &["machine", "list"]).stdout);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.contains(&id) && l.contains("joined")),
+        "{listed}"
+    );
+}
