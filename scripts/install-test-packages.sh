@@ -11,6 +11,9 @@ wanted=(
   # the dashboard: a browser for its tests, openssl for the test OpenID
   # provider's keys
   chromium openssl
+  # machines: a second host is a network namespace (ip, nsenter); the join
+  # command downloads the agent with curl
+  iproute2 util-linux curl
 )
 missing=()
 for p in "${wanted[@]}"; do

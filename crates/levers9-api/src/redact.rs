@@ -4,8 +4,9 @@
 use std::fmt;
 
 use crate::v1::{
-    AuthorizeResponse, CreateSecretRequest, CreateTokenResponse, CreateWorkspaceResponse,
-    RunContainer, StorageCredentials, UpdateSecretRequest,
+    AuthorizeResponse, CreateMachineResponse, CreateSecretRequest, CreateTokenResponse,
+    CreateWorkspaceResponse, JoinMachineResponse, RunContainer, StorageCredentials,
+    UpdateSecretRequest,
 };
 
 const HIDDEN: &str = "<redacted>";
@@ -35,6 +36,26 @@ impl fmt::Debug for CreateWorkspaceResponse {
         f.debug_struct("CreateWorkspaceResponse")
             .field("workspace", &self.workspace)
             .field("admin_token", &HIDDEN)
+            .finish()
+    }
+}
+
+impl fmt::Debug for CreateMachineResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CreateMachineResponse")
+            .field("machine", &self.machine)
+            .field("join_token", &HIDDEN)
+            .finish()
+    }
+}
+
+impl fmt::Debug for JoinMachineResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinMachineResponse")
+            .field("machine_id", &self.machine_id)
+            .field("pool", &self.pool)
+            .field("runtime", &self.runtime)
+            .field("worker_token", &HIDDEN)
             .finish()
     }
 }
@@ -109,5 +130,20 @@ mod tests {
             ..Default::default()
         };
         assert!(!format!("{response:?}").contains("l9_secret"));
+        let join = CreateMachineResponse {
+            join_token: "l9j_join".into(),
+            ..Default::default()
+        };
+        assert!(!format!("{join:?}").contains("l9j_join"));
+        let joined = JoinMachineResponse {
+            machine_id: "m1".into(),
+            worker_token: "l9_worker".into(),
+            ..Default::default()
+        };
+        let shown = format!("{joined:?}");
+        assert!(
+            shown.contains("m1") && !shown.contains("l9_worker"),
+            "{shown}"
+        );
     }
 }

@@ -7,9 +7,10 @@ use anyhow::{Context as _, Result};
 use levers9_api::v1::{
     auth_service_client::AuthServiceClient, container_service_client::ContainerServiceClient,
     function_service_client::FunctionServiceClient, image_service_client::ImageServiceClient,
-    secret_service_client::SecretServiceClient, token_service_client::TokenServiceClient,
-    volume_service_client::VolumeServiceClient, worker_service_client::WorkerServiceClient,
-    workspace_service_client::WorkspaceServiceClient, AuthorizeRequest, AuthorizeResponse,
+    machine_service_client::MachineServiceClient, secret_service_client::SecretServiceClient,
+    token_service_client::TokenServiceClient, volume_service_client::VolumeServiceClient,
+    worker_service_client::WorkerServiceClient, workspace_service_client::WorkspaceServiceClient,
+    AuthorizeRequest, AuthorizeResponse,
 };
 use levers9_api::{Bearer, BOOTSTRAP_SECRET_METADATA};
 use tonic::service::interceptor::InterceptedService;
@@ -123,6 +124,11 @@ impl Client {
     /// VolumeService.
     pub fn volumes(&self) -> VolumeServiceClient<Authed> {
         VolumeServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
+    /// MachineService.
+    pub fn machines(&self) -> MachineServiceClient<Authed> {
+        MachineServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
     }
 
     /// Asks for the first admin token of an empty install.

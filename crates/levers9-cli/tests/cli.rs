@@ -228,6 +228,25 @@ fn help_lists_every_command() {
     for command in ["controlplane", "config", "token", "workspace"] {
         assert!(help.contains(command), "{help}");
     }
+    for command in ["pool ", "machine ", "agent "] {
+        assert!(help.contains(&format!("\n  {command}")), "{help}");
+    }
+    let machine = text(&run_cli(home.path(), &["machine", "--help"], &[], None).stdout);
+    for verb in ["create", "list", "drain", "delete"] {
+        assert!(machine.contains(&format!("\n  {verb} ")), "{machine}");
+    }
+    let pool = text(&run_cli(home.path(), &["pool", "--help"], &[], None).stdout);
+    for verb in ["create", "list", "delete", "join"] {
+        assert!(pool.contains(&format!("\n  {verb} ")), "{pool}");
+    }
+    let agent = text(&run_cli(home.path(), &["agent", "--help"], &[], None).stdout);
+    for flag in [
+        "--join-token-file",
+        "--credential-file",
+        "--install-systemd",
+    ] {
+        assert!(agent.contains(flag), "{agent}");
+    }
 }
 
 on_both_backends!(

@@ -22,6 +22,11 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("LEVERS9_HTTP_PORT", "controlplane.http.port"),
     ("LEVERS9_DATA_DIR", "controlplane.dataDir"),
     (
+        "LEVERS9_AGENT_BINARIES_DIR",
+        "controlplane.agentBinariesDir",
+    ),
+    ("LEVERS9_AGENT_DEV_BUILDS", "controlplane.agentDevBuilds"),
+    (
         "LEVERS9_KEY_ROTATION_BATCH_SIZE",
         "controlplane.keyRotation.batchSize",
     ),

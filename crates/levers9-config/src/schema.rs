@@ -49,6 +49,14 @@ pub struct ControlplaneConfig {
     pub key_rotation: KeyRotationConfig,
     /// How long a task's result is kept after it ends.
     pub task_result_ttl_seconds: u64,
+    /// Prebuilt agent binaries served on the HTTP port, named
+    /// `levers9-<os>-<arch>`; empty serves only this controlplane's own
+    /// executable, for its own platform.
+    pub agent_binaries_dir: String,
+    /// Build the agent from this controlplane's source (`cargo build`) for
+    /// `levers9 pool join --dev` or a platform with no prebuilt binary. For
+    /// development only: the download link asks for no token.
+    pub agent_dev_builds: bool,
 }
 
 /// `controlplane.keyRotation.*`
@@ -75,6 +83,8 @@ impl Default for ControlplaneConfig {
             data_dir: String::new(),
             key_rotation: KeyRotationConfig::default(),
             task_result_ttl_seconds: 24 * 3600,
+            agent_binaries_dir: String::new(),
+            agent_dev_builds: false,
         }
     }
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use levers9_config::Config;
 use levers9_state::{HotState, MemoryState, RedisState, StateError};
 use levers9_store::{
-    FunctionStore, PostgresSettings, PostgresStore, RecordStore, SealedStore, SqliteStore,
-    StoreError,
+    FunctionStore, MachineStore, PostgresSettings, PostgresStore, RecordStore, SealedStore,
+    SqliteStore, StoreError,
 };
 
 /// Why a backend could not be opened.
@@ -41,15 +41,18 @@ pub struct Stores {
     pub sealed: Arc<dyn SealedStore>,
     /// Stubs, tasks and objects.
     pub functions: Arc<dyn FunctionStore>,
+    /// Pools made at run time and machines.
+    pub machines: Arc<dyn MachineStore>,
 }
 
 impl Stores {
-    fn of<S: RecordStore + SealedStore + FunctionStore>(store: S) -> Stores {
+    fn of<S: RecordStore + SealedStore + FunctionStore + MachineStore>(store: S) -> Stores {
         let store = Arc::new(store);
         Stores {
             records: store.clone(),
             sealed: store.clone(),
-            functions: store,
+            functions: store.clone(),
+            machines: store,
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod fleet;
 pub mod functions;
 pub mod http;
 pub mod images;
+pub mod machines;
 pub mod metrics;
 pub mod registry;
 pub mod rest;
@@ -22,7 +23,7 @@ use std::sync::Arc;
 use levers9_config::Secret;
 use levers9_seal::Keyring;
 use levers9_state::HotState;
-use levers9_store::{FunctionStore, RecordStore, SealedStore};
+use levers9_store::{FunctionStore, MachineStore, RecordStore, SealedStore};
 
 pub use server::{start, RunningControlplane, StartError};
 
@@ -59,4 +60,6 @@ pub struct Shared {
     pub images: images::ImageBuilds,
     /// The bootstrap secret; empty turns bootstrap off.
     pub bootstrap_secret: Secret,
+    /// Pools made at run time and machines, in the same database.
+    pub machines: Arc<dyn MachineStore>,
 }

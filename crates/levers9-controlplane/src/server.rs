@@ -9,9 +9,9 @@ use axum::serve::ListenerExt;
 use levers9_api::v1::{
     auth_service_server::AuthServiceServer, container_service_server::ContainerServiceServer,
     function_service_server::FunctionServiceServer, image_service_server::ImageServiceServer,
-    secret_service_server::SecretServiceServer, token_service_server::TokenServiceServer,
-    volume_service_server::VolumeServiceServer, worker_service_server::WorkerServiceServer,
-    workspace_service_server::WorkspaceServiceServer,
+    machine_service_server::MachineServiceServer, secret_service_server::SecretServiceServer,
+    token_service_server::TokenServiceServer, volume_service_server::VolumeServiceServer,
+    worker_service_server::WorkerServiceServer, workspace_service_server::WorkspaceServiceServer,
 };
 use levers9_config::Config;
 use tokio::net::TcpListener;
@@ -155,7 +155,8 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
                 &replica_id,
             ),
         )
-        .with_job_resources_enforced(config.worker.job_resources_enforced),
+        .with_job_resources_enforced(config.worker.job_resources_enforced)
+        .with_runtime_pools(stores.machines.clone()),
         functions: stores.functions.clone(),
         stubs: crate::functions::stubs::StubCache::default(),
         objects,
@@ -169,6 +170,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         ),
         image_registry: config.worker.image_registry.clone(),
         bootstrap_secret: config.controlplane.auth.bootstrap_secret.clone(),
+        machines: stores.machines.clone(),
     });
     if shared.bootstrap_secret.is_empty() {
         tracing::info!("bootstrap is off (no LEVERS9_BOOTSTRAP_SECRET)");
@@ -208,6 +210,9 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     health_reporter
         .set_serving::<VolumeServiceServer<crate::services::VolumeApi>>()
         .await;
+    health_reporter
+        .set_serving::<MachineServiceServer<crate::services::MachineApi>>()
+        .await;
     let grpc = tonic::transport::Server::builder()
         .layer(GrpcMetricsLayer(metrics.clone()))
         .add_service(health_service)
@@ -224,6 +229,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         .add_service(ContainerServiceServer::from_arc(services.container.clone()))
         .add_service(VolumeServiceServer::from_arc(services.volume.clone()))
         .add_service(ImageServiceServer::from_arc(services.image.clone()))
+        .add_service(MachineServiceServer::from_arc(services.machine.clone()))
         .add_service(
             FunctionServiceServer::from_arc(services.function.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -242,7 +248,11 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     });
     let http = axum::serve(
         http_listener,
-        crate::http::router(shared.clone(), services, metrics),
+        crate::http::router(shared.clone(), services, metrics).merge(
+            crate::machines::download::router(
+                crate::machines::download::AgentBinaries::from_config(&config.controlplane),
+            ),
+        ),
     )
     .with_graceful_shutdown(wait_for(stopped.clone()));
 

@@ -1,7 +1,8 @@
-//! The durable records of levers9 behind three traits — [`RecordStore`] (workspaces and
-//! tokens), [`SealedStore`] (values sealed at rest) and [`FunctionStore`] (uploaded
-//! objects, stubs and tasks) — with a Postgres backend for production and an embedded
-//! SQLite backend for single-machine installs.
+//! The durable records of levers9 behind four traits — [`RecordStore`] (workspaces and
+//! tokens), [`SealedStore`] (values sealed at rest), [`FunctionStore`] (uploaded
+//! objects, stubs and tasks) and [`MachineStore`] (pools and machines) — with a
+//! Postgres backend for production and an embedded SQLite backend for
+//! single-machine installs.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -9,6 +10,7 @@ mod error;
 mod function_model;
 mod function_sql;
 mod functions;
+mod machines;
 mod model;
 mod postgres;
 mod records;
@@ -21,6 +23,9 @@ pub use function_model::{
     task_state, AttemptRecord, NewTask, StubRecord, TaskEnd, TaskRecord, TaskStart,
 };
 pub use functions::FunctionStore;
+pub use machines::{
+    machine_state, JoinOutcome, JoinRedemption, MachineRecord, MachineStore, NewMachine, PoolRecord,
+};
 pub use model::{NewToken, NewWorkspace, TokenRecord, TokenType, UnknownTokenType, Workspace};
 pub use postgres::{PostgresSettings, PostgresStore};
 pub use sealed::{SealedId, SealedInfo, SealedKind, SealedStore, SealedValue};

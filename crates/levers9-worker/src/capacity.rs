@@ -12,6 +12,25 @@ pub struct Capacity {
     pub gpus: Vec<(String, Vec<String>)>,
 }
 
+impl Capacity {
+    /// As the API sends it (a worker's Register, an agent's join).
+    pub fn to_wire(&self) -> levers9_api::v1::Capacity {
+        levers9_api::v1::Capacity {
+            cpu_millicores: self.cpu_millicores,
+            memory_mib: self.memory_mib,
+            gpus: self
+                .gpus
+                .iter()
+                .map(|(gpu_type, device_ids)| levers9_api::v1::Gpu {
+                    gpu_type: gpu_type.clone(),
+                    device_ids: device_ids.clone(),
+                    count: u32::try_from(device_ids.len()).unwrap_or(u32::MAX),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The machine's CPUs (as millicores) and memory (from /proc/meminfo).
 pub fn detect_capacity() -> Capacity {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use levers9_api::v1::{
     controlplane_message, worker_message, worker_service_client::WorkerServiceClient, Ack,
-    Capacity as WireCapacity, Gpu, Heartbeat, Register, WorkerMessage,
+    Heartbeat, Register, WorkerMessage,
 };
 use levers9_api::Bearer;
 use tokio::sync::{mpsc, watch};
@@ -106,20 +106,7 @@ async fn session(
         worker_id: options.worker_id.clone(),
         pool: options.pool.clone(),
         hostname: options.hostname.clone(),
-        capacity: Some(WireCapacity {
-            cpu_millicores: options.capacity.cpu_millicores,
-            memory_mib: options.capacity.memory_mib,
-            gpus: options
-                .capacity
-                .gpus
-                .iter()
-                .map(|(gpu_type, device_ids)| Gpu {
-                    gpu_type: gpu_type.clone(),
-                    device_ids: device_ids.clone(),
-                    count: u32::try_from(device_ids.len()).unwrap_or(u32::MAX),
-                })
-                .collect(),
-        }),
+        capacity: Some(options.capacity.to_wire()),
         runtime: options.runtime.as_str().to_owned(),
         running: supervisor.running(),
     };

@@ -1,9 +1,12 @@
 //! The command line: processes and user commands.
 
+mod agent;
 mod config;
 mod container;
 mod controlplane;
 mod image;
+mod machine;
+mod pool;
 mod run;
 mod secret;
 mod stub;
@@ -75,13 +78,26 @@ pub enum Command {
     /// Manage your workspace's volumes and copy files in and out of them.
     #[command(subcommand)]
     Volume(volume::VolumeCommand),
+    /// Make, list and delete pools (next to the config's worker.pools);
+    /// join this machine to one (pool join NAME [--dev]).
+    #[command(subcommand)]
+    Pool(pool::PoolCommand),
+    /// Bring your own machines: machine create --pool NAME writes a join
+    /// command to ~/.levers9/machines/ID.sh; list, drain and delete them.
+    #[command(subcommand)]
+    Machine(machine::MachineCommand),
+    /// Run on a machine brought to a pool (the join command starts it):
+    /// redeem the join token once, then run as the machine's worker. The
+    /// worker flags apply as to `levers9 worker`, except --pool, --worker-id
+    /// and --runtime, which come from the machine.
+    Agent(agent::AgentArgs),
 }
 
 impl Command {
     /// Whether this runs a long-lived process (which logs at info).
     pub fn is_process(&self) -> bool {
         match self {
-            Command::Controlplane(_) | Command::Up(_) => true,
+            Command::Controlplane(_) | Command::Up(_) | Command::Agent(_) => true,
             Command::Worker(args) => args.is_process(),
             _ => false,
         }
@@ -105,6 +121,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Task(command) => task::run(command, context).await,
         Command::Stub(command) => stub::run(command, context).await,
         Command::Volume(command) => volume::run(command, context).await,
+        Command::Pool(command) => pool::run(command, context).await,
+        Command::Machine(command) => machine::run(command, context).await,
+        Command::Agent(args) => agent::run(args).await,
     }
 }
 

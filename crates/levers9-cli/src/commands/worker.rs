@@ -83,7 +83,7 @@ struct DrainArgs {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum RuntimeArg {
+pub(crate) enum RuntimeArg {
     Runc,
     Gvisor,
 }
@@ -91,19 +91,19 @@ enum RuntimeArg {
 /// Options of a worker process. The token comes from LEVERS9_TOKEN (a
 /// worker token: levers9 token create --type worker), never from a flag.
 #[derive(Debug, Args)]
-struct RunArgs {
+pub(crate) struct RunArgs {
     /// The pool this worker serves.
     #[arg(long, env = "LEVERS9_WORKER_POOL", default_value = "default")]
-    pool: String,
+    pub(crate) pool: String,
     /// The controlplane's gRPC address (host:port or a URL).
     #[arg(long, env = "LEVERS9_CONTROLPLANE", default_value = "127.0.0.1:1993")]
-    controlplane: String,
+    pub(crate) controlplane: String,
     /// Use TLS to reach the controlplane (always on port 443).
     #[arg(long, env = "LEVERS9_CONTROLPLANE_TLS")]
-    tls: bool,
+    pub(crate) tls: bool,
     /// Container runtime.
     #[arg(long, value_enum, default_value = "runc")]
-    runtime: RuntimeArg,
+    pub(crate) runtime: RuntimeArg,
     /// CPU to offer, in millicores (default: all of the machine's).
     #[arg(long)]
     cpu_millicores: Option<u64>,
@@ -116,7 +116,7 @@ struct RunArgs {
     gpus: Vec<String>,
     /// Runtime state and the image cache.
     #[arg(long, default_value = "/var/lib/levers9/worker")]
-    state_dir: PathBuf,
+    pub(crate) state_dir: PathBuf,
     /// Registries to reach over plain HTTP (loopback ones always are).
     #[arg(long = "insecure-registry")]
     insecure_registries: Vec<String>,
@@ -130,7 +130,7 @@ struct RunArgs {
     image_cache_gib: u64,
     /// This worker's id (default: host name and a random suffix).
     #[arg(long)]
-    worker_id: Option<String>,
+    pub(crate) worker_id: Option<String>,
     /// YAML config file, as for `levers9 controlplane`: the worker reads
     /// its `worker.*` keys (container hardening; see docs/security.md).
     #[arg(long, env = "LEVERS9_CONFIG")]
@@ -311,14 +311,25 @@ fn read_registry_credentials(path: &Path) -> Result<HashMap<String, RegistryCred
 }
 
 async fn run_worker(args: RunArgs) -> Result<()> {
-    let env = |name: &str| std::env::var(name).ok();
-    let (config, _) = levers9_config::load(args.config.as_deref(), &env)?;
     let token = std::env::var("LEVERS9_TOKEN").ok().filter(|t| !t.is_empty()).context(
         "LEVERS9_TOKEN is not set: give the worker a worker token (levers9 token create --type worker)",
     )?;
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+    run_worker_with(args, token).await
+}
+
+/// This machine's host name.
+pub(crate) fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "unknown".into());
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Runs the worker process with this token until SIGINT or SIGTERM: the
+/// one worker loop, for `levers9 worker` and `levers9 agent` alike.
+pub(crate) async fn run_worker_with(args: RunArgs, token: String) -> Result<()> {
+    let env = |name: &str| std::env::var(name).ok();
+    let (config, _) = levers9_config::load(args.config.as_deref(), &env)?;
+    let hostname = hostname();
     let mut capacity = detect_capacity();
     // The pool's per-worker resources, where configured, unless a flag
     // says otherwise.

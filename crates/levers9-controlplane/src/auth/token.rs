@@ -17,10 +17,15 @@ pub struct MintedToken {
 
 /// Makes a token from 256 random bits.
 pub fn mint() -> MintedToken {
+    mint_with_prefix(TOKEN_PREFIX)
+}
+
+/// Makes a secret of another kind (a machine's join token) the same way.
+pub fn mint_with_prefix(prefix: &str) -> MintedToken {
     let mut bytes = [0u8; 32];
     rand::rng().fill_bytes(&mut bytes);
     let secret = format!(
-        "{TOKEN_PREFIX}{}",
+        "{prefix}{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
     );
     let hash = hash(&secret);

@@ -26,6 +26,7 @@ use super::scheduler::BACKLOG;
 use super::Fleet;
 use crate::error::ApiError;
 use crate::functions::{DispatchEvent, Ticket};
+use crate::machines::WorkerBinding;
 use levers9_store::task_state;
 
 /// How long a new stream may take to send its Register.
@@ -67,6 +68,7 @@ struct StreamState {
 /// worker and the channel the rest of the session writes to.
 pub async fn open(
     fleet: &Fleet,
+    binding: &WorkerBinding,
     inbound: &mut Streaming<WorkerMessage>,
 ) -> Result<
     (
@@ -90,6 +92,8 @@ pub async fn open(
             "the first message on a worker stream must be Register".into(),
         ));
     };
+    // A machine's credential registers only its own worker, in its pool.
+    binding.allow(&register.worker_id, Some(&register.pool))?;
     let worker = register_worker(fleet, register).await?;
     let (tx, rx) = mpsc::channel(64);
     let interval = fleet.heartbeat_ttl() / 4;

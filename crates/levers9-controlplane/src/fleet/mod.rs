@@ -29,7 +29,7 @@ use levers9_api::v1::ControlplaneMessage;
 use levers9_config::PoolConfig;
 use levers9_seal::Keyring;
 use levers9_state::HotState;
-use levers9_store::{SealedId, SealedKind, SealedStore};
+use levers9_store::{MachineStore, SealedId, SealedKind, SealedStore};
 
 use crate::error::ApiError;
 use crate::functions::{DispatchEvent, TaskState};
@@ -60,6 +60,7 @@ pub struct Fleet {
     secrets: SecretOpener,
     tasks: TaskState,
     local_inboxes: Arc<inbox::LocalInboxes>,
+    runtime_pools: Option<Arc<dyn MachineStore>>,
 }
 
 /// Opens workspace secrets for a container, at the last moment.
@@ -121,7 +122,15 @@ impl Fleet {
             pools: Arc::new(placement::Pools::new(pools, false)),
             secrets,
             local_inboxes: Arc::default(),
+            runtime_pools: None,
         }
+    }
+
+    /// Where the pools made at run time (`levers9 pool create`) are, so
+    /// containers may name one before a machine has joined it.
+    pub fn with_runtime_pools(mut self, store: Arc<dyn MachineStore>) -> Self {
+        self.runtime_pools = Some(store);
+        self
     }
 
     /// Puts a request in a worker's inbox.
@@ -171,13 +180,25 @@ impl Fleet {
         Ok(())
     }
 
+    /// Cordons a worker and drains it (its function containers take no
+    /// new inputs and stop once idle), or lifts both.
+    pub async fn set_draining(&self, worker_id: &str, draining: bool) -> Result<(), ApiError> {
+        self.set_cordoned(worker_id, draining).await?;
+        self.tasks
+            .tell(&DispatchEvent::Drain {
+                worker_id: worker_id.to_owned(),
+                draining,
+            })
+            .await
+    }
+
     /// The cordoned workers.
     pub async fn cordoned(&self) -> Result<Vec<String>, ApiError> {
         Ok(self.state.set_members(view::CORDONED).await?)
     }
 
-    /// Refuses a pool containers may not ask for: one neither configured
-    /// nor joined by a worker. Empty means any pool.
+    /// Refuses a pool containers may not ask for: one neither configured,
+    /// nor made at run time, nor joined by a worker. Empty means any pool.
     pub async fn require_pool(&self, pool: &str) -> Result<(), ApiError> {
         if pool.is_empty()
             || self.pools.contains(pool)
@@ -185,10 +206,15 @@ impl Fleet {
         {
             return Ok(());
         }
+        if let Some(store) = &self.runtime_pools {
+            if store.get_pool(pool).await?.is_some() {
+                return Ok(());
+            }
+        }
         Err(ApiError::InvalidArgument(format!(
             "unknown pool {pool:?}: it is not in worker.pools and no worker has joined it; \
-             start one with `levers9 worker --pool {pool}` or pick another pool \
-             (levers9 worker list)"
+             start one with `levers9 worker --pool {pool}`, make it with `levers9 pool \
+             create {pool}`, or pick another pool (levers9 worker list)"
         )))
     }
 

@@ -135,6 +135,11 @@ impl Pools {
         self.configured.contains_key(name)
     }
 
+    /// Every configured pool, by name.
+    pub fn configured(&self) -> impl Iterator<Item = (&String, &PoolConfig)> {
+        self.configured.iter()
+    }
+
     fn priority(&self, pool: &str) -> i32 {
         self.configured.get(pool).map_or(0, |p| p.priority)
     }

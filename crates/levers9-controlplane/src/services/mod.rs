@@ -6,6 +6,7 @@ mod container;
 mod convert;
 mod function;
 mod image;
+mod machine;
 mod run_driver;
 mod secret;
 mod token;
@@ -18,6 +19,7 @@ pub(crate) use container::follow_logs;
 pub use container::ContainerApi;
 pub use function::FunctionApi;
 pub use image::ImageApi;
+pub use machine::MachineApi;
 pub use secret::SecretApi;
 pub use token::TokenApi;
 pub use volume::VolumeApi;
@@ -80,6 +82,8 @@ pub struct Services {
     pub volume: Arc<VolumeApi>,
     /// ImageService.
     pub image: Arc<ImageApi>,
+    /// MachineService.
+    pub machine: Arc<MachineApi>,
 }
 
 impl Services {
@@ -94,7 +98,8 @@ impl Services {
             container: Arc::new(ContainerApi::new(shared.clone())),
             function: Arc::new(FunctionApi::new(shared.clone())),
             volume: Arc::new(VolumeApi::new(shared.clone())),
-            image: Arc::new(ImageApi::new(shared)),
+            image: Arc::new(ImageApi::new(shared.clone())),
+            machine: Arc::new(MachineApi::new(shared)),
         }
     }
 }

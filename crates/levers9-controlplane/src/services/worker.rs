@@ -15,7 +15,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::error::ApiError;
 use crate::fleet::attach;
-use crate::functions::DispatchEvent;
+use crate::machines::WorkerBinding;
 use crate::Shared;
 
 /// The WorkerService implementation.
@@ -41,9 +41,10 @@ impl WorkerService for WorkerApi {
     ) -> Result<Response<Self::AttachStream>, Status> {
         let caller = self.shared.auth.authenticate(request.metadata()).await?;
         caller.require(&[TokenType::Worker, TokenType::Admin], "attach a worker")?;
+        let binding = WorkerBinding::of(&self.shared.machines, &caller).await?;
         let mut inbound = request.into_inner();
         let fleet = self.shared.fleet.clone();
-        let (worker, outbound, sender) = attach::open(&fleet, &mut inbound).await?;
+        let (worker, outbound, sender) = attach::open(&fleet, &binding, &mut inbound).await?;
         tokio::spawn(attach::serve(fleet, worker, inbound, sender));
         Ok(Response::new(Box::pin(ReceiverStream::new(outbound))))
     }
@@ -141,6 +142,9 @@ impl WorkerService for WorkerApi {
     ) -> Result<Response<DrainWorkerResponse>, Status> {
         let caller = self.shared.auth.authenticate(request.metadata()).await?;
         caller.require(&[TokenType::Admin, TokenType::Worker], "drain a worker")?;
+        WorkerBinding::of(&self.shared.machines, &caller)
+            .await?
+            .allow(&request.get_ref().worker_id, None)?;
         let id = self.known(&request.get_ref().worker_id).await?;
         self.set_draining(&id, true).await?;
         let containers = self.shared.fleet.worker_containers(&id).await?.len();
@@ -164,14 +168,6 @@ impl WorkerApi {
 
     /// Cordons a worker and drains it, or lifts both.
     async fn set_draining(&self, worker_id: &str, draining: bool) -> Result<(), ApiError> {
-        let fleet = &self.shared.fleet;
-        fleet.set_cordoned(worker_id, draining).await?;
-        fleet
-            .tasks()
-            .tell(&DispatchEvent::Drain {
-                worker_id: worker_id.to_owned(),
-                draining,
-            })
-            .await
+        self.shared.fleet.set_draining(worker_id, draining).await
     }
 }

@@ -8,8 +8,10 @@ use levers9_store::{NewToken, NewWorkspace, RecordStore, StoreError, TokenRecord
 use uuid::Uuid;
 
 mod functions;
+mod machines;
 mod sealed;
 pub use functions::*;
+pub use machines::*;
 pub use sealed::*;
 
 /// Generates one `#[tokio::test]` per check, each on a fresh store from `$fresh`,
@@ -57,6 +59,11 @@ macro_rules! record_store_suite {
             a_retried_task_starts_again_with_more_attempts,
             unfinished_tasks_leave_out_final_ones,
             finishing_in_a_state_that_is_not_final_is_refused,
+            runtime_pools_are_unique_by_name_and_deleted_once,
+            a_join_token_is_redeemed_once_for_a_bound_worker_credential,
+            an_expired_join_token_is_refused_and_stores_nothing,
+            concurrent_redemptions_of_one_token_have_one_winner,
+            deleting_a_machine_revokes_its_credential,
         );
     };
     (@tests $fresh:path; $($check:ident),* $(,)?) => {

@@ -1,0 +1,379 @@
+//! Bring-your-own machines: pools made at run time, and machines that join
+//! one with the agent. A machine's join token is kept only as its SHA-256,
+//! works once and until it expires; redeeming it stores the machine's worker
+//! credential (a worker token) in the same transaction.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use sqlx::FromRow;
+
+use crate::error::{token_insert_error, StoreError};
+use crate::model::{NewToken, TokenType};
+use crate::postgres::PostgresStore;
+use crate::sql::{at_rest, insert_token};
+use crate::sqlite::SqliteStore;
+
+/// The states a machine is in, as stored.
+pub mod machine_state {
+    /// Made; its join token not redeemed yet.
+    pub const PENDING: &str = "pending";
+    /// Its agent joined and holds a worker credential.
+    pub const JOINED: &str = "joined";
+    /// Drained: nothing new is placed on its worker.
+    pub const DRAINING: &str = "draining";
+}
+
+/// A pool made at run time (`levers9 pool create`).
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct PoolRecord {
+    /// Unique across the install, config pools included.
+    pub name: String,
+    /// runc or gvisor.
+    pub runtime: String,
+    /// The GPU type of its machines; empty for none.
+    pub gpu_type: String,
+    /// When it was made.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A machine of a pool.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct MachineRecord {
+    /// Caller-made id (uuid v7 text); also its worker's id.
+    pub id: String,
+    /// The workspace of the admin who made it; its credential belongs there.
+    pub workspace_id: String,
+    /// The pool it joins.
+    pub pool: String,
+    /// One of [`machine_state`].
+    pub state: String,
+    /// Until then its join token works, once.
+    pub join_expires_at: DateTime<Utc>,
+    /// When the join token was redeemed.
+    pub join_used_at: Option<DateTime<Utc>>,
+    /// The id of its worker credential, once joined.
+    pub token_id: Option<String>,
+    /// Its host name, as the agent reported it.
+    pub hostname: String,
+    /// What the agent detected, as the controlplane encoded it.
+    pub capacity: String,
+    /// When it was made.
+    pub created_at: DateTime<Utc>,
+}
+
+/// What a caller supplies to make a machine.
+#[derive(Clone, PartialEq, Eq)]
+pub struct NewMachine {
+    /// Caller-made id.
+    pub id: String,
+    /// The maker's workspace.
+    pub workspace_id: String,
+    /// Its pool.
+    pub pool: String,
+    /// SHA-256 of the join token; the token itself is never stored.
+    pub join_hash: Vec<u8>,
+    /// When the join token stops working.
+    pub join_expires_at: DateTime<Utc>,
+    /// When it was made.
+    pub created_at: DateTime<Utc>,
+}
+
+// Hand-written so that no log line prints the join token's hash.
+impl fmt::Debug for NewMachine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NewMachine")
+            .field("id", &self.id)
+            .field("pool", &self.pool)
+            .field("join_hash", &"<redacted>")
+            .field("join_expires_at", &self.join_expires_at)
+            .finish()
+    }
+}
+
+/// What redeeming a join token stores along with it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct JoinRedemption {
+    /// SHA-256 of the join token presented.
+    pub join_hash: Vec<u8>,
+    /// Now.
+    pub at: DateTime<Utc>,
+    /// The host name the agent reports.
+    pub hostname: String,
+    /// What the agent detected, encoded by the controlplane.
+    pub capacity: String,
+    /// The id of the worker credential to store.
+    pub credential_id: String,
+    /// SHA-256 of the worker credential.
+    pub credential_hash: Vec<u8>,
+}
+
+impl fmt::Debug for JoinRedemption {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinRedemption")
+            .field("hostname", &self.hostname)
+            .field("credential_id", &self.credential_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How redeeming a join token went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JoinOutcome {
+    /// Redeemed now: the machine, with its credential's id.
+    Joined(MachineRecord),
+    /// Redeemed before: it works once.
+    AlreadyUsed(MachineRecord),
+    /// Not redeemed in time.
+    Expired(MachineRecord),
+    /// No machine has this join token (or it was deleted).
+    Unknown,
+}
+
+/// Pools and machines, whichever database holds them.
+#[async_trait::async_trait]
+pub trait MachineStore: Send + Sync + 'static {
+    /// Stores a pool; AlreadyExists if the name is taken.
+    async fn insert_pool(&self, pool: PoolRecord) -> Result<PoolRecord, StoreError>;
+    /// Every pool made at run time, by name.
+    async fn list_pools(&self) -> Result<Vec<PoolRecord>, StoreError>;
+    /// One pool.
+    async fn get_pool(&self, name: &str) -> Result<Option<PoolRecord>, StoreError>;
+    /// Deletes a pool; true if it existed.
+    async fn delete_pool(&self, name: &str) -> Result<bool, StoreError>;
+    /// Stores a machine and its join token's hash.
+    async fn insert_machine(&self, machine: NewMachine) -> Result<MachineRecord, StoreError>;
+    /// Every machine, oldest first.
+    async fn list_machines(&self) -> Result<Vec<MachineRecord>, StoreError>;
+    /// One machine.
+    async fn get_machine(&self, id: &str) -> Result<Option<MachineRecord>, StoreError>;
+    /// The machine whose worker credential this token is.
+    async fn machine_by_token(&self, token_id: &str) -> Result<Option<MachineRecord>, StoreError>;
+    /// Redeems a join token once, before it expires, storing the worker
+    /// credential in the same transaction.
+    async fn redeem_join(&self, redemption: JoinRedemption) -> Result<JoinOutcome, StoreError>;
+    /// Sets a machine's state; None if there is no such machine.
+    async fn set_machine_state(
+        &self,
+        id: &str,
+        state: &str,
+    ) -> Result<Option<MachineRecord>, StoreError>;
+    /// Deletes a machine and revokes its credential, in one transaction;
+    /// None if there is no such machine.
+    async fn delete_machine(
+        &self,
+        id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<MachineRecord>, StoreError>;
+}
+
+const POOL_COLUMNS: &str = "name, runtime, gpu_type, created_at";
+const MACHINE_COLUMNS: &str = "id, workspace_id, pool, state, join_expires_at, join_used_at, \
+                               token_id, hostname, capacity, created_at";
+
+/// Implements [`MachineStore`] over a reader and a writer pool (the same
+/// pool on Postgres). SQLite takes the `$N` placeholders too, so the
+/// statements are written once.
+macro_rules! machine_store_impl {
+    ($store:ty, $reader:ident, $writer:ident) => {
+        #[async_trait::async_trait]
+        impl MachineStore for $store {
+            async fn insert_pool(&self, pool: PoolRecord) -> Result<PoolRecord, StoreError> {
+                let stored = PoolRecord {
+                    created_at: at_rest(pool.created_at),
+                    ..pool
+                };
+                sqlx::query(&format!(
+                    "INSERT INTO pools ({POOL_COLUMNS}) VALUES ($1, $2, $3, $4)"
+                ))
+                .bind(&stored.name)
+                .bind(&stored.runtime)
+                .bind(&stored.gpu_type)
+                .bind(stored.created_at)
+                .execute(&self.$writer)
+                .await
+                .map_err(|e| match e.as_database_error() {
+                    Some(db) if db.is_unique_violation() => {
+                        StoreError::AlreadyExists(format!("pool {:?}", stored.name))
+                    }
+                    _ => StoreError::Database(e),
+                })?;
+                Ok(stored)
+            }
+
+            async fn list_pools(&self) -> Result<Vec<PoolRecord>, StoreError> {
+                Ok(
+                    sqlx::query_as(&format!("SELECT {POOL_COLUMNS} FROM pools ORDER BY name"))
+                        .fetch_all(&self.$reader)
+                        .await?,
+                )
+            }
+
+            async fn get_pool(&self, name: &str) -> Result<Option<PoolRecord>, StoreError> {
+                Ok(
+                    sqlx::query_as(&format!("SELECT {POOL_COLUMNS} FROM pools WHERE name = $1"))
+                        .bind(name)
+                        .fetch_optional(&self.$reader)
+                        .await?,
+                )
+            }
+
+            async fn delete_pool(&self, name: &str) -> Result<bool, StoreError> {
+                let gone: Option<(String,)> =
+                    sqlx::query_as("DELETE FROM pools WHERE name = $1 RETURNING name")
+                        .bind(name)
+                        .fetch_optional(&self.$writer)
+                        .await?;
+                Ok(gone.is_some())
+            }
+
+            async fn insert_machine(
+                &self,
+                machine: NewMachine,
+            ) -> Result<MachineRecord, StoreError> {
+                Ok(sqlx::query_as(&format!(
+                    "INSERT INTO machines (id, workspace_id, pool, state, join_hash, \
+                     join_expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                     RETURNING {MACHINE_COLUMNS}"
+                ))
+                .bind(&machine.id)
+                .bind(&machine.workspace_id)
+                .bind(&machine.pool)
+                .bind(machine_state::PENDING)
+                .bind(&machine.join_hash)
+                .bind(at_rest(machine.join_expires_at))
+                .bind(at_rest(machine.created_at))
+                .fetch_one(&self.$writer)
+                .await?)
+            }
+
+            async fn list_machines(&self) -> Result<Vec<MachineRecord>, StoreError> {
+                Ok(sqlx::query_as(&format!(
+                    "SELECT {MACHINE_COLUMNS} FROM machines ORDER BY created_at, id"
+                ))
+                .fetch_all(&self.$reader)
+                .await?)
+            }
+
+            async fn get_machine(&self, id: &str) -> Result<Option<MachineRecord>, StoreError> {
+                Ok(sqlx::query_as(&format!(
+                    "SELECT {MACHINE_COLUMNS} FROM machines WHERE id = $1"
+                ))
+                .bind(id)
+                .fetch_optional(&self.$reader)
+                .await?)
+            }
+
+            async fn machine_by_token(
+                &self,
+                token_id: &str,
+            ) -> Result<Option<MachineRecord>, StoreError> {
+                Ok(sqlx::query_as(&format!(
+                    "SELECT {MACHINE_COLUMNS} FROM machines WHERE token_id = $1"
+                ))
+                .bind(token_id)
+                .fetch_optional(&self.$reader)
+                .await?)
+            }
+
+            async fn redeem_join(
+                &self,
+                redemption: JoinRedemption,
+            ) -> Result<JoinOutcome, StoreError> {
+                let at = at_rest(redemption.at);
+                let mut tx = self.$writer.begin().await?;
+                let found: Option<MachineRecord> = sqlx::query_as(&format!(
+                    "SELECT {MACHINE_COLUMNS} FROM machines WHERE join_hash = $1"
+                ))
+                .bind(&redemption.join_hash)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some(machine) = found else {
+                    return Ok(JoinOutcome::Unknown);
+                };
+                if machine.join_used_at.is_some() {
+                    return Ok(JoinOutcome::AlreadyUsed(machine));
+                }
+                if machine.join_expires_at <= at {
+                    return Ok(JoinOutcome::Expired(machine));
+                }
+                let credential = NewToken {
+                    id: redemption.credential_id.clone(),
+                    workspace_id: machine.workspace_id.clone(),
+                    token_type: TokenType::Worker,
+                    description: format!("machine {}", machine.id),
+                    hash: redemption.credential_hash.clone(),
+                    created_at: at,
+                };
+                insert_token(&credential)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| token_insert_error(e, &credential))?;
+                // The join_used_at test again: a concurrent redemption that
+                // committed first leaves no row here.
+                let joined: Option<MachineRecord> = sqlx::query_as(&format!(
+                    "UPDATE machines SET join_used_at = $2, state = $3, hostname = $4, \
+                     capacity = $5, token_id = $6 WHERE id = $1 AND join_used_at IS NULL \
+                     RETURNING {MACHINE_COLUMNS}"
+                ))
+                .bind(&machine.id)
+                .bind(at)
+                .bind(machine_state::JOINED)
+                .bind(&redemption.hostname)
+                .bind(&redemption.capacity)
+                .bind(&credential.id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                match joined {
+                    Some(joined) => {
+                        tx.commit().await?;
+                        Ok(JoinOutcome::Joined(joined))
+                    }
+                    None => Ok(JoinOutcome::AlreadyUsed(machine)),
+                }
+            }
+
+            async fn set_machine_state(
+                &self,
+                id: &str,
+                state: &str,
+            ) -> Result<Option<MachineRecord>, StoreError> {
+                Ok(sqlx::query_as(&format!(
+                    "UPDATE machines SET state = $2 WHERE id = $1 RETURNING {MACHINE_COLUMNS}"
+                ))
+                .bind(id)
+                .bind(state)
+                .fetch_optional(&self.$writer)
+                .await?)
+            }
+
+            async fn delete_machine(
+                &self,
+                id: &str,
+                at: DateTime<Utc>,
+            ) -> Result<Option<MachineRecord>, StoreError> {
+                let mut tx = self.$writer.begin().await?;
+                let gone: Option<MachineRecord> = sqlx::query_as(&format!(
+                    "DELETE FROM machines WHERE id = $1 RETURNING {MACHINE_COLUMNS}"
+                ))
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                if let Some(token_id) = gone.as_ref().and_then(|m| m.token_id.as_deref()) {
+                    sqlx::query(
+                        "UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1",
+                    )
+                    .bind(token_id)
+                    .bind(at_rest(at))
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                tx.commit().await?;
+                Ok(gone)
+            }
+        }
+    };
+}
+
+machine_store_impl!(PostgresStore, pool, pool);
+machine_store_impl!(SqliteStore, reader, writer);
