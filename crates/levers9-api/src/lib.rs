@@ -9,6 +9,7 @@ pub mod v1 {
 }
 
 mod bearer;
+pub mod dial;
 mod redact;
 
 pub use bearer::{Bearer, InvalidToken};
