@@ -36,29 +36,8 @@ async fn worker(cp: &Controlplane, admin: &str, token: &str, id: &str) -> Worker
     let address = format!("127.0.0.1:{}", cp.grpc_port);
     let args = ["--pool", "default", "--runtime", "runc", "--worker-id", id];
     let worker = Worker::launch(&address, token, &args, &[], state_dir);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let listed = cp
-            .workers()
-            .await
-            .list_workers(with_token(ListWorkersRequest {}, admin))
-            .await
-            .expect("list")
-            .into_inner()
-            .workers;
-        if listed
-            .iter()
-            .any(|w| w.worker_id == id && w.status == "ready")
-        {
-            return worker;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{id} never registered:\n{}",
-            worker.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    worker.wait_listed(cp, admin, id).await;
+    worker
 }
 
 #[tokio::test]

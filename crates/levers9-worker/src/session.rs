@@ -33,7 +33,7 @@ const MAX_INBOUND_MESSAGE_BYTES: usize =
 /// Why a session ended.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SessionError {
-    #[error("cannot connect: {}", causes(.0))]
+    #[error("cannot connect: {}", levers9_api::error_chain(.0))]
     Connect(#[from] tonic::transport::Error),
     #[error(transparent)]
     Dial(#[from] levers9_api::dial::DialError),
@@ -43,19 +43,6 @@ pub(crate) enum SessionError {
     NoRegistered,
     #[error("the token is not valid ASCII")]
     Token,
-}
-
-/// An error with its causes: tonic's own message is only "transport
-/// error", and the cause (refused, untrusted certificate) is what helps.
-fn causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// A WorkerService client on a new connection to the controlplane.

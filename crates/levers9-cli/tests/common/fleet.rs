@@ -216,7 +216,8 @@ impl Worker {
         }
     }
 
-    async fn wait_listed(&self, cp: &Controlplane, admin: &str, worker_id: &str) {
+    /// Waits until the controlplane lists `worker_id` as ready.
+    pub async fn wait_listed(&self, cp: &Controlplane, admin: &str, worker_id: &str) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let workers = cp
