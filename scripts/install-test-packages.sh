@@ -11,6 +11,8 @@ wanted=(
   # the dashboard: a browser for its tests, openssl for the test OpenID
   # provider's keys
   chromium openssl
+  # the TLS tests: a test CA made with openssl, HTTPS checked with curl
+  curl
 )
 missing=()
 for p in "${wanted[@]}"; do
