@@ -37,6 +37,9 @@ pub enum DialError {
     Tls(#[from] tonic::transport::Error),
 }
 
+/// The controlplane's gRPC port.
+const DEFAULT_PORT: u16 = 1993;
+
 /// A controlplane to dial.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Controlplane {
@@ -77,16 +80,27 @@ impl Controlplane {
                 _ => Err(invalid()),
             };
         }
-        let uri: http::Uri = format!("http://{}", self.address)
-            .parse()
-            .map_err(|_| invalid())?;
+        // A bare host means the controlplane's own gRPC port, as in the CLI.
+        let has_port = self
+            .address
+            .rsplit_once(':')
+            .is_some_and(|(host, _)| !host.contains(':') || host.ends_with(']'));
+        let address = if has_port {
+            self.address.clone()
+        } else {
+            format!("{}:{DEFAULT_PORT}", self.address)
+        };
+        let uri: http::Uri = format!("http://{address}").parse().map_err(|_| invalid())?;
+        if uri.host().is_none_or(str::is_empty) || uri.path() != "/" {
+            return Err(invalid());
+        }
         let port = uri.port_u16().ok_or_else(invalid)?;
         let scheme = if uses_tls(port, self.tls) {
             "https"
         } else {
             "http"
         };
-        Ok(format!("{scheme}://{}", self.address))
+        Ok(format!("{scheme}://{address}"))
     }
 
     /// An endpoint for the controlplane, with TLS set up when it is used.
@@ -146,11 +160,15 @@ mod tests {
         assert_eq!(url("https://cp:1993", false), "https://cp:1993");
         assert_eq!(url("http://cp:1993", true), "https://cp:1993");
         assert_eq!(url("http://cp:1993", false), "http://cp:1993");
+        assert_eq!(url("cp", false), "http://cp:1993");
+        assert_eq!(url("[::1]", true), "https://[::1]:1993");
     }
 
     #[test]
     fn bad_addresses_and_ca_files_say_what_is_wrong() {
-        let error = Controlplane::new("cp", false).url().unwrap_err();
+        let error = Controlplane::new("cp:http", false).url().unwrap_err();
+        assert!(error.to_string().contains("host:port"), "{error}");
+        let error = Controlplane::new("cp:1993/x", false).url().unwrap_err();
         assert!(error.to_string().contains("host:port"), "{error}");
         let error = Controlplane::new("ftp://cp:1", false).url().unwrap_err();
         assert!(error.to_string().contains("not a valid"), "{error}");
