@@ -12,7 +12,7 @@ wanted=(
   # provider's keys
   chromium openssl
   # machines: a second host is a network namespace (ip, nsenter); the join
-  # command downloads the agent with curl
+  # command downloads the agent with curl; the TLS tests check HTTPS with it
   iproute2 util-linux curl
 )
 missing=()

@@ -73,7 +73,7 @@ async fn bench_runtime(runtime: RuntimeKind, image: &str) -> Result<()> {
         .secret;
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let options = WorkerOptions {
-        controlplane_url: format!("http://{}", cp.grpc_addr),
+        controlplane: levers9_api::dial::Controlplane::new(cp.grpc_addr.to_string(), false),
         token: worker_token,
         pool: "default".into(),
         worker_id: "bench-worker".into(),

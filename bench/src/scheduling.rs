@@ -72,6 +72,7 @@ async fn bench(fleet: &Fleet, workers: usize, requests: usize) -> Result<()> {
             memory_mib: per_worker * 512 + 1024,
             gpus: gpus.clone(),
             last_heartbeat_at: chrono::Utc::now(),
+            token_id: String::new(),
         };
         let mut free = vec![
             (CPU.to_owned(), worker.cpu_millicores as i64),

@@ -9,9 +9,23 @@ pub mod v1 {
 }
 
 mod bearer;
+pub mod dial;
 mod redact;
 
 pub use bearer::{Bearer, InvalidToken};
 
 /// gRPC metadata key that carries the bootstrap secret on the first Authorize.
 pub const BOOTSTRAP_SECRET_METADATA: &str = "x-levers9-bootstrap-secret";
+
+/// An error with its causes on one line: transport errors say only
+/// "transport error" themselves, and the cause is what helps.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

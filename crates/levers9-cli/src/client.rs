@@ -1,6 +1,7 @@
 //! Connecting to a controlplane: where, with or without TLS, with which
 //! token, and with a deadline on every call.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
@@ -14,7 +15,7 @@ use levers9_api::v1::{
 };
 use levers9_api::{Bearer, BOOTSTRAP_SECRET_METADATA};
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::Channel;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -28,15 +29,35 @@ pub struct Target {
     pub port: u16,
     /// TLS asked for by the context or `LEVERS9_CONTROLPLANE_TLS`.
     pub tls: bool,
+    /// CA certificates to trust besides the system's: the context's
+    /// `ca_file` or `LEVERS9_CONTROLPLANE_CA`.
+    pub ca_file: Option<PathBuf>,
     /// Bearer token; empty for none.
     pub token: String,
 }
 
 impl Target {
-    /// TLS on port 443 always (the load balancer), elsewhere only when asked:
-    /// plain gRPC to an in-cluster name keeps working.
-    pub fn uses_tls(&self) -> bool {
-        self.tls || self.port == 443
+    /// What to dial, for anything that connects to this target (the CLI's
+    /// client, the agent): the TLS decision and the trusted CAs.
+    pub fn dial(&self) -> levers9_api::dial::Controlplane {
+        levers9_api::dial::Controlplane {
+            address: self.address(),
+            tls: self.tls,
+            ca_file: self.ca_file.clone(),
+        }
+    }
+
+    /// Hands the target to a Python process (`levers9 run`, image builds)
+    /// in the SDK's `LEVERS9_*` variables.
+    pub fn export_to(&self, command: &mut std::process::Command) {
+        command
+            .env("LEVERS9_CONTROLPLANE_HOST", &self.host)
+            .env("LEVERS9_CONTROLPLANE_PORT", self.port.to_string())
+            .env("LEVERS9_CONTROLPLANE_TLS", self.tls.to_string())
+            .env("LEVERS9_TOKEN", &self.token);
+        if let Some(ca) = &self.ca_file {
+            command.env("LEVERS9_CONTROLPLANE_CA", ca);
+        }
     }
 
     /// `host:port`, with brackets around IPv6 addresses.
@@ -60,16 +81,11 @@ pub struct Client {
 impl Client {
     /// Connects (lazily: the first call dials) to the target.
     pub fn new(target: &Target) -> Result<Client> {
-        let scheme = if target.uses_tls() { "https" } else { "http" };
-        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{}", target.address()))
-            .with_context(|| format!("{} is not a valid controlplane address", target.address()))?
+        let endpoint = target
+            .dial()
+            .endpoint()?
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(CALL_TIMEOUT);
-        if target.uses_tls() {
-            endpoint = endpoint
-                .tls_config(ClientTlsConfig::new().with_native_roots())
-                .context("cannot set up TLS")?;
-        }
         let auth = if target.token.is_empty() {
             Bearer::none()
         } else {

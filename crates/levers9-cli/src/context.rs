@@ -24,6 +24,10 @@ pub struct Context {
     /// Use TLS even on a port other than 443.
     #[serde(default)]
     pub tls: bool,
+    /// A PEM file of CA certificates to trust besides the system's, for a
+    /// controlplane whose certificate a private CA signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
     /// The token; empty when none is saved.
     #[serde(default)]
     pub token: String,
@@ -35,6 +39,7 @@ impl fmt::Debug for Context {
             .field("host", &self.host)
             .field("port", &self.port)
             .field("tls", &self.tls)
+            .field("ca_file", &self.ca_file)
             .field("token", &"<hidden>")
             .finish()
     }

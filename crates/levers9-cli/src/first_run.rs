@@ -3,6 +3,7 @@
 //! token with `LEVERS9_BOOTSTRAP_SECRET` set gets the first admin token.
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context as _, Result};
 
@@ -16,7 +17,17 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// `LEVERS9_CONTROLPLANE_HOST`/`_PORT`/`_TLS` and `LEVERS9_TOKEN` over a context.
+/// `LEVERS9_CONTROLPLANE_TLS` is set to true.
+fn env_tls() -> bool {
+    env("LEVERS9_CONTROLPLANE_TLS").is_some_and(|v| v == "true" || v == "1")
+}
+
+/// `LEVERS9_CONTROLPLANE_CA`, the CA file to trust.
+fn env_ca() -> Option<PathBuf> {
+    env("LEVERS9_CONTROLPLANE_CA").map(PathBuf::from)
+}
+
+/// `LEVERS9_CONTROLPLANE_HOST`/`_PORT`/`_TLS`/`_CA` and `LEVERS9_TOKEN` over a context.
 fn with_env_overrides(mut target: Target) -> Result<Target> {
     if let Some(host) = env("LEVERS9_CONTROLPLANE_HOST") {
         target.host = host;
@@ -26,8 +37,11 @@ fn with_env_overrides(mut target: Target) -> Result<Target> {
             .parse()
             .with_context(|| format!("LEVERS9_CONTROLPLANE_PORT={port:?} is not a port number"))?;
     }
-    if env("LEVERS9_CONTROLPLANE_TLS").is_some_and(|v| v == "true" || v == "1") {
+    if env_tls() {
         target.tls = true;
+    }
+    if let Some(ca) = env_ca() {
+        target.ca_file = Some(ca);
     }
     if let Some(token) = env("LEVERS9_TOKEN") {
         target.token = token;
@@ -40,6 +54,7 @@ fn target_of(context: &Context) -> Target {
         host: context.host.clone(),
         port: context.port,
         tls: context.tls,
+        ca_file: context.ca_file.clone(),
         token: context.token.clone(),
     }
 }
@@ -54,6 +69,7 @@ pub async fn resolve(context_name: Option<&str>) -> Result<Target> {
                 host: "localhost".into(),
                 port: DEFAULT_PORT,
                 tls: false,
+                ca_file: None,
                 token: String::new(),
             };
             return with_env_overrides(default);
@@ -68,23 +84,41 @@ pub async fn resolve(context_name: Option<&str>) -> Result<Target> {
     with_env_overrides(target_of(file.get(name)?))
 }
 
+/// Where a new context points (`levers9 config create` flags).
+pub struct Address {
+    /// Host name or address.
+    pub host: String,
+    /// gRPC port.
+    pub port: u16,
+    /// TLS asked for (`LEVERS9_CONTROLPLANE_TLS` asks too).
+    pub tls: bool,
+    /// The CA file to trust (`LEVERS9_CONTROLPLANE_CA` when not given).
+    pub ca_file: Option<PathBuf>,
+}
+
 /// Asks for what is not given (address, then token), checks the token with
 /// the controlplane (or bootstraps with an empty one), and saves the context
 /// as `name`, making it current.
-pub async fn ask_and_save(name: &str, given: Option<(String, u16, bool)>) -> Result<Context> {
+pub async fn ask_and_save(name: &str, given: Option<Address>) -> Result<Context> {
     let mut prompter = Prompter::new();
-    let (host, port, tls) = match given {
-        Some(address) => address,
+    let (host, port, tls, ca_file) = match given {
+        Some(a) => (
+            a.host,
+            a.port,
+            a.tls || env_tls(),
+            a.ca_file.or_else(env_ca),
+        ),
         None => match env("LEVERS9_CONTROLPLANE_HOST") {
             Some(_) => {
                 let base = Target {
                     host: "localhost".into(),
                     port: DEFAULT_PORT,
                     tls: false,
+                    ca_file: None,
                     token: String::new(),
                 };
                 let t = with_env_overrides(base)?;
-                (t.host, t.port, t.tls)
+                (t.host, t.port, t.tls, t.ca_file)
             }
             None => {
                 let answer = prompter.ask(&format!(
@@ -95,8 +129,7 @@ pub async fn ask_and_save(name: &str, given: Option<(String, u16, bool)>) -> Res
                 } else {
                     parse_address(&answer)?
                 };
-                let tls = env("LEVERS9_CONTROLPLANE_TLS").is_some_and(|v| v == "true" || v == "1");
-                (host, port, tls)
+                (host, port, env_tls(), env_ca())
             }
         },
     };
@@ -113,6 +146,7 @@ pub async fn ask_and_save(name: &str, given: Option<(String, u16, bool)>) -> Res
         host,
         port,
         tls,
+        ca_file,
         token,
     };
     let workspace = if target.token.is_empty() {
@@ -141,6 +175,7 @@ pub async fn ask_and_save(name: &str, given: Option<(String, u16, bool)>) -> Res
         host: target.host,
         port: target.port,
         tls: target.tls,
+        ca_file: target.ca_file,
         token: target.token,
     };
     let mut file = CliConfig::load()?.unwrap_or_default();

@@ -17,7 +17,12 @@ impl std::error::Error for ExitWith {}
 /// message rather than tonic's debug form.
 pub fn describe(error: &anyhow::Error) -> String {
     if let Some(status) = error.downcast_ref::<tonic::Status>() {
-        return format!("{} ({:?})", status.message(), status.code());
+        return format!(
+            "{} ({:?}){}",
+            status.message(),
+            status.code(),
+            tls_hint(status.message())
+        );
     }
     for cause in error.chain() {
         if let Some(status) = cause.downcast_ref::<tonic::Status>() {
@@ -25,6 +30,16 @@ pub fn describe(error: &anyhow::Error) -> String {
         }
     }
     format!("{error:#}")
+}
+
+/// What to do when the controlplane's certificate is not trusted.
+fn tls_hint(message: &str) -> &'static str {
+    if message.contains("invalid peer certificate") {
+        ": if a private CA signed the controlplane's certificate, trust it with \
+         levers9 config create NAME --tls --ca-file CA.pem or LEVERS9_CONTROLPLANE_CA=CA.pem"
+    } else {
+        ""
+    }
 }
 
 /// Prints rows as aligned columns under a header.

@@ -421,6 +421,60 @@ async fn containers_and_workers_over_rest() {
     assert_eq!(hidden.status(), 404);
 }
 
+/// A GPU container on a machine with a CDI spec for `nvidia.com/gpu` gets
+/// the device node, environment and mount the spec lists for its GPU, made
+/// by runc for real. /dev/null stands in for the GPU's node.
+#[tokio::test]
+async fn gpu_containers_get_the_devices_of_the_cdi_spec() {
+    let cdi = tempfile::tempdir().expect("cdi dir");
+    let libs = tempfile::tempdir().expect("driver dir");
+    std::fs::write(libs.path().join("libcuda.so.1"), "driver").expect("lib");
+    let spec = serde_json::json!({
+        "cdiVersion": "0.5.0",
+        "kind": "nvidia.com/gpu",
+        "devices": [
+            {"name": "0", "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia0", "hostPath": "/dev/null"}]}},
+            {"name": "1", "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia1", "hostPath": "/dev/null"}]}}
+        ],
+        "containerEdits": {
+            "env": ["NVIDIA_VISIBLE_DEVICES=void"],
+            "mounts": [{"hostPath": libs.path(), "containerPath": "/usr/lib/nvidia", "options": ["ro", "bind"]}]
+        }
+    });
+    std::fs::write(cdi.path().join("nvidia.json"), spec.to_string()).expect("spec");
+    let cp = Controlplane::start(Backend::Embedded);
+    let admin = cp.admin_token().await;
+    let env = [(
+        "LEVERS9_WORKER_CDI_SPEC_DIRS".to_owned(),
+        cdi.path().display().to_string(),
+    )];
+    let _worker = Worker::start_with_gpus_and_env(&cp, &admin, "default", &["L40S:1"], &env).await;
+    let image = busybox_image();
+    let script = "echo $NVIDIA_VISIBLE_DEVICES; ls /dev | grep nvidia; \
+                  echo x > /dev/nvidia1 && echo wrote; cat /usr/lib/nvidia/libcuda.so.1";
+    let out = run_cli(
+        &cp,
+        &admin,
+        &[
+            "container",
+            "run",
+            "--gpu",
+            "L40S",
+            &image,
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "void\nnvidia1\nwrote\ndriver",
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// GPU inventories on workers (no GPU hardware needed): type preference,
 /// counts, packing, device ids handed to the container, clear failures.
 async fn gpu_requests_get_their_type_count_and_devices(backend: Backend) {

@@ -20,6 +20,8 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("LEVERS9_BIND_ADDRESS", "controlplane.bindAddress"),
     ("LEVERS9_GRPC_PORT", "controlplane.grpc.port"),
     ("LEVERS9_HTTP_PORT", "controlplane.http.port"),
+    ("LEVERS9_TLS_CERT_FILE", "controlplane.tls.certFile"),
+    ("LEVERS9_TLS_KEY_FILE", "controlplane.tls.keyFile"),
     ("LEVERS9_DATA_DIR", "controlplane.dataDir"),
     (
         "LEVERS9_AGENT_BINARIES_DIR",
@@ -70,6 +72,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
         "LEVERS9_WORKER_CONTAINER_SERVER_AUTH",
         "worker.containerServerAuth",
     ),
+    ("LEVERS9_WORKER_CDI_SPEC_DIRS", "worker.cdiSpecDirs"),
     (
         "LEVERS9_WORKER_VOLUME_MOUNT_VALIDATION",
         "worker.volumeMountValidation",

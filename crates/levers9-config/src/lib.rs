@@ -23,7 +23,7 @@ pub use pools::{PoolProvider, PoolResources, Toleration};
 pub use schema::{
     AuthConfig, Config, ControlplaneConfig, DatabaseConfig, ImageServiceConfig, KeyRotationConfig,
     ListenerConfig, PoolConfig, PoolRuntime, PostgresConfig, RedisConfig, RunnerConfig,
-    SqliteConfig, StorageConfig, WorkerConfig,
+    SqliteConfig, StorageConfig, TlsConfig, WorkerConfig,
 };
 pub use secret::Secret;
 pub use security::{

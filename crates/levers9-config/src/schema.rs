@@ -41,6 +41,8 @@ pub struct ControlplaneConfig {
     pub grpc: ListenerConfig,
     /// The HTTP listener: health, metrics and the REST mapping.
     pub http: ListenerConfig,
+    /// TLS on both listeners; off while no certificate is set.
+    pub tls: TlsConfig,
     /// Authentication.
     pub auth: AuthConfig,
     /// Where the embedded default keeps its files; empty means `~/.levers9/data`.
@@ -79,6 +81,7 @@ impl Default for ControlplaneConfig {
             bind_address: "0.0.0.0".into(),
             grpc: ListenerConfig { port: 1993 },
             http: ListenerConfig { port: 1994 },
+            tls: TlsConfig::default(),
             auth: AuthConfig::default(),
             data_dir: String::new(),
             key_rotation: KeyRotationConfig::default(),
@@ -106,6 +109,24 @@ impl ControlplaneConfig {
 pub struct ListenerConfig {
     /// TCP port; 0 picks a free one.
     pub port: u16,
+}
+
+/// `controlplane.tls.*`: the certificate both listeners serve. Both files
+/// are PEM; the certificate file holds the chain, leaf first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// The certificate chain; empty serves plain gRPC and HTTP.
+    pub cert_file: String,
+    /// The private key of the certificate.
+    pub key_file: String,
+}
+
+impl TlsConfig {
+    /// Whether TLS is configured (both files are checked at start).
+    pub fn enabled(&self) -> bool {
+        !self.cert_file.is_empty() || !self.key_file.is_empty()
+    }
 }
 
 /// `controlplane.auth.*`
@@ -249,6 +270,10 @@ pub struct WorkerConfig {
     /// Kubernetes worker Jobs request their pool's resources
     /// (`nvidia.com/gpu` on GPU pools), so the device plugin hands them GPUs.
     pub job_resources_enforced: bool,
+    /// Where workers look for CDI spec files (`nvidia-ctk cdi generate`):
+    /// a container's GPUs get the device nodes, environment and mounts the
+    /// `nvidia.com/gpu` spec lists for them. Later directories win.
+    pub cdi_spec_dirs: Vec<String>,
 }
 
 impl Default for WorkerConfig {
@@ -267,6 +292,7 @@ impl Default for WorkerConfig {
             container_server_auth: ContainerServerAuthMode::Observe,
             volume_mount_validation: VolumeMountValidationMode::Log,
             job_resources_enforced: false,
+            cdi_spec_dirs: vec!["/etc/cdi".into(), "/var/run/cdi".into()],
         }
     }
 }

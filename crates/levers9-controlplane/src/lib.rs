@@ -17,6 +17,7 @@ pub mod rest;
 pub mod sealing;
 pub mod server;
 pub mod services;
+pub mod tls;
 
 use std::sync::Arc;
 

@@ -1,7 +1,9 @@
 //! Starting and stopping a controlplane: both listeners over one shared state.
 
+use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +19,8 @@ use levers9_config::Config;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::StreamExt as _;
 use tonic::transport::server::TcpIncoming;
 
 use crate::auth::Authenticator;
@@ -30,6 +34,8 @@ use crate::Shared;
 /// The largest function call message: arguments, results and code objects
 /// travel whole.
 const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// Why the controlplane could not start.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +71,9 @@ pub enum StartError {
     /// `storage.juicefs` cannot be formatted or mounted.
     #[error("storage.juicefs: {0}")]
     Volumes(#[from] levers9_volumes::VolumeError),
+    /// `controlplane.tls` is incomplete or its files are unusable.
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
     /// The metrics registry refused a metric (a programming error).
     #[error("cannot register metrics: {0}")]
     Metrics(#[from] prometheus::Error),
@@ -183,6 +192,11 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     let http_listener = bind("HTTP", &cp.bind_address, cp.http.port).await?;
     let grpc_addr = local_addr("gRPC", &grpc_listener)?;
     let http_addr = local_addr("HTTP", &http_listener)?;
+    let grpc_tls = crate::tls::acceptor(&cp.tls, b"h2")?;
+    let http_tls = crate::tls::acceptor(&cp.tls, b"http/1.1")?;
+    if grpc_tls.is_some() {
+        tracing::info!(cert_file = %cp.tls.cert_file, "TLS on both listeners");
+    }
     let (shutdown, stopped) = watch::channel(false);
 
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
@@ -213,7 +227,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     health_reporter
         .set_serving::<MachineServiceServer<crate::services::MachineApi>>()
         .await;
-    let grpc = tonic::transport::Server::builder()
+    let grpc_router = tonic::transport::Server::builder()
         .layer(GrpcMetricsLayer(metrics.clone()))
         .add_service(health_service)
         .add_service(AuthServiceServer::from_arc(services.auth.clone()))
@@ -234,31 +248,66 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
             FunctionServiceServer::from_arc(services.function.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
-        )
-        .serve_with_incoming_shutdown(
+        );
+    let mut tasks = Vec::new();
+    let grpc: BoxFuture<Result<(), tonic::transport::Error>> = match grpc_tls {
+        None => Box::pin(grpc_router.serve_with_incoming_shutdown(
             // Small unary answers must not wait on Nagle's algorithm; our own
             // listener does not get tonic's default, so set it here.
             TcpIncoming::from(grpc_listener).with_nodelay(Some(true)),
             wait_for(stopped.clone()),
-        );
-    let http_listener = http_listener.tap_io(|stream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "cannot set TCP_NODELAY on an HTTP connection");
+        )),
+        Some(acceptor) => {
+            let sorted = crate::tls::sort(grpc_listener, acceptor, stopped.clone());
+            tasks.push(tokio::spawn(crate::tls::refuse_plain_grpc(
+                sorted.plain,
+                grpc_addr.port(),
+                stopped.clone(),
+            )));
+            let incoming =
+                ReceiverStream::new(sorted.tls).map(|(stream, _)| Ok::<_, std::io::Error>(stream));
+            Box::pin(grpc_router.serve_with_incoming_shutdown(incoming, wait_for(stopped.clone())))
         }
-    });
-    let http = axum::serve(
-        http_listener,
-        crate::http::router(shared.clone(), services, metrics).merge(
-            crate::machines::download::router(
-                crate::machines::download::AgentBinaries::from_config(&config.controlplane),
-            ),
-        ),
-    )
-    .with_graceful_shutdown(wait_for(stopped.clone()));
+    };
+    let http_service = crate::http::router(shared.clone(), services, metrics).merge(
+        crate::machines::download::router(crate::machines::download::AgentBinaries::from_config(
+            &config.controlplane,
+        )),
+    );
+    let http: BoxFuture<std::io::Result<()>> = match http_tls {
+        None => {
+            let http_listener = http_listener.tap_io(|stream| {
+                if let Err(error) = stream.set_nodelay(true) {
+                    tracing::debug!(%error, "cannot set TCP_NODELAY on an HTTP connection");
+                }
+            });
+            Box::pin(
+                axum::serve(http_listener, http_service)
+                    .with_graceful_shutdown(wait_for(stopped.clone()))
+                    .into_future(),
+            )
+        }
+        Some(acceptor) => {
+            let sorted = crate::tls::sort(http_listener, acceptor, stopped.clone());
+            tasks.push(tokio::spawn(crate::tls::refuse_plain_http(
+                sorted.plain,
+                http_addr.port(),
+            )));
+            let listener = crate::tls::TlsListener {
+                accepted: sorted.tls,
+                addr: http_addr,
+            };
+            Box::pin(
+                axum::serve(listener, http_service)
+                    .with_graceful_shutdown(wait_for(stopped.clone()))
+                    .into_future(),
+            )
+        }
+    };
 
     let router = shared.fleet.tasks().clone();
     let routed = stopped.clone();
-    let tasks = vec![
+    tasks.extend([
         tokio::spawn(async move { router.route(routed).await }),
         tokio::spawn(crate::fleet::scheduler::run(
             shared.fleet.clone(),
@@ -288,7 +337,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
                 tracing::error!(%error, "HTTP listener stopped");
             }
         }),
-    ];
+    ]);
     tracing::info!(grpc = %grpc_addr, http = %http_addr, "controlplane listening");
     Ok(RunningControlplane {
         grpc_addr,

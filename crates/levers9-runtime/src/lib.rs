@@ -76,6 +76,8 @@ pub struct ContainerSpec {
     pub resources: Resources,
     /// Extra bind mounts (volumes).
     pub mounts: Vec<BindMount>,
+    /// Device nodes beyond the runtime's defaults (GPUs).
+    pub devices: Vec<DeviceNode>,
     /// Size in MiB of a tmpfs mounted at `/tmp`; `None` leaves `/tmp` to the
     /// rootfs, unless the root is read-only: then the tmpfs is as large as
     /// the memory limit.
@@ -103,6 +105,7 @@ impl ContainerSpec {
             gid: 0,
             resources: Resources::default(),
             mounts: Vec::new(),
+            devices: Vec::new(),
             tmp_mib: None,
             network: Network::None,
             security: SecurityProfile::default(),
@@ -137,6 +140,22 @@ impl Default for Resources {
             pids: 512,
         }
     }
+}
+
+/// A device node created in the container and allowed by its cgroup
+/// (a GPU from a CDI spec).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceNode {
+    /// Path inside the container, e.g. `/dev/nvidia0`.
+    pub path: String,
+    /// `c` (character) or `b` (block).
+    pub kind: String,
+    /// Major number.
+    pub major: i64,
+    /// Minor number.
+    pub minor: i64,
+    /// Permission bits of the node.
+    pub file_mode: u32,
 }
 
 /// A host directory or file bind-mounted into the container.

@@ -9,10 +9,11 @@ use std::path::Path;
 
 use oci_spec::runtime::{
     get_default_maskedpaths, get_default_readonly_paths, LinuxBuilder, LinuxCapabilities,
-    LinuxCapabilitiesBuilder, LinuxCpuBuilder, LinuxDeviceCgroupBuilder, LinuxIdMappingBuilder,
-    LinuxMemoryBuilder, LinuxNamespace, LinuxNamespaceBuilder, LinuxNamespaceType,
-    LinuxPidsBuilder, LinuxResourcesBuilder, Mount, MountBuilder, PosixRlimitBuilder,
-    PosixRlimitType, ProcessBuilder, RootBuilder, Spec, SpecBuilder, UserBuilder,
+    LinuxCapabilitiesBuilder, LinuxCpuBuilder, LinuxDevice, LinuxDeviceBuilder, LinuxDeviceCgroup,
+    LinuxDeviceCgroupBuilder, LinuxDeviceType, LinuxIdMappingBuilder, LinuxMemoryBuilder,
+    LinuxNamespace, LinuxNamespaceBuilder, LinuxNamespaceType, LinuxPidsBuilder,
+    LinuxResourcesBuilder, Mount, MountBuilder, PosixRlimitBuilder, PosixRlimitType,
+    ProcessBuilder, RootBuilder, Spec, SpecBuilder, UserBuilder,
 };
 
 use crate::error::RuntimeError;
@@ -240,6 +241,39 @@ fn extra_paths(defaults: Vec<String>, extra: &[String], host_kernel: bool) -> Ve
 /// Builds the OCI spec. `rootfs` must already be canonical; `caps` supplies
 /// the runtime's overheads, added to the memory and pids limits because the
 /// runtime's own processes live in the container's cgroup.
+/// The spec's extra device nodes and the cgroup rules that allow them.
+fn devices(
+    spec: &ContainerSpec,
+) -> Result<(Vec<LinuxDevice>, Vec<LinuxDeviceCgroup>), RuntimeError> {
+    let mut nodes = Vec::new();
+    let mut allowed = Vec::new();
+    for d in &spec.devices {
+        let typ = match d.kind.as_str() {
+            "b" => LinuxDeviceType::B,
+            _ => LinuxDeviceType::C,
+        };
+        nodes.push(
+            LinuxDeviceBuilder::default()
+                .path(d.path.as_str())
+                .typ(typ)
+                .major(d.major)
+                .minor(d.minor)
+                .file_mode(d.file_mode)
+                .build()?,
+        );
+        allowed.push(
+            LinuxDeviceCgroupBuilder::default()
+                .allow(true)
+                .typ(typ)
+                .major(d.major)
+                .minor(d.minor)
+                .access("rwm")
+                .build()?,
+        );
+    }
+    Ok((nodes, allowed))
+}
+
 pub(crate) fn build(
     spec: &ContainerSpec,
     rootfs: &Path,
@@ -269,14 +303,20 @@ pub(crate) fn build(
         .no_new_privileges(security.no_new_privileges)
         .build()?;
 
+    let (devices, allowed) = devices(spec)?;
     let r = &spec.resources;
     let memory = ((r.memory_mib + caps.memory_overhead_mib) * MIB) as i64;
     let resources = LinuxResourcesBuilder::default()
         // Deny all devices; the runtimes add the default ones (null, zero, ...).
-        .devices(vec![LinuxDeviceCgroupBuilder::default()
-            .allow(false)
-            .access("rwm")
-            .build()?])
+        .devices(
+            [LinuxDeviceCgroupBuilder::default()
+                .allow(false)
+                .access("rwm")
+                .build()?]
+            .into_iter()
+            .chain(allowed)
+            .collect::<Vec<_>>(),
+        )
         // swap == limit: memory+swap may not exceed memory, i.e. no swap.
         .memory(
             LinuxMemoryBuilder::default()
@@ -323,6 +363,9 @@ pub(crate) fn build(
         };
         linux = linux.uid_mappings(vec![map()?]).gid_mappings(vec![map()?]);
     }
+    if !devices.is_empty() {
+        linux = linux.devices(devices);
+    }
     if let Some(profile) = crate::seccomp::profile(security.seccomp, caps.sandboxed)? {
         linux = linux.seccomp(profile);
     }
@@ -357,6 +400,48 @@ mod tests {
             pids_overhead,
             supports_netns_path: true,
         }
+    }
+
+    #[test]
+    fn device_nodes_are_created_and_allowed_by_the_cgroup() {
+        let mut s = ContainerSpec::new("c1", "/r", vec!["true".into()]);
+        s.devices.push(crate::DeviceNode {
+            path: "/dev/nvidia0".into(),
+            kind: "c".into(),
+            major: 195,
+            minor: 0,
+            file_mode: 0o666,
+        });
+        let json = serde_json::to_value(
+            build(&s, Path::new("/r"), &caps(0, 0), "/levers9-c1").expect("builds"),
+        )
+        .expect("json");
+        let node = &json["linux"]["devices"][0];
+        assert_eq!(node["path"], "/dev/nvidia0");
+        assert_eq!(
+            (
+                node["type"].as_str(),
+                node["major"].as_i64(),
+                node["minor"].as_i64()
+            ),
+            (Some("c"), Some(195), Some(0))
+        );
+        let rules = json["linux"]["resources"]["devices"]
+            .as_array()
+            .expect("rules");
+        assert_eq!(rules[0]["allow"], false, "everything else stays denied");
+        assert_eq!(rules[1]["allow"], true);
+        assert_eq!(
+            (rules[1]["major"].as_i64(), rules[1]["minor"].as_i64()),
+            (Some(195), Some(0))
+        );
+
+        let plain = ContainerSpec::new("c2", "/r", vec!["true".into()]);
+        let json = serde_json::to_value(
+            build(&plain, Path::new("/r"), &caps(0, 0), "/levers9-c2").expect("builds"),
+        )
+        .expect("json");
+        assert!(json["linux"].get("devices").is_none());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod capacity;
+pub mod cdi;
 mod container_server;
 mod drain;
 mod metrics;
@@ -57,8 +58,8 @@ impl RuntimeKind {
 /// Everything a worker needs to run.
 #[derive(Clone)]
 pub struct WorkerOptions {
-    /// e.g. `http://levers9-controlplane:1993`.
-    pub controlplane_url: String,
+    /// The controlplane: its address, whether TLS is used, the CA to trust.
+    pub controlplane: levers9_api::dial::Controlplane,
     /// A worker (or admin) token.
     pub token: String,
     /// The pool it serves.
@@ -96,7 +97,7 @@ pub struct WorkerOptions {
 impl std::fmt::Debug for WorkerOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WorkerOptions")
-            .field("controlplane_url", &self.controlplane_url)
+            .field("controlplane", &self.controlplane)
             .field("token", &"<redacted>")
             .field("pool", &self.pool)
             .field("worker_id", &self.worker_id)
@@ -200,7 +201,7 @@ pub async fn run(
             .map_err(|source| WorkerError::Metrics { address, source })?;
         tracing::info!(address = %bound, "serving metrics");
     }
-    let source = GrpcObjectSource::new(&options.controlplane_url, &options.token)?;
+    let source = GrpcObjectSource::new(&options.controlplane, &options.token)?;
     let objects = ObjectCache::open(options.state_dir.join("objects"), Arc::new(source))?;
     let (supervisor, events) = Supervisor::new(
         runtime,
@@ -213,6 +214,12 @@ pub async fn run(
             security,
             metrics: metrics.clone(),
             volumes: options.volumes.clone(),
+            cdi_spec_dirs: options
+                .config
+                .cdi_spec_dirs
+                .iter()
+                .map(PathBuf::from)
+                .collect(),
         },
     );
     // Mounted ahead of the first container that needs it; a failure is

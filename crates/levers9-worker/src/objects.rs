@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use levers9_api::v1::{function_service_client::FunctionServiceClient, GetObjectRequest};
 use sha2::{Digest, Sha256};
 use tonic::metadata::{Ascii, MetadataValue};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// Where objects come from: the controlplane in production, a fake in tests.
 #[async_trait]
@@ -41,9 +41,9 @@ const MAX_UNPACKED_BYTES: u64 = 2 << 30;
 /// Why the gRPC object source could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum GrpcSourceError {
-    /// The controlplane address is not a URL.
-    #[error("invalid controlplane address {0:?}: expected a URL like http://host:1993")]
-    Address(String),
+    /// The controlplane address or its TLS settings are unusable.
+    #[error(transparent)]
+    Dial(#[from] levers9_api::dial::DialError),
     /// The token cannot travel in a header.
     #[error("the worker token is not valid ASCII: check the token the worker was given")]
     Token,
@@ -57,11 +57,14 @@ pub struct GrpcObjectSource {
 }
 
 impl GrpcObjectSource {
-    /// A source reaching the controlplane at `url`. Connects on first use,
-    /// so it must be created inside a Tokio runtime.
-    pub fn new(url: &str, token: &str) -> Result<Self, GrpcSourceError> {
-        let channel = Endpoint::from_shared(url.to_owned())
-            .map_err(|_| GrpcSourceError::Address(url.to_owned()))?
+    /// A source reaching `controlplane`. Connects on first use, so it must
+    /// be created inside a Tokio runtime.
+    pub fn new(
+        controlplane: &levers9_api::dial::Controlplane,
+        token: &str,
+    ) -> Result<Self, GrpcSourceError> {
+        let channel = controlplane
+            .endpoint()?
             .connect_timeout(CONNECT_TIMEOUT)
             .connect_lazy();
         let bearer = format!("Bearer {token}")

@@ -13,7 +13,7 @@ use levers9_api::Bearer;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 use crate::supervisor::Supervisor;
 use crate::WorkerOptions;
@@ -33,8 +33,10 @@ const MAX_INBOUND_MESSAGE_BYTES: usize =
 /// Why a session ended.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SessionError {
-    #[error("cannot connect: {0}")]
+    #[error("cannot connect: {}", levers9_api::error_chain(.0))]
     Connect(#[from] tonic::transport::Error),
+    #[error(transparent)]
+    Dial(#[from] levers9_api::dial::DialError),
     #[error("{}", .0.message())]
     Status(#[from] tonic::Status),
     #[error("the controlplane closed the stream before answering Register")]
@@ -47,7 +49,9 @@ pub(crate) enum SessionError {
 pub(crate) async fn connect(
     options: &WorkerOptions,
 ) -> Result<WorkerServiceClient<InterceptedService<Channel, Bearer>>, SessionError> {
-    let channel = Endpoint::from_shared(options.controlplane_url.clone())?
+    let channel = options
+        .controlplane
+        .endpoint()?
         .connect_timeout(CONNECT_TIMEOUT)
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(10))
@@ -127,7 +131,7 @@ async fn session(
         }
         _ => return Err(SessionError::NoRegistered),
     };
-    tracing::info!(worker_id = %options.worker_id, pool = %options.pool, url = %options.controlplane_url, "registered with the controlplane");
+    tracing::info!(worker_id = %options.worker_id, pool = %options.pool, controlplane = %options.controlplane.address, "registered with the controlplane");
     while let Some(pending) = carry.pop_front() {
         if outbound.send(pending.clone()).await.is_err() {
             carry.push_front(pending);

@@ -63,6 +63,8 @@ pub struct SupervisorOptions {
     pub metrics: SecurityMetrics,
     /// The workspaces' volumes, bound into the containers that ask.
     pub volumes: levers9_volumes::Volumes,
+    /// Where CDI spec files are looked for (`worker.cdiSpecDirs`).
+    pub cdi_spec_dirs: Vec<PathBuf>,
 }
 
 /// Runs and tracks containers. Cheap to clone.
@@ -81,6 +83,7 @@ pub struct Supervisor {
     security: Arc<SecurityPolicy>,
     metrics: SecurityMetrics,
     volumes: levers9_volumes::Volumes,
+    cdi_spec_dirs: Arc<Vec<PathBuf>>,
 }
 
 fn event(container_id: &str, state: &str) -> ContainerEvent {
@@ -117,6 +120,7 @@ impl Supervisor {
             security: Arc::new(options.security),
             metrics: options.metrics,
             volumes: options.volumes,
+            cdi_spec_dirs: Arc::new(options.cdi_spec_dirs),
         };
         (supervisor, receiver)
     }
@@ -316,6 +320,7 @@ impl Supervisor {
             // container may use, by index.
             spec.env
                 .push(("NVIDIA_VISIBLE_DEVICES".to_owned(), gpus.join(",")));
+            crate::cdi::inject(&mut spec, &self.cdi_spec_dirs, gpus).map_err(|e| e.to_string())?;
         }
         if let Some(dir) = image.config.working_dir.as_ref().filter(|d| !d.is_empty()) {
             spec.cwd = dir.clone();

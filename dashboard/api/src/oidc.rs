@@ -82,7 +82,9 @@ impl Oidc {
         let http = self.http_client();
         let metadata = CoreProviderMetadata::discover_async(issuer, &http)
             .await
-            .map_err(|e| ApiError::Provider(format!("discovery: {}", chain(&e))))?;
+            .map_err(|e| {
+                ApiError::Provider(format!("discovery: {}", levers9_api::error_chain(&e)))
+            })?;
         let client = CoreClient::from_provider_metadata(
             metadata,
             ClientId::new(self.settings.client_id.clone()),
@@ -141,13 +143,15 @@ impl Oidc {
             .set_pkce_verifier(PkceCodeVerifier::new(signin.pkce_verifier))
             .request_async(&http)
             .await
-            .map_err(|e| ApiError::SignIn(format!("code exchange: {}", chain(&e))))?;
+            .map_err(|e| {
+                ApiError::SignIn(format!("code exchange: {}", levers9_api::error_chain(&e)))
+            })?;
         let id_token = tokens
             .id_token()
             .ok_or_else(|| ApiError::SignIn("the provider returned no ID token".into()))?;
         let claims = id_token
             .claims(&client.id_token_verifier(), &Nonce::new(signin.nonce))
-            .map_err(|e| ApiError::SignIn(format!("ID token: {}", chain(&e))))?;
+            .map_err(|e| ApiError::SignIn(format!("ID token: {}", levers9_api::error_chain(&e))))?;
         let email = claims
             .email()
             .map(|e| e.as_str().to_owned())
@@ -216,16 +220,4 @@ pub enum HttpError {
     Request(#[from] reqwest::Error),
     #[error("bad response: {0}")]
     Response(http::Error),
-}
-
-/// An error with its causes, one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -12,7 +12,7 @@ from typing import Dict, Iterable, Optional, Tuple
 import grpc
 
 from .config import Target, resolve_target
-from .errors import AuthError, ControlplaneError, ControlplaneUnavailable, Levers9Error
+from .errors import AuthError, ConfigError, ControlplaneError, ControlplaneUnavailable, Levers9Error
 from .v1 import function_pb2, function_pb2_grpc, image_pb2_grpc
 
 _MIB = 1024 * 1024
@@ -41,7 +41,7 @@ class Client:
     def __init__(self, target: Target):
         self.target = target
         if target.tls:
-            channel = grpc.secure_channel(target.address, grpc.ssl_channel_credentials(), _CHANNEL_OPTIONS)
+            channel = grpc.secure_channel(target.address, _credentials(target), _CHANNEL_OPTIONS)
         else:
             channel = grpc.insecure_channel(target.address, _CHANNEL_OPTIONS)
         self._channel = channel
@@ -103,7 +103,24 @@ class Client:
         self._channel.close()
 
 
-_clients: Dict[Tuple[str, int, bool, str], Client] = {}
+def _credentials(target: Target) -> grpc.ChannelCredentials:
+    """TLS credentials: grpc's own roots, or only the CA file when one is set."""
+    if not target.ca_file:
+        return grpc.ssl_channel_credentials()
+    try:
+        with open(target.ca_file, "rb") as f:
+            roots = f.read()
+    except OSError as e:
+        raise ConfigError(
+            f"cannot read the controlplane CA file {target.ca_file} ({e}): "
+            f"fix LEVERS9_CONTROLPLANE_CA or the context's ca_file"
+        ) from None
+    if b"-----BEGIN CERTIFICATE-----" not in roots:
+        raise ConfigError(f"the controlplane CA file {target.ca_file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+    return grpc.ssl_channel_credentials(root_certificates=roots)
+
+
+_clients: Dict[Tuple[str, int, bool, str, Optional[str]], Client] = {}
 _clients_lock = threading.Lock()
 
 
@@ -114,7 +131,7 @@ def get_client() -> Client:
     running process takes effect; the channel is reused while it stays the same.
     """
     target = resolve_target()
-    key = (target.host, target.port, target.tls, target.token)
+    key = (target.host, target.port, target.tls, target.token, target.ca_file)
     with _clients_lock:
         client = _clients.get(key)
         if client is None:

@@ -3,13 +3,15 @@
 The same rules as the levers9 CLI, so a script runs wherever ``levers9`` works:
 
 1. ``~/.levers9/config.toml``: ``current = "name"`` and ``[contexts.name]``
-   tables with ``host``, ``port``, ``tls``, ``token``. ``LEVERS9_CONTEXT``
+   tables with ``host``, ``port``, ``tls``, ``ca_file``, ``token``. ``LEVERS9_CONTEXT``
    picks a context other than the current one.
 2. ``LEVERS9_CONTROLPLANE_HOST``, ``LEVERS9_CONTROLPLANE_PORT``,
-   ``LEVERS9_CONTROLPLANE_TLS`` (``true``/``1``) and ``LEVERS9_TOKEN``
-   override the context's values.
+   ``LEVERS9_CONTROLPLANE_TLS`` (``true``/``1``), ``LEVERS9_CONTROLPLANE_CA``
+   and ``LEVERS9_TOKEN`` override the context's values.
 
 TLS is used when the context or the environment asks for it, or on port 443.
+``ca_file`` (or ``LEVERS9_CONTROLPLANE_CA``) names a PEM file of the CA that
+signed the controlplane's certificate, for a private CA.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class Target:
     tls: bool
     token: str
     token_source: str = ""
+    ca_file: Optional[str] = None
 
     @property
     def address(self) -> str:
@@ -88,6 +91,7 @@ def resolve_target(environ: Optional[Mapping[str, str]] = None) -> Target:
     path = config_path(environ)
     file = _load_toml(path)
     host, port, tls, token, token_source = "", DEFAULT_PORT, False, "", ""
+    ca_file: Optional[str] = None
     if file is not None:
         explicit = _env(environ, "LEVERS9_CONTEXT")
         name = explicit or file.get("current") or ""
@@ -96,6 +100,7 @@ def resolve_target(environ: Optional[Mapping[str, str]] = None) -> Target:
             host = str(context.get("host") or "")
             port = context.get("port") or DEFAULT_PORT
             tls = context.get("tls") is True
+            ca_file = str(context["ca_file"]) if context.get("ca_file") else None
             token = str(context.get("token") or "")
             token_source = f"the token of context {name!r} in {path}"
 
@@ -119,6 +124,7 @@ def resolve_target(environ: Optional[Mapping[str, str]] = None) -> Target:
         raise ConfigError(f"controlplane port {port!r} is not a port number (LEVERS9_CONTROLPLANE_PORT or the context's port)") from None
     if (_env(environ, "LEVERS9_CONTROLPLANE_TLS") or "").lower() in ("true", "1"):
         tls = True
+    ca_file = _env(environ, "LEVERS9_CONTROLPLANE_CA") or ca_file
     if env_token:
         token, token_source = env_token, "the token in LEVERS9_TOKEN"
     if not token:
@@ -126,4 +132,6 @@ def resolve_target(environ: Optional[Mapping[str, str]] = None) -> Target:
             f"no token for the controlplane at {host}:{port}: set LEVERS9_TOKEN, "
             f"or save one with `levers9 config create NAME`"
         )
-    return Target(host=host, port=port, tls=tls or port == 443, token=token, token_source=token_source)
+    return Target(
+        host=host, port=port, tls=tls or port == 443, token=token, token_source=token_source, ca_file=ca_file
+    )

@@ -20,6 +20,13 @@ token = "home-token"
 host = "cp.example.com"
 port = 443
 token = "prod-token"
+
+[contexts.private]
+host = "cp.internal"
+port = 1993
+tls = true
+ca_file = "/etc/levers9/ca.pem"
+token = "private-token"
 '''
 
 
@@ -42,7 +49,7 @@ def test_levers9_context_picks_another_and_port_443_means_tls(home):
 
 
 def test_an_unknown_context_lists_the_known_ones(home):
-    with pytest.raises(ConfigError, match="contexts: home, prod"):
+    with pytest.raises(ConfigError, match="contexts: home, private, prod"):
         resolve_target({**home, "LEVERS9_CONTEXT": "staging"})
 
 
@@ -93,3 +100,24 @@ def test_a_bad_port_or_file_is_a_clear_error(home, tmp_path):
 def test_ipv6_hosts_are_bracketed_in_the_address(tmp_path):
     target = resolve_target({"HOME": str(tmp_path), "LEVERS9_CONTROLPLANE_HOST": "::1", "LEVERS9_TOKEN": "t"})
     assert target.address == "[::1]:1993"
+
+
+def test_a_private_ca_comes_from_the_context_or_the_environment(home):
+    target = resolve_target({**home, "LEVERS9_CONTEXT": "private"})
+    assert (target.tls, target.ca_file) == (True, "/etc/levers9/ca.pem")
+    target = resolve_target({**home, "LEVERS9_CONTEXT": "private", "LEVERS9_CONTROLPLANE_CA": "/tmp/other.pem"})
+    assert target.ca_file == "/tmp/other.pem"
+    assert resolve_target(home).ca_file is None
+
+
+def test_an_unreadable_or_non_pem_ca_file_is_a_clear_error(home, tmp_path):
+    pytest.importorskip("grpc")
+    from levers9.client import Client
+
+    missing = resolve_target({**home, "LEVERS9_CONTEXT": "private", "LEVERS9_CONTROLPLANE_CA": str(tmp_path / "no.pem")})
+    with pytest.raises(ConfigError, match="cannot read the controlplane CA file"):
+        Client(missing)
+    (tmp_path / "ca.txt").write_text("hello")
+    not_pem = resolve_target({**home, "LEVERS9_CONTEXT": "private", "LEVERS9_CONTROLPLANE_CA": str(tmp_path / "ca.txt")})
+    with pytest.raises(ConfigError, match="holds no PEM certificate"):
+        Client(not_pem)

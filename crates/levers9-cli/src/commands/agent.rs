@@ -138,6 +138,7 @@ fn target(worker: &RunArgs, token: String) -> Result<Target> {
         host,
         port,
         tls: tls || worker.tls,
+        ca_file: worker.ca_file.clone(),
         token,
     })
 }

@@ -21,9 +21,15 @@ pub enum ConfigCommand {
         /// Controlplane gRPC port.
         #[arg(long, default_value_t = DEFAULT_PORT)]
         port: u16,
-        /// Use TLS on a port other than 443 (443 always uses TLS).
+        /// Use TLS on a port other than 443 (443 always uses TLS); needed
+        /// for a controlplane that serves TLS itself (controlplane.tls).
         #[arg(long)]
         tls: bool,
+        /// A PEM file of CA certificates to trust besides the system's, for
+        /// a controlplane certificate a private CA signed (default:
+        /// LEVERS9_CONTROLPLANE_CA).
+        #[arg(long)]
+        ca_file: Option<std::path::PathBuf>,
     },
     /// List contexts; the current one is marked with *.
     List,
@@ -52,8 +58,15 @@ pub async fn run(command: ConfigCommand, selected: Option<&str>) -> Result<()> {
             host,
             port,
             tls,
+            ca_file,
         } => {
-            crate::first_run::ask_and_save(&name, Some((host, port, tls))).await?;
+            let address = crate::first_run::Address {
+                host,
+                port,
+                tls,
+                ca_file,
+            };
+            crate::first_run::ask_and_save(&name, Some(address)).await?;
             Ok(())
         }
         ConfigCommand::List => {
@@ -68,7 +81,7 @@ pub async fn run(command: ConfigCommand, selected: Option<&str>) -> Result<()> {
                         name.clone(),
                         c.host.clone(),
                         c.port.to_string(),
-                        (c.tls || c.port == 443).to_string(),
+                        levers9_api::dial::uses_tls(c.port, c.tls).to_string(),
                     ]
                 })
                 .collect();
@@ -103,7 +116,10 @@ pub async fn run(command: ConfigCommand, selected: Option<&str>) -> Result<()> {
             println!("name: {name}");
             println!("host: {}", c.host);
             println!("port: {}", c.port);
-            println!("tls: {}", c.tls || c.port == 443);
+            println!("tls: {}", levers9_api::dial::uses_tls(c.port, c.tls));
+            if let Some(ca) = &c.ca_file {
+                println!("ca_file: {}", ca.display());
+            }
             println!(
                 "token: {}",
                 if c.token.is_empty() {

@@ -111,11 +111,8 @@ async fn build(target: &str, force: bool, python: &str, context: Option<&str>) -
     let mut command = Command::new(python);
     command
         .args(["-m", "levers9.image_cli", "build", target])
-        .args(force.then_some("--force-rebuild"))
-        .env("LEVERS9_CONTROLPLANE_HOST", &connection.host)
-        .env("LEVERS9_CONTROLPLANE_PORT", connection.port.to_string())
-        .env("LEVERS9_CONTROLPLANE_TLS", connection.tls.to_string())
-        .env("LEVERS9_TOKEN", &connection.token);
+        .args(force.then_some("--force-rebuild"));
+    connection.export_to(&mut command);
     let error = command.exec();
     bail!(
         "cannot start {python} ({error}): install Python 3.9+ and the SDK (pip install ./sdk/python), \

@@ -140,15 +140,18 @@ pub(crate) async fn create(
         .await?
         .into_inner();
     let machine = answer.machine.context("the controlplane sent no machine")?;
+    let tls = levers9_api::dial::uses_tls(target.port, target.tls);
+    // A controlplane that speaks TLS does so on its HTTP port too.
+    let scheme = if tls { "https" } else { "http" };
     let download_url = args
         .download_url
-        .unwrap_or_else(|| format!("http://{}/agent", host_port(&target.host, 1994)));
+        .unwrap_or_else(|| format!("{scheme}://{}/agent", host_port(&target.host, 1994)));
     let command = JoinCommand {
         machine_id: machine.machine_id.clone(),
         pool: machine.pool.clone(),
         expires_at: machine.join_expires_at.clone(),
         controlplane: args.controlplane.unwrap_or_else(|| target.address()),
-        tls: target.uses_tls(),
+        tls,
         download_url: download_url.trim_end_matches('/').to_owned(),
         dev: args.dev,
     };

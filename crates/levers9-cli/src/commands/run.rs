@@ -37,11 +37,8 @@ pub async fn run(args: RunArgs, context: Option<&str>) -> Result<()> {
     let mut command = Command::new(&args.python);
     command
         .args(["-m", "levers9", "run", &args.target])
-        .args(&args.args)
-        .env("LEVERS9_CONTROLPLANE_HOST", &target.host)
-        .env("LEVERS9_CONTROLPLANE_PORT", target.port.to_string())
-        .env("LEVERS9_CONTROLPLANE_TLS", target.tls.to_string())
-        .env("LEVERS9_TOKEN", &target.token);
+        .args(&args.args);
+    target.export_to(&mut command);
     let error = command.exec();
     bail!(
         "cannot start {} ({error}): install Python 3.9+ and the SDK (pip install ./sdk/python), \

@@ -121,6 +121,7 @@ pub async fn run(args: UpArgs) -> Result<()> {
         host: "127.0.0.1".into(),
         port: running.grpc_addr.port(),
         tls: false,
+        ca_file: None,
         token: String::new(),
     };
     let admin = admin_token(&target, &secret).await?;
@@ -140,7 +141,7 @@ pub async fn run(args: UpArgs) -> Result<()> {
     let mut capacity = detect_capacity();
     capacity.gpus = detect_gpus().await;
     let options = WorkerOptions {
-        controlplane_url: format!("http://{}", running.grpc_addr),
+        controlplane: levers9_api::dial::Controlplane::new(running.grpc_addr.to_string(), false),
         token: worker_token,
         pool: "default".into(),
         worker_id: "local".into(),
@@ -239,6 +240,7 @@ fn save_context(target: &Target, token: &str) -> Result<PathBuf> {
             host: target.host.clone(),
             port: target.port,
             tls: false,
+            ca_file: None,
             token: token.to_owned(),
         },
     );

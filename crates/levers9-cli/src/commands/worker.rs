@@ -24,8 +24,9 @@ mod schedulable;
 pub struct WorkerArgs {
     #[command(subcommand)]
     command: Option<WorkerCommand>,
+    // Boxed: the worker's many flags would make every Command as large.
     #[command(flatten)]
-    run: RunArgs,
+    run: Box<RunArgs>,
 }
 
 /// Worker subcommands.
@@ -98,9 +99,14 @@ pub(crate) struct RunArgs {
     /// The controlplane's gRPC address (host:port or a URL).
     #[arg(long, env = "LEVERS9_CONTROLPLANE", default_value = "127.0.0.1:1993")]
     pub(crate) controlplane: String,
-    /// Use TLS to reach the controlplane (always on port 443).
+    /// Use TLS to reach the controlplane on a port other than 443 (443
+    /// and https:// URLs always use TLS).
     #[arg(long, env = "LEVERS9_CONTROLPLANE_TLS")]
     pub(crate) tls: bool,
+    /// A PEM file of CA certificates to trust besides the system's, for a
+    /// controlplane certificate a private CA signed.
+    #[arg(long, env = "LEVERS9_CONTROLPLANE_CA")]
+    pub(crate) ca_file: Option<PathBuf>,
     /// Container runtime.
     #[arg(long, value_enum, default_value = "runc")]
     pub(crate) runtime: RuntimeArg,
@@ -183,7 +189,7 @@ pub async fn run(args: WorkerArgs, context: Option<&str>) -> Result<()> {
             )
             .await
         }
-        None => run_worker(args.run).await,
+        None => run_worker(*args.run).await,
     }
 }
 
@@ -359,16 +365,13 @@ pub(crate) async fn run_worker_with(args: RunArgs, token: String) -> Result<()> 
             .map(|g| parse_gpu(g))
             .collect::<Result<_>>()?
     };
-    let url = if args.controlplane.contains("://") {
-        args.controlplane.clone()
-    } else {
-        let scheme = if args.tls || args.controlplane.ends_with(":443") {
-            "https"
-        } else {
-            "http"
-        };
-        format!("{scheme}://{}", args.controlplane)
+    let controlplane = levers9_api::dial::Controlplane {
+        address: args.controlplane,
+        tls: args.tls,
+        ca_file: args.ca_file,
     };
+    // Refuse a bad address or CA file now rather than retry it forever.
+    controlplane.endpoint()?;
     let worker_id = args.worker_id.unwrap_or_else(|| {
         format!(
             "{hostname}-{}",
@@ -383,7 +386,7 @@ pub(crate) async fn run_worker_with(args: RunArgs, token: String) -> Result<()> 
         levers9_volumes::FormatMode::CreateOnly,
     );
     let options = WorkerOptions {
-        controlplane_url: url,
+        controlplane,
         token,
         pool: args.pool,
         worker_id,

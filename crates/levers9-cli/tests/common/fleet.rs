@@ -89,12 +89,24 @@ impl Worker {
         pool: &str,
         gpus: &[&str],
     ) -> Worker {
+        Self::start_with_gpus_and_env(cp, admin, pool, gpus, &[]).await
+    }
+
+    /// Like [`Worker::start_with_gpus`], with extra environment.
+    pub async fn start_with_gpus_and_env(
+        cp: &Controlplane,
+        admin: &str,
+        pool: &str,
+        gpus: &[&str],
+        env: &[(String, String)],
+    ) -> Worker {
         let state_dir = tempfile::Builder::new()
             .prefix("l9w-")
             .tempdir()
             .expect("state dir");
         let extra: Vec<&str> = gpus.iter().flat_map(|g| ["--gpu", g]).collect();
-        let (worker, worker_id) = Self::spawn_in(cp, admin, pool, "runc", state_dir, &extra).await;
+        let (worker, worker_id) =
+            Self::spawn_with_env(cp, admin, pool, "runc", state_dir, &extra, env).await;
         worker.wait_listed(cp, admin, &worker_id).await;
         worker
     }
@@ -152,25 +164,40 @@ impl Worker {
             .expect("worker token")
             .into_inner()
             .secret;
+        let worker_id = format!("w-{}-{}", pool, uuid_suffix());
+        let mut args = vec![
+            "--pool",
+            pool,
+            "--runtime",
+            runtime,
+            "--worker-id",
+            &worker_id,
+        ];
+        args.extend(extra);
+        let address = format!("127.0.0.1:{}", cp.grpc_port);
+        let worker = Self::launch(&address, &token, &args, env, state_dir);
+        (worker, worker_id)
+    }
+
+    /// Starts `levers9 worker ARGS` against the controlplane at `address`
+    /// with this token and extra environment; returns at once.
+    pub fn launch(
+        address: &str,
+        token: &str,
+        args: &[&str],
+        env: &[(String, String)],
+        state_dir: tempfile::TempDir,
+    ) -> Worker {
         let log = state_dir.path().join("worker.log");
         let log_file = std::fs::File::create(&log).expect("log");
-        let worker_id = format!("w-{}-{}", pool, uuid_suffix());
         let child = Command::new(BIN)
-            .args([
-                "worker",
-                "--pool",
-                pool,
-                "--runtime",
-                runtime,
-                "--worker-id",
-                &worker_id,
-            ])
+            .arg("worker")
+            .args(args)
             .args(["--cpu-millicores", "2000", "--memory-mib", "2048"])
             // Tests end with containers running: drain no longer than this.
             .args(["--drain-grace-seconds", "1"])
-            .args(extra)
             .arg("--controlplane")
-            .arg(format!("127.0.0.1:{}", cp.grpc_port))
+            .arg(address)
             .arg("--state-dir")
             .arg(state_dir.path())
             .env_clear()
@@ -182,15 +209,15 @@ impl Worker {
             .stderr(log_file)
             .spawn()
             .expect("spawn levers9 worker");
-        let worker = Worker {
+        Worker {
             child: Some(child),
             state_dir,
             log,
-        };
-        (worker, worker_id)
+        }
     }
 
-    async fn wait_listed(&self, cp: &Controlplane, admin: &str, worker_id: &str) {
+    /// Waits until the controlplane lists `worker_id` as ready.
+    pub async fn wait_listed(&self, cp: &Controlplane, admin: &str, worker_id: &str) {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let workers = cp

@@ -24,10 +24,11 @@ use super::inbox::Inbox;
 use super::records::{state, WorkerRecord};
 use super::scheduler::BACKLOG;
 use super::Fleet;
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::functions::{DispatchEvent, Ticket};
 use crate::machines::WorkerBinding;
-use levers9_store::task_state;
+use levers9_store::{task_state, TokenType};
 
 /// How long a new stream may take to send its Register.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -68,6 +69,7 @@ struct StreamState {
 /// worker and the channel the rest of the session writes to.
 pub async fn open(
     fleet: &Fleet,
+    caller: &Caller,
     binding: &WorkerBinding,
     inbound: &mut Streaming<WorkerMessage>,
 ) -> Result<
@@ -94,7 +96,7 @@ pub async fn open(
     };
     // A machine's credential registers only its own worker, in its pool.
     binding.allow(&register.worker_id, Some(&register.pool))?;
-    let worker = register_worker(fleet, register).await?;
+    let worker = register_worker(fleet, caller, register).await?;
     let (tx, rx) = mpsc::channel(64);
     let interval = fleet.heartbeat_ttl() / 4;
     let registered = ControlplaneMessage {
@@ -107,11 +109,29 @@ pub async fn open(
     Ok((worker, rx, tx))
 }
 
-async fn register_worker(fleet: &Fleet, register: Register) -> Result<WorkerRecord, ApiError> {
+async fn register_worker(
+    fleet: &Fleet,
+    caller: &Caller,
+    register: Register,
+) -> Result<WorkerRecord, ApiError> {
     if register.worker_id.is_empty() || register.pool.is_empty() {
         return Err(ApiError::InvalidArgument(
             "Register needs a worker_id and a pool".into(),
         ));
+    }
+    // Taking over a live worker's id would hand its drain to another token.
+    if let Some(existing) = fleet.worker(&register.worker_id).await? {
+        if !existing.token_id.is_empty()
+            && existing.token_id != caller.token_id
+            && caller.token_type != TokenType::Admin
+            && fleet.is_alive(&existing.id).await?
+        {
+            return Err(ApiError::FailedPrecondition(format!(
+                "worker {:?} is connected with another token: give this worker its own \
+                 --worker-id, or stop the other one first",
+                existing.id
+            )));
+        }
     }
     if let Some(pool) = fleet.pool_config(&register.pool) {
         let wanted = pool.runtime.as_str();
@@ -137,6 +157,7 @@ async fn register_worker(fleet: &Fleet, register: Register) -> Result<WorkerReco
             .map(|g| (g.gpu_type, g.device_ids))
             .collect(),
         last_heartbeat_at: Utc::now(),
+        token_id: caller.token_id.clone(),
     };
     // Free capacity is the total less what the containers on record for this
     // worker hold, whether they run already or wait in its inbox: a worker

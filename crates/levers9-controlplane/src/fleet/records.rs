@@ -26,6 +26,11 @@ pub struct WorkerRecord {
     pub gpus: Vec<(String, Vec<String>)>,
     /// The last heartbeat seen by any replica.
     pub last_heartbeat_at: DateTime<Utc>,
+    /// The token the worker registered with: a worker token may drain or
+    /// cordon only the workers it registered. Empty on records written
+    /// before it was kept, which only admins may then drain.
+    #[serde(default)]
+    pub token_id: String,
 }
 
 /// The states of a container, as users see them.

@@ -13,6 +13,7 @@ use levers9_store::TokenType;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::fleet::attach;
 use crate::machines::WorkerBinding;
@@ -44,7 +45,8 @@ impl WorkerService for WorkerApi {
         let binding = WorkerBinding::of(&self.shared.machines, &caller).await?;
         let mut inbound = request.into_inner();
         let fleet = self.shared.fleet.clone();
-        let (worker, outbound, sender) = attach::open(&fleet, &binding, &mut inbound).await?;
+        let (worker, outbound, sender) =
+            attach::open(&fleet, &caller, &binding, &mut inbound).await?;
         tokio::spawn(attach::serve(fleet, worker, inbound, sender));
         Ok(Response::new(Box::pin(ReceiverStream::new(outbound))))
     }
@@ -117,8 +119,10 @@ impl WorkerService for WorkerApi {
         request: Request<CordonWorkerRequest>,
     ) -> Result<Response<CordonWorkerResponse>, Status> {
         let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(&[TokenType::Admin], "cordon a worker")?;
-        let id = self.known(&request.get_ref().worker_id).await?;
+        caller.require(&[TokenType::Admin, TokenType::Worker], "cordon a worker")?;
+        let id = self
+            .own(&caller, &request.get_ref().worker_id, "cordon")
+            .await?;
         self.shared.fleet.set_cordoned(&id, true).await?;
         tracing::info!(worker_id = %id, "worker cordoned");
         Ok(Response::new(CordonWorkerResponse {}))
@@ -145,7 +149,9 @@ impl WorkerService for WorkerApi {
         WorkerBinding::of(&self.shared.machines, &caller)
             .await?
             .allow(&request.get_ref().worker_id, None)?;
-        let id = self.known(&request.get_ref().worker_id).await?;
+        let id = self
+            .own(&caller, &request.get_ref().worker_id, "drain")
+            .await?;
         self.set_draining(&id, true).await?;
         let containers = self.shared.fleet.worker_containers(&id).await?.len();
         tracing::info!(worker_id = %id, containers, "worker draining");
@@ -164,6 +170,29 @@ impl WorkerApi {
             )));
         }
         Ok(worker_id.to_owned())
+    }
+
+    /// The id of a registered worker `caller` may `action`: any for an
+    /// admin, only the workers it registered for a worker token.
+    async fn own(
+        &self,
+        caller: &Caller,
+        worker_id: &str,
+        action: &str,
+    ) -> Result<String, ApiError> {
+        let record = self.shared.fleet.worker(worker_id).await?;
+        let Some(record) = record else {
+            return Err(ApiError::NotFound(format!(
+                "no worker {worker_id:?}: see `levers9 worker list`"
+            )));
+        };
+        if caller.token_type == TokenType::Worker && record.token_id != caller.token_id {
+            return Err(ApiError::PermissionDenied(format!(
+                "a worker token may {action} only the worker that registered with it, not \
+                 {worker_id:?}: use an admin token"
+            )));
+        }
+        Ok(record.id)
     }
 
     /// Cordons a worker and drains it, or lifts both.

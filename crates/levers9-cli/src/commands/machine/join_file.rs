@@ -80,7 +80,10 @@ esac
 url="$download/levers9-$os-$arch"
 if [ -n "$dev" ]; then url="$url?dev=true"; fi
 echo "levers9: downloading the agent from $url" >&2
-if ! curl -sS --fail-with-body -o "$dir/levers9.download" "$url"; then
+# A private CA for the controlplane's certificate: LEVERS9_CONTROLPLANE_CA,
+# which the agent reads too.
+if ! curl -sS --fail-with-body ${{LEVERS9_CONTROLPLANE_CA:+--cacert "$LEVERS9_CONTROLPLANE_CA"}} \
+    -o "$dir/levers9.download" "$url"; then
   cat "$dir/levers9.download" >&2 2>/dev/null || true
   rm -f "$dir/levers9.download"
   exit 1
