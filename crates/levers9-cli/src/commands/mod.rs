@@ -1,5 +1,6 @@
 //! The command line: processes and user commands.
 
+mod cluster;
 mod config;
 mod container;
 mod controlplane;
@@ -71,6 +72,10 @@ pub enum Command {
     /// Manage your workspace's volumes and copy files in and out of them.
     #[command(subcommand)]
     Volume(volume::VolumeCommand),
+    /// Attach a Kubernetes cluster you already run as a pool: levers9
+    /// cluster join --pool NAME; its agent runs as levers9 cluster agent.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
 }
 
 impl Command {
@@ -79,6 +84,7 @@ impl Command {
         match self {
             Command::Controlplane(_) | Command::Up(_) => true,
             Command::Worker(args) => args.is_process(),
+            Command::Cluster(command) => command.is_process(),
             _ => false,
         }
     }
@@ -100,6 +106,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Run(args) => run::run(args, context).await,
         Command::Task(command) => task::run(command, context).await,
         Command::Volume(command) => volume::run(command, context).await,
+        Command::Cluster(command) => cluster::run(command, context).await,
     }
 }
 

@@ -2,6 +2,7 @@
 //! implementations.
 
 mod auth;
+mod cluster;
 mod container;
 mod convert;
 mod function;
@@ -14,6 +15,7 @@ mod worker;
 mod workspace;
 
 pub use auth::AuthApi;
+pub use cluster::ClusterApi;
 pub(crate) use container::follow_logs;
 pub use container::ContainerApi;
 pub use function::FunctionApi;
@@ -80,6 +82,8 @@ pub struct Services {
     pub volume: Arc<VolumeApi>,
     /// ImageService.
     pub image: Arc<ImageApi>,
+    /// ClusterService.
+    pub cluster: Arc<ClusterApi>,
 }
 
 impl Services {
@@ -94,6 +98,7 @@ impl Services {
             container: Arc::new(ContainerApi::new(shared.clone())),
             function: Arc::new(FunctionApi::new(shared.clone())),
             volume: Arc::new(VolumeApi::new(shared.clone())),
+            cluster: Arc::new(ClusterApi::new(shared.clone())),
             image: Arc::new(ImageApi::new(shared)),
         }
     }
