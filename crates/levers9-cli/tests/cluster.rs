@@ -61,7 +61,7 @@ async fn wait_wanted(
 ) -> GetWorkersWantedResponse {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let answer = wanted(cp, token, pool, scaling.clone())
+        let answer = wanted(cp, token, pool, scaling)
             .await
             .expect("workers wanted");
         if done(&answer) || Instant::now() > deadline {
@@ -165,7 +165,7 @@ async fn an_attached_pool_takes_requests_before_its_first_worker() {
         max_workers: 2,
         requests_per_worker: 1,
     });
-    let first = wanted(&cp, &worker, "attached", bounds.clone())
+    let first = wanted(&cp, &worker, "attached", bounds)
         .await
         .expect("wanted");
     assert_eq!(first.wanted, 0);

@@ -244,7 +244,7 @@ where
                 std::borrow::Cow::Owned(_) => "object",
             },
             name,
-            source,
+            source: Box::new(source),
         })?;
     Ok(())
 }

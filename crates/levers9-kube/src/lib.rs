@@ -13,7 +13,8 @@ pub use attach::{AttachedCluster, AGENT_NAME};
 pub use job::{pool_selector, WorkerJob};
 pub use reconcile::{Reconciler, Round};
 
-/// What can go wrong talking to a cluster.
+/// What can go wrong talking to a cluster. kube's errors are boxed: they
+/// are large, and every `Result` of this crate would carry their size.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeError {
     /// The API server refused or did not answer a request on worker Jobs.
@@ -27,7 +28,7 @@ pub enum KubeError {
         namespace: String,
         /// The API's answer.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// `worker.pools.<pool>.kubernetes.apiServer` is no URL.
     #[error(
@@ -51,7 +52,7 @@ pub enum KubeError {
         pool: String,
         /// Why.
         #[source]
-        source: kube::config::InClusterError,
+        source: Box<kube::config::InClusterError>,
     },
     /// The client could not be built (CA file, TLS setup).
     #[error("cannot make a Kubernetes client for pool {pool}: {source}")]
@@ -60,7 +61,7 @@ pub enum KubeError {
         pool: String,
         /// Why.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// Applying one of an attached cluster's manifests failed.
     #[error("cannot apply {kind} {name}: {source}")]
@@ -71,7 +72,7 @@ pub enum KubeError {
         name: String,
         /// The API's answer.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// A manifest could not be written as YAML.
     #[error("cannot write the manifests as YAML: {0}")]

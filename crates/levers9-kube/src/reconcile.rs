@@ -152,7 +152,7 @@ impl Reconciler {
             verb,
             pool: self.pool.clone(),
             namespace: self.namespace.clone(),
-            source,
+            source: Box::new(source),
         }
     }
 }

@@ -21,7 +21,7 @@ pub fn client(pool: &str, keys: &PoolKubernetes) -> Result<Client, KubeError> {
     let mut config = if keys.api_server.is_empty() {
         Config::incluster().map_err(|source| KubeError::InCluster {
             pool: pool.to_owned(),
-            source,
+            source: Box::new(source),
         })?
     } else {
         remote_config(pool, keys)?
@@ -32,7 +32,7 @@ pub fn client(pool: &str, keys: &PoolKubernetes) -> Result<Client, KubeError> {
     config.write_timeout = Some(REQUEST_DEADLINE);
     Client::try_from(config).map_err(|source| KubeError::Client {
         pool: pool.to_owned(),
-        source,
+        source: Box::new(source),
     })
 }
 

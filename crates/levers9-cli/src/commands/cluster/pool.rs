@@ -23,7 +23,7 @@ pub enum RuntimeArg {
 pub struct PoolArgs {
     /// The controlplane's gRPC address as the cluster reaches it, e.g.
     /// levers9-grpc.example.com:443 (TLS on port 443).
-    #[arg(long, env = "LEVERS9_CONTROLPLANE")]
+    #[arg(long)]
     pub controlplane: String,
     /// Container runtime of the workers.
     #[arg(long, value_enum, default_value = "runc")]
