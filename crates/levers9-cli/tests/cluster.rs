@@ -273,3 +273,51 @@ async fn cluster_join_prints_valid_manifests_with_a_working_token() {
         .expect("the agent may ask");
     assert_eq!(answer.pool, "gke-l4");
 }
+
+/// A `provider: kubernetes` pool with queued requests: within a round the
+/// controlplane dials the pool's API server (here a bare TCP listener, as
+/// no API server runs on the test machines), says in its log that the round
+/// failed, and never logs the service-account token.
+#[tokio::test]
+async fn a_kubernetes_pool_with_waiting_requests_dials_its_api_server() {
+    let api_server = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("listener");
+    let port = api_server.local_addr().expect("address").port();
+    let token = tempfile::NamedTempFile::new().expect("token file");
+    std::fs::write(token.path(), "sa-token-never-logged").expect("write token");
+    let cp = controlplane(&format!(
+        "worker:\n  pools:\n    gke:\n      provider: kubernetes\n      requiresPoolSelector: true\n      scaling: {{maxWorkers: 2}}\n      kubernetes:\n        apiServer: https://127.0.0.1:{port}\n        tokenFile: {}\n        namespace: levers9-gke\n        workerImage: registry.example.com/levers9/worker:9\n        controlplaneAddress: levers9-grpc.example.com:443\n",
+        token.path().display()
+    ));
+    let admin = cp.admin_token().await;
+    queue(&cp, &admin, "gke").await;
+    let dialed = tokio::time::timeout(Duration::from_secs(40), api_server.accept()).await;
+    let Ok(accepted) = dialed else {
+        panic!(
+            "the pool's API server was not dialed within 40 s:\n{}",
+            cp.log()
+        );
+    };
+    let (connection, _) = accepted.expect("accept");
+    drop(connection);
+    let line = cp
+        .wait_for_log(
+            "cannot reconcile the pool's worker Jobs",
+            Duration::from_secs(40),
+        )
+        .await;
+    assert!(
+        line.contains("cannot list worker Jobs of pool gke in namespace levers9-gke"),
+        "{line}"
+    );
+    assert!(!cp.log().contains("sa-token-never-logged"), "{}", cp.log());
+    let health = tonic_health::pb::health_client::HealthClient::new(cp.channel().await)
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "levers9.v1.ClusterService".into(),
+        })
+        .await
+        .expect("health")
+        .into_inner();
+    assert_eq!(health.status, 1, "SERVING");
+}

@@ -203,6 +203,9 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     health_reporter
         .set_serving::<VolumeServiceServer<crate::services::VolumeApi>>()
         .await;
+    health_reporter
+        .set_serving::<ClusterServiceServer<crate::services::ClusterApi>>()
+        .await;
     let grpc = tonic::transport::Server::builder()
         .layer(GrpcMetricsLayer(metrics.clone()))
         .add_service(health_service)

@@ -13,6 +13,22 @@ pub use attach::{AttachedCluster, AGENT_NAME};
 pub use job::{pool_selector, WorkerJob};
 pub use reconcile::{Reconciler, Round};
 
+/// A client from the user's kubeconfig, or in a pod its service account
+/// (kube-rs's own order).
+pub async fn default_client() -> Result<kube::Client, kube::Error> {
+    install_tls_provider();
+    kube::Client::try_default().await
+}
+
+/// Makes ring the process's rustls provider unless one is set. Every
+/// kube client of this crate is made after it: with both ring and
+/// aws-lc-rs compiled in (other dependencies bring the latter), rustls
+/// panics rather than pick one.
+pub(crate) fn install_tls_provider() {
+    // An error only says a provider is installed already: that one serves.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// What can go wrong talking to a cluster. kube's errors are boxed: they
 /// are large, and every `Result` of this crate would carry their size.
 #[derive(Debug, thiserror::Error)]

@@ -18,6 +18,7 @@ const REQUEST_DEADLINE: Duration = Duration::from_secs(20);
 
 /// A client for the cluster `keys` name, in their namespace.
 pub fn client(pool: &str, keys: &PoolKubernetes) -> Result<Client, KubeError> {
+    crate::install_tls_provider();
     let mut config = if keys.api_server.is_empty() {
         Config::incluster().map_err(|source| KubeError::InCluster {
             pool: pool.to_owned(),

@@ -51,7 +51,7 @@ pub async fn run(args: AgentArgs) -> Result<()> {
         tls: args.tls,
         token,
     })?;
-    let kube = kube::Client::try_default()
+    let kube = levers9_kube::default_client()
         .await
         .context("cannot make an in-cluster Kubernetes client")?;
     let worker = WorkerJob {

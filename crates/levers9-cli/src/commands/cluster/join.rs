@@ -57,7 +57,7 @@ pub async fn run(args: JoinArgs, context: Option<&str>) -> Result<()> {
         );
         return Ok(());
     }
-    let kube = kube::Client::try_default()
+    let kube = levers9_kube::default_client()
         .await
         .context("cannot reach the cluster of your kubeconfig (KUBECONFIG or ~/.kube/config); use --print to get the manifests instead")?;
     cluster.apply(&kube).await?;
