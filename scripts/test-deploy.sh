@@ -125,7 +125,8 @@ check "render with every option on passes kubernetes-validate --strict" \
   --set worker.namespace=levers9-workers --set controlplane.securityContext.privileged=false \
   --set 'controlplane.securityContext.capabilities.add[0]=SYS_ADMIN' \
   --set storageKeys.images.accessKeyId=AKIATEST --set storageKeys.images.secretAccessKey=s3cr3t \
-  --set 'images.pullSecrets[0].name=regcred' --set worker.pools.build.security.seccomp=enforce
+  --set 'images.pullSecrets[0].name=regcred' --set worker.pools.build.security.seccomp=enforce \
+  --set worker.pools.l40s.provider=kubernetes --set worker.pools.l40s.scaling.maxWorkers=4
 check "deploy/eks/dashboard.yaml passes kubernetes-validate --strict" \
   "$tools/venv/bin/kubernetes-validate" --quiet --strict -k "$kube_version" deploy/eks/dashboard.yaml
 
@@ -237,8 +238,9 @@ assert roles[0]["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs"
 role = one("Role")
 assert role["metadata"]["namespace"] == "levers9"
 rules = {(r["apiGroups"][0], res): set(r["verbs"]) for r in role["rules"] for res in r["resources"]}
-assert {"create", "delete", "get", "list", "watch"} <= rules[("batch", "jobs")], rules
+assert rules[("batch", "jobs")] == {"create", "delete", "get", "list", "watch"}, rules
 assert rules[("", "pods")] == {"get", "list", "watch"}, rules
+assert rules[("", "pods/log")] == {"get"}, rules
 assert "*" not in str([d.get("rules") for d in docs if "rules" in d])
 bindings = kind("ClusterRoleBinding") + kind("RoleBinding")
 assert len(bindings) == 2 and all(b["subjects"][0]["name"] == "levers9-controlplane" for b in bindings)
@@ -254,6 +256,14 @@ check "a pool's security override reaches its config; unset ones stay out" manif
 pools = config()["worker"]["pools"]
 assert pools["build"]["security"] == {"seccomp": "enforce"}, pools["build"]
 assert "security" not in pools["l40s"]
+'
+check "a provider: kubernetes pool gets its Jobs' namespace, image, address and token Secret" manifests_py "$work/full.yaml" '
+pools = config()["worker"]["pools"]
+assert pools["l40s"]["scaling"] == {"maxWorkers": 4}, pools["l40s"]
+k = pools["l40s"]["kubernetes"]
+assert k["namespace"] == "levers9-workers" and k["controlplaneAddress"] == "levers9-controlplane:1993", k
+assert k["workerImage"].endswith("/worker:latest") and k["workerTokenSecret"] == "levers9-worker-token", k
+assert "kubernetes" not in pools["build"], pools["build"]
 '
 check "worker Role follows worker.namespace" manifests_py "$work/full.yaml" '
 assert one("Role")["metadata"]["namespace"] == "levers9-workers"

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use levers9_api::v1::{
-    auth_service_client::AuthServiceClient, container_service_client::ContainerServiceClient,
+    auth_service_client::AuthServiceClient, cluster_service_client::ClusterServiceClient,
+    container_service_client::ContainerServiceClient,
     function_service_client::FunctionServiceClient, image_service_client::ImageServiceClient,
     machine_service_client::MachineServiceClient, secret_service_client::SecretServiceClient,
     token_service_client::TokenServiceClient, volume_service_client::VolumeServiceClient,
@@ -95,6 +96,11 @@ impl Client {
             channel: endpoint.connect_lazy(),
             auth,
         })
+    }
+
+    /// ClusterService.
+    pub fn clusters(&self) -> ClusterServiceClient<Authed> {
+        ClusterServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
     }
 
     /// AuthService.

@@ -8,6 +8,7 @@ mod env;
 mod error;
 mod juicefs;
 mod load;
+mod pool_provider;
 mod pools;
 mod schema;
 mod secret;
@@ -19,6 +20,7 @@ pub use env::ENV_OVERRIDES;
 pub use error::ConfigError;
 pub use juicefs::{JuiceFsConfig, LocalVolumesConfig};
 pub use load::{load, ConfigSource};
+pub use pool_provider::{PoolKubernetes, PoolScaling};
 pub use pools::{PoolProvider, PoolResources, Toleration};
 pub use schema::{
     AuthConfig, Config, ControlplaneConfig, DatabaseConfig, ImageServiceConfig, KeyRotationConfig,

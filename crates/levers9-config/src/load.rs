@@ -79,6 +79,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
         pool.security
             .validate(&format!("worker.pools.{name}.security"))?;
         crate::pools::validate(name, pool)?;
+        crate::pool_provider::validate(name, pool)?;
     }
     if cp.key_rotation.batch_size == 0 {
         return Err(ConfigError::Invalid {

@@ -321,6 +321,10 @@ pub struct PoolConfig {
     pub resources: PoolResources,
     /// Where its workers come from.
     pub provider: PoolProvider,
+    /// How many workers it may have.
+    pub scaling: crate::PoolScaling,
+    /// With `provider: kubernetes`: the cluster its worker Jobs run on.
+    pub kubernetes: crate::PoolKubernetes,
 }
 
 impl Default for PoolConfig {
@@ -336,6 +340,8 @@ impl Default for PoolConfig {
             requires_pool_selector: false,
             resources: PoolResources::default(),
             provider: PoolProvider::Local,
+            scaling: crate::PoolScaling::default(),
+            kubernetes: crate::PoolKubernetes::default(),
         }
     }
 }

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use axum::serve::ListenerExt;
 use levers9_api::v1::{
-    auth_service_server::AuthServiceServer, container_service_server::ContainerServiceServer,
+    auth_service_server::AuthServiceServer, cluster_service_server::ClusterServiceServer,
+    container_service_server::ContainerServiceServer,
     function_service_server::FunctionServiceServer, image_service_server::ImageServiceServer,
     machine_service_server::MachineServiceServer, secret_service_server::SecretServiceServer,
     token_service_server::TokenServiceServer, volume_service_server::VolumeServiceServer,
@@ -227,6 +228,9 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     health_reporter
         .set_serving::<MachineServiceServer<crate::services::MachineApi>>()
         .await;
+    health_reporter
+        .set_serving::<ClusterServiceServer<crate::services::ClusterApi>>()
+        .await;
     let grpc_router = tonic::transport::Server::builder()
         .layer(GrpcMetricsLayer(metrics.clone()))
         .add_service(health_service)
@@ -244,6 +248,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         .add_service(VolumeServiceServer::from_arc(services.volume.clone()))
         .add_service(ImageServiceServer::from_arc(services.image.clone()))
         .add_service(MachineServiceServer::from_arc(services.machine.clone()))
+        .add_service(ClusterServiceServer::from_arc(services.cluster.clone()))
         .add_service(
             FunctionServiceServer::from_arc(services.function.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -315,6 +320,13 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         )),
         tokio::spawn(crate::fleet::reaper::run(
             shared.fleet.clone(),
+            replica_id.clone(),
+            stopped.clone(),
+        )),
+        tokio::spawn(crate::fleet::provider::run(
+            shared.fleet.clone(),
+            config.worker.pools.clone(),
+            config.worker.job_resources_enforced,
             replica_id.clone(),
             stopped.clone(),
         )),

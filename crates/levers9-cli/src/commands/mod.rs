@@ -1,6 +1,7 @@
 //! The command line: processes and user commands.
 
 mod agent;
+mod cluster;
 mod config;
 mod container;
 mod controlplane;
@@ -91,6 +92,10 @@ pub enum Command {
     /// worker flags apply as to `levers9 worker`, except --pool, --worker-id
     /// and --runtime, which come from the machine.
     Agent(agent::AgentArgs),
+    /// Attach a Kubernetes cluster you already run as a pool: levers9
+    /// cluster join --pool NAME; its agent runs as levers9 cluster agent.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
 }
 
 impl Command {
@@ -99,6 +104,7 @@ impl Command {
         match self {
             Command::Controlplane(_) | Command::Up(_) | Command::Agent(_) => true,
             Command::Worker(args) => args.is_process(),
+            Command::Cluster(command) => command.is_process(),
             _ => false,
         }
     }
@@ -124,6 +130,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Pool(command) => pool::run(command, context).await,
         Command::Machine(command) => machine::run(command, context).await,
         Command::Agent(args) => agent::run(args).await,
+        Command::Cluster(command) => cluster::run(command, context).await,
     }
 }
 

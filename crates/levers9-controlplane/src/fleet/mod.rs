@@ -14,8 +14,10 @@
 //!   `container:<id>`: its output and events.
 
 pub mod attach;
+pub mod demand;
 pub mod inbox;
 pub mod placement;
+pub mod provider;
 pub mod reaper;
 pub mod records;
 pub mod scheduler;
@@ -198,11 +200,13 @@ impl Fleet {
     }
 
     /// Refuses a pool containers may not ask for: one neither configured,
-    /// nor made at run time, nor joined by a worker. Empty means any pool.
+    /// nor made at run time, nor joined by a worker, nor asked for by an
+    /// attached cluster's agent. Empty means any pool.
     pub async fn require_pool(&self, pool: &str) -> Result<(), ApiError> {
         if pool.is_empty()
             || self.pools.contains(pool)
             || !self.pool_members(pool).await?.is_empty()
+            || demand::has_agent(self, pool).await?
         {
             return Ok(());
         }

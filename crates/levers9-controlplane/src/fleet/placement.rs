@@ -130,14 +130,14 @@ impl Pools {
         self.configured.get(name)
     }
 
-    /// Whether `name` is configured.
-    pub fn contains(&self, name: &str) -> bool {
-        self.configured.contains_key(name)
-    }
-
     /// Every configured pool, by name.
     pub fn configured(&self) -> impl Iterator<Item = (&String, &PoolConfig)> {
         self.configured.iter()
+    }
+
+    /// Whether `name` is configured.
+    pub fn contains(&self, name: &str) -> bool {
+        self.configured.contains_key(name)
     }
 
     fn priority(&self, pool: &str) -> i32 {

@@ -218,6 +218,7 @@ impl Scheduler {
             }
         }
         container.gpu_type.clear();
+        super::demand::note_waiting(&self.fleet, &ask, container).await;
         let waited = Utc::now() - container.created_at;
         if waited.to_std().unwrap_or_default() > PLACEMENT_DEADLINE {
             let pool = if container.pool.is_empty() {

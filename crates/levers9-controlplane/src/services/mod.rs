@@ -2,6 +2,7 @@
 //! implementations.
 
 mod auth;
+mod cluster;
 mod container;
 mod convert;
 mod function;
@@ -15,6 +16,7 @@ mod worker;
 mod workspace;
 
 pub use auth::AuthApi;
+pub use cluster::ClusterApi;
 pub(crate) use container::follow_logs;
 pub use container::ContainerApi;
 pub use function::FunctionApi;
@@ -84,6 +86,8 @@ pub struct Services {
     pub image: Arc<ImageApi>,
     /// MachineService.
     pub machine: Arc<MachineApi>,
+    /// ClusterService.
+    pub cluster: Arc<ClusterApi>,
 }
 
 impl Services {
@@ -98,6 +102,7 @@ impl Services {
             container: Arc::new(ContainerApi::new(shared.clone())),
             function: Arc::new(FunctionApi::new(shared.clone())),
             volume: Arc::new(VolumeApi::new(shared.clone())),
+            cluster: Arc::new(ClusterApi::new(shared.clone())),
             image: Arc::new(ImageApi::new(shared.clone())),
             machine: Arc::new(MachineApi::new(shared)),
         }

@@ -73,7 +73,11 @@ only keys every controlplane release knows.
 {{- with $pool.nodeSelector }}{{ $_ := set $rendered "nodeSelector" . }}{{ end -}}
 {{- with $pool.tolerations }}{{ $_ := set $rendered "tolerations" . }}{{ end -}}
 {{- with $pool.security }}{{ $_ := set $rendered "security" . }}{{ end -}}
-{{- range $key := list "gpuType" "priority" "requiresPoolSelector" "resources" "provider" }}{{ with index $pool $key }}{{ $_ := set $rendered $key . }}{{ end }}{{ end -}}
+{{- range $key := list "gpuType" "priority" "requiresPoolSelector" "resources" "provider" "scaling" }}{{ with index $pool $key }}{{ $_ := set $rendered $key . }}{{ end }}{{ end -}}
+{{- if eq ($pool.provider | default "local") "kubernetes" -}}
+{{- /* Worker Jobs in this cluster, with the controlplane's own service account and the worker Role (rbac.yaml). */ -}}
+{{- $_ := set $rendered "kubernetes" (dict "namespace" (include "levers9.workerNamespace" $) "workerImage" (include "levers9.workerImage" $) "controlplaneAddress" (printf "%s:1993" (include "levers9.controlplane" $)) "workerTokenSecret" ($.Values.worker.tokenSecret | default "levers9-worker-token")) -}}
+{{- end -}}
 {{- $_ := set $pools $name $rendered -}}
 {{- end -}}
 {{- if $pools }}{{ $_ := set $worker "pools" $pools }}{{ end -}}
