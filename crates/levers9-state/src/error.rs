@@ -15,6 +15,10 @@ pub enum StateError {
     /// An address is not of the form "host:port".
     #[error("hot state: invalid redis address {0:?}, expected host:port")]
     InvalidAddress(String),
+    /// Redis answered in a shape the client does not expect (a script and
+    /// its caller out of step, or a record written by something else).
+    #[error("hot state: unexpected reply: {0}")]
+    Unexpected(String),
     /// A reservation or release was asked for a negative amount, which would
     /// turn it into its opposite.
     #[error("hot state: negative amount {amount} for counter {counter:?}")]

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod amounts;
+mod batch;
 mod error;
 mod memory;
 mod redis;
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 use futures::stream::BoxStream;
 
+pub use crate::batch::{Reservation, Reserve, Write};
 pub use crate::error::StateError;
 pub use crate::memory::MemoryState;
 pub use crate::redis::RedisState;
@@ -49,6 +51,15 @@ pub trait HotState: Send + Sync + 'static {
     /// Deletes key; true if it existed.
     async fn delete(&self, key: &str) -> Result<bool, StateError>;
 
+    /// The values of many keys, in their order, in one round trip; None for
+    /// a key that is missing or expired.
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, StateError>;
+
+    /// Applies the writes in their order, in one round trip. Not atomic as a
+    /// whole: each write is, and after an error the writes before it may
+    /// have been applied (as with the single calls one after another).
+    async fn write_batch(&self, writes: &[Write]) -> Result<(), StateError>;
+
     /// Takes the lease `name` for `holder` for ttl if it is free or already held by holder (then it is renewed); true if holder holds it now.
     async fn acquire_lease(
         &self,
@@ -65,6 +76,10 @@ pub trait HotState: Send + Sync + 'static {
 
     /// Takes the head of the queue, waiting up to `wait` for one; None on timeout.
     async fn pop(&self, queue: &str, wait: Duration) -> Result<Option<Vec<u8>>, StateError>;
+
+    /// Takes up to `max` items from the head of the queue, oldest first,
+    /// without waiting; empty if it has none.
+    async fn pop_many(&self, queue: &str, max: usize) -> Result<Vec<Vec<u8>>, StateError>;
 
     /// Number of items in a queue.
     async fn queue_len(&self, queue: &str) -> Result<u64, StateError>;
@@ -85,7 +100,20 @@ pub trait HotState: Send + Sync + 'static {
     /// otherwise changes nothing and returns false. A missing record or counter
     /// counts as 0; a counter named twice must fit the sum of its amounts.
     /// Amounts must not be negative ([`StateError::NegativeAmount`]).
-    async fn try_reserve(&self, key: &str, amounts: &[(&str, i64)]) -> Result<bool, StateError>;
+    async fn try_reserve(&self, key: &str, amounts: &[(&str, i64)]) -> Result<bool, StateError> {
+        let reserved = self.try_reserve_batch(&[Reserve { key, amounts }]).await?;
+        Ok(reserved.first().is_some_and(Reservation::is_reserved))
+    }
+
+    /// Many [`HotState::try_reserve`]s as one atomic step, in their order
+    /// (a later one sees what the earlier ones took): one result each, in
+    /// the same order. Each is all or nothing on its own record; a refused
+    /// one does not stop the others. A negative amount anywhere is an error
+    /// and nothing is taken.
+    async fn try_reserve_batch(
+        &self,
+        reservations: &[Reserve<'_>],
+    ) -> Result<Vec<Reservation>, StateError>;
 
     /// Adds the amounts back to the record, but only if it still exists: a
     /// late release must not resurrect the record of a worker that is gone.

@@ -8,7 +8,7 @@ mod suite;
 
 use std::time::Duration;
 
-use levers9_state::{HotState, RedisState, StateError};
+use levers9_state::{HotState, RedisState, Reservation, Reserve, StateError};
 use tokio::time::Instant;
 
 fn redis_url() -> String {
@@ -129,4 +129,42 @@ async fn reserves_from_two_replicas_never_overcommit() {
         other.get_capacity("w").await.unwrap(),
         Some(vec![("cpu".to_owned(), 0)])
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reserve_batches_from_two_replicas_never_overcommit() {
+    // As two schedulers deciding on the same stale picture: each sends a
+    // batch aimed at the same two workers; the script keeps each
+    // reservation atomic, and the refused ones say what is left.
+    let prefix = unique_prefix();
+    let one = RedisState::connect(&redis_url(), &prefix).await.unwrap();
+    let other = RedisState::connect(&redis_url(), &prefix).await.unwrap();
+    one.set_capacity("a", &[("cpu", 1000)]).await.unwrap();
+    one.set_capacity("b", &[("cpu", 1000)]).await.unwrap();
+    let amounts = [("cpu", 300)];
+    let batch: Vec<Reserve> = ["a", "b", "a", "b", "a", "b", "a", "b"]
+        .into_iter()
+        .map(|key| Reserve {
+            key,
+            amounts: &amounts,
+        })
+        .collect();
+    let (first, second) = tokio::join!(
+        one.try_reserve_batch(&batch),
+        other.try_reserve_batch(&batch)
+    );
+    let results: Vec<Reservation> = first.unwrap().into_iter().chain(second.unwrap()).collect();
+    assert_eq!(results.iter().filter(|r| r.is_reserved()).count(), 6);
+    for refused in results.iter().filter(|r| !r.is_reserved()) {
+        assert_eq!(
+            refused,
+            &Reservation::Refused(Some(vec![("cpu".to_owned(), 100)]))
+        );
+    }
+    for key in ["a", "b"] {
+        assert_eq!(
+            other.get_capacity(key).await.unwrap(),
+            Some(vec![("cpu".to_owned(), 100)])
+        );
+    }
 }

@@ -11,6 +11,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use levers9_api::v1::ControlplaneMessage;
+use levers9_state::Write;
 use prost::Message;
 use tokio::sync::mpsc;
 
@@ -113,18 +114,33 @@ pub async fn send(
     worker_id: &str,
     message: ControlplaneMessage,
 ) -> Result<(), ApiError> {
-    let local = fleet.local_inboxes.lock().get(worker_id).cloned();
-    let message = match local {
-        Some(tx) => match tx.send(message) {
-            Ok(()) => return Ok(()),
-            Err(back) => back.0,
-        },
-        None => message,
-    };
-    fleet
-        .state()
-        .push(&queue(worker_id), &message.encode_to_vec())
-        .await?;
+    send_many(fleet, vec![(worker_id.to_owned(), message)]).await
+}
+
+/// Puts each message in the inbox of the worker named with it: straight to
+/// the streams held here, the rest to their queues in one round trip.
+pub async fn send_many(
+    fleet: &Fleet,
+    messages: Vec<(String, ControlplaneMessage)>,
+) -> Result<(), ApiError> {
+    let mut queued = Vec::new();
+    {
+        let local = fleet.local_inboxes.lock();
+        for (worker_id, message) in messages {
+            let message = match local.get(&worker_id) {
+                Some(tx) => match tx.send(message) {
+                    Ok(()) => continue,
+                    Err(back) => back.0,
+                },
+                None => message,
+            };
+            queued.push(Write::Push {
+                queue: queue(&worker_id),
+                value: message.encode_to_vec(),
+            });
+        }
+    }
+    fleet.state().write_batch(&queued).await?;
     Ok(())
 }
 

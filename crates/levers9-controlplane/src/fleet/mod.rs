@@ -30,7 +30,7 @@ use std::time::Duration;
 use levers9_api::v1::ControlplaneMessage;
 use levers9_config::PoolConfig;
 use levers9_seal::Keyring;
-use levers9_state::HotState;
+use levers9_state::{HotState, Reservation, Reserve, Write};
 use levers9_store::{MachineStore, SealedId, SealedKind, SealedStore};
 
 use crate::error::ApiError;
@@ -320,17 +320,26 @@ impl Fleet {
         Ok(())
     }
 
-    /// Atomically takes a container's resources from a worker; false if
-    /// they no longer fit.
-    pub async fn try_reserve(
+    /// Atomically takes each container's resources from the worker named
+    /// with it, in order, in one round trip: one result each, a refused one
+    /// with what that worker had left.
+    pub async fn try_reserve_batch(
         &self,
-        worker_id: &str,
-        c: &ContainerRecord,
-    ) -> Result<bool, ApiError> {
-        Ok(self
-            .state
-            .try_reserve(&format!("worker:{worker_id}"), &named(&c.amounts()))
-            .await?)
+        placements: &[(&str, &ContainerRecord)],
+    ) -> Result<Vec<Reservation>, ApiError> {
+        let keys: Vec<String> = placements
+            .iter()
+            .map(|(worker_id, _)| format!("worker:{worker_id}"))
+            .collect();
+        let amounts: Vec<Vec<(String, i64)>> =
+            placements.iter().map(|(_, c)| c.amounts()).collect();
+        let counters: Vec<Vec<(&str, i64)>> = amounts.iter().map(|a| named(a)).collect();
+        let reservations: Vec<Reserve> = keys
+            .iter()
+            .zip(&counters)
+            .map(|(key, amounts)| Reserve { key, amounts })
+            .collect();
+        Ok(self.state.try_reserve_batch(&reservations).await?)
     }
 
     /// Gives a container's resources back to its worker.
@@ -343,21 +352,33 @@ impl Fleet {
 
     /// Stores a container record (and indexes it for its workspace).
     pub async fn put_container(&self, c: &ContainerRecord) -> Result<(), ApiError> {
-        self.state
-            .set_with_ttl(&format!("container:{}", c.id), &encode(c), RECORD_TTL)
-            .await?;
-        self.state
-            .set_add(&format!("workspace-containers:{}", c.workspace_id), &c.id)
-            .await?;
-        if !c.worker_id.is_empty() {
-            let set = format!("worker-containers:{}", c.worker_id);
-            if records::state::is_final(&c.state) {
-                self.state.set_remove(&set, &c.id).await?;
-            } else {
-                self.state.set_add(&set, &c.id).await?;
+        self.put_containers(std::slice::from_ref(c)).await
+    }
+
+    /// Stores container records and their indexes, in one round trip.
+    pub async fn put_containers(&self, containers: &[ContainerRecord]) -> Result<(), ApiError> {
+        let mut writes = Vec::with_capacity(containers.len() * 3);
+        for c in containers {
+            writes.push(Write::Set {
+                key: format!("container:{}", c.id),
+                value: encode(c),
+                ttl: RECORD_TTL,
+            });
+            writes.push(Write::SetAdd {
+                set: format!("workspace-containers:{}", c.workspace_id),
+                member: c.id.clone(),
+            });
+            if !c.worker_id.is_empty() {
+                let set = format!("worker-containers:{}", c.worker_id);
+                let member = c.id.clone();
+                writes.push(if records::state::is_final(&c.state) {
+                    Write::SetRemove { set, member }
+                } else {
+                    Write::SetAdd { set, member }
+                });
             }
         }
-        Ok(())
+        Ok(self.state.write_batch(&writes).await?)
     }
 
     /// A container record.
@@ -366,6 +387,22 @@ impl Fleet {
             Some(bytes) => Ok(Some(decode("container record", &bytes)?)),
             None => Ok(None),
         }
+    }
+
+    /// Many container records, in one round trip: one result each, in
+    /// order (an error for a record that cannot be read).
+    pub async fn containers(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<Result<Option<ContainerRecord>, ApiError>>, ApiError> {
+        let keys: Vec<String> = ids.iter().map(|id| format!("container:{id}")).collect();
+        Ok(self
+            .state
+            .get_many(&keys)
+            .await?
+            .into_iter()
+            .map(|bytes| bytes.map(|b| decode("container record", &b)).transpose())
+            .collect())
     }
 
     /// The containers of a workspace that are still on record.

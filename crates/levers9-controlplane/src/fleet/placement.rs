@@ -13,9 +13,6 @@ use std::collections::BTreeMap;
 
 use levers9_config::PoolConfig;
 
-/// Workers tried per GPU type before a request is decided again.
-const FALLBACKS: usize = 8;
-
 /// A live, schedulable worker and what it has.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Offer {
@@ -83,9 +80,9 @@ pub struct Ask {
 /// Where a request goes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Choice {
-    /// Indexes of the best offers (up to [`FALLBACKS`]), best first; try
-    /// the next if reserving fails.
-    pub offers: Vec<usize>,
+    /// Index of the best offer. If reserving there fails (another replica
+    /// was first), the request is decided again on a corrected picture.
+    pub offer: usize,
     /// The GPU type it gets; None without GPUs.
     pub gpu_type: Option<String>,
 }
@@ -93,8 +90,8 @@ pub struct Choice {
 /// The scheduler's answer for one request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
-    /// Reserve on the first of these that still has room.
-    Place(Vec<Choice>),
+    /// Reserve there.
+    Place(Choice),
     /// Nothing has room now; something may later.
     Wait,
     /// No worker could ever take it: the reason, for the task or container.
@@ -165,7 +162,7 @@ impl Pools {
 /// - An earlier GPU type in the request's list always wins over a later
 ///   one; then a higher pool priority; then the best fit; ties by worker id
 ///   (`offers` must be sorted by worker id).
-/// - O(offers) per GPU type: no sort of the whole fleet.
+/// - O(offers) per GPU type: one pass for the best, no sort of the fleet.
 /// - `Fail` only when no live worker of those pools could ever take it,
 ///   and there is at least one such worker (with none, one may join).
 pub fn decide(ask: &Ask, offers: &[Offer], pools: &Pools) -> Decision {
@@ -186,22 +183,13 @@ pub fn decide(ask: &Ask, offers: &[Offer], pools: &Pools) -> Decision {
     } else {
         ask.gpu_types.iter().map(|t| Some(t.as_str())).collect()
     };
-    let mut choices = Vec::new();
     for gpu_type in types {
         let gpus = if gpu_type.is_some() { ask.gpus } else { 0 };
-        let mut fitting: Vec<usize> = admitted
-            .iter()
-            .copied()
-            .filter(|&i| {
-                let o = &offers[i];
-                o.free_cpu >= ask.cpu
-                    && o.free_memory >= ask.memory
-                    && gpu_type.map_or(0, |t| o.free_gpus_of(t)) >= gpus
-            })
-            .collect();
-        if fitting.is_empty() {
-            continue;
-        }
+        let fits = |o: &Offer| {
+            o.free_cpu >= ask.cpu
+                && o.free_memory >= ask.memory
+                && gpu_type.map_or(0, |t| o.free_gpus_of(t)) >= gpus
+        };
         let key = |i: usize| {
             let o = &offers[i];
             let free_gpus = gpu_type.map_or(0, |t| o.free_gpus_of(t));
@@ -222,24 +210,19 @@ pub fn decide(ask: &Ask, offers: &[Offer], pools: &Pools) -> Decision {
                 i,
             )
         };
-        // Only the best few are ordered: a lost race moves to the next, and
-        // past those the request is decided again on a fresher picture.
-        // Ordering all of them would make each decision O(n log n).
-        if fitting.len() > FALLBACKS {
-            fitting.select_nth_unstable_by_key(FALLBACKS - 1, |&i| key(i));
-            fitting.truncate(FALLBACKS);
+        let best = admitted
+            .iter()
+            .copied()
+            .filter(|&i| fits(&offers[i]))
+            .min_by_key(|&i| key(i));
+        if let Some(offer) = best {
+            return Decision::Place(Choice {
+                offer,
+                gpu_type: gpu_type.map(str::to_owned),
+            });
         }
-        fitting.sort_unstable_by_key(|&i| key(i));
-        choices.push(Choice {
-            offers: fitting,
-            gpu_type: gpu_type.map(str::to_owned),
-        });
     }
-    if choices.is_empty() {
-        Decision::Wait
-    } else {
-        Decision::Place(choices)
-    }
+    Decision::Wait
 }
 
 /// With no live worker in the admitted pools: a GPU request that no

@@ -54,8 +54,9 @@ pub mod state {
     }
 }
 
-/// A container request and what became of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A container request and what became of it. New requests start from
+/// [`ContainerRecord::pending`], so a new field gets its default in one place.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContainerRecord {
     /// Its id.
     pub id: String,
@@ -118,6 +119,20 @@ pub struct ContainerRecord {
 }
 
 impl ContainerRecord {
+    /// A new request of `workspace_id` to run `image`, waiting for a place:
+    /// a fresh id, created now, every other field empty or zero. Callers set
+    /// theirs with `ContainerRecord { args, .., ..ContainerRecord::pending(..) }`.
+    pub fn pending(workspace_id: impl Into<String>, image: impl Into<String>) -> Self {
+        Self {
+            id: format!("c-{}", uuid::Uuid::now_v7().simple()),
+            workspace_id: workspace_id.into(),
+            image: image.into(),
+            state: state::PENDING.to_owned(),
+            created_at: Utc::now(),
+            ..Self::default()
+        }
+    }
+
     /// The capacity counters it holds on its worker.
     pub fn amounts(&self) -> Vec<(String, i64)> {
         let mut amounts = vec![

@@ -1,23 +1,34 @@
-//! The scheduler: container requests wait in a backlog; each is placed on
-//! a live, schedulable worker by [`placement::decide`], with its capacity
-//! reserved atomically in the hot state, then handed to the worker's inbox.
+//! The scheduler: container requests wait in a backlog; each replica takes
+//! them in batches, decides the whole batch in memory on its picture of the
+//! fleet ([`placement::decide`], each placement taken from the picture before
+//! the next request is decided), reserves every placement in one atomic step
+//! in the hot state, then writes the records and fills the workers' inboxes:
+//! a handful of round trips per batch, not several per request.
 //!
 //! # The state machine of a request
 //! ```text
-//!  pending ──decide: Place──▶ reserve ──ok──▶ scheduled (sent to the worker)
-//!     │  ▲                       │ lost the race: read that worker again,
-//!     │  │                       └────────────▶ try the next choice
+//!  pending ──decide: Place──▶ reserved with its batch ──ok──▶ scheduled (sent to the worker)
+//!     │  ▲                       │ lost the race: the picture takes what that
+//!     │  │                       │ worker has now; decided again with the
+//!     │  │                       └──▶ batch's other losers (ROUNDS in all, then
+//!     │  │                            back in the backlog)
 //!     │  └── decide: Wait ── back in the backlog after RETRY_DELAY
 //!     │      (past PLACEMENT_DEADLINE ──▶ failed, "no worker … had room")
 //!     └───── decide: Fail ──▶ failed, with the reason ("no pool offers GPU H200")
 //! ```
-//! Every replica runs this loop. Popping the backlog is atomic, so a request
-//! is placed by one replica; reserving is atomic, so two replicas placing on
-//! one worker never overcommit it. Each pop takes a batch and places it
-//! round-robin by workspace, so one workspace's flood does not starve
-//! another's requests; requests that must wait go to the back.
+//!
+//! # Guarantees
+//! - A request is placed by one replica: popping the backlog is atomic.
+//! - No worker is overcommitted, whatever the replicas' pictures say: each
+//!   reservation of a batch is checked and taken atomically in the hot
+//!   state, and a refused one reports what the worker really has.
+//! - Fairness: a batch is decided round-robin by workspace, so one
+//!   workspace's flood does not starve another's requests; requests that
+//!   must wait go to the back of the backlog.
+//! - A request placed is recorded (`scheduled`, with its worker) before its
+//!   run request reaches the worker.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,11 +37,12 @@ use levers9_api::v1::{
     controlplane_message, ControlplaneMessage, ObjectMount, RunContainer, StopContainer,
     VolumeMount,
 };
+use levers9_state::{Reservation, Write};
 use tokio::sync::watch;
 
 use super::placement::{self, Ask, Decision, Offer};
 use super::records::{state, ContainerRecord};
-use super::{view, Fleet};
+use super::{inbox, view, Fleet, FreeCapacity};
 use crate::error::ApiError;
 
 /// The backlog queue.
@@ -43,16 +55,21 @@ const RETRY_DELAY: Duration = Duration::from_millis(200);
 const POP_WAIT: Duration = Duration::from_secs(1);
 /// Requests taken from the backlog at once, at most.
 const BATCH: usize = 256;
+/// Times the requests of a batch that lost a race are decided again (on the
+/// corrected picture) before they go back to the backlog: replicas racing
+/// for the same workers settle within a round or two.
+const ROUNDS: usize = 3;
 
-/// What became of one placement attempt.
-#[derive(Debug, PartialEq)]
-pub enum Outcome {
+/// What became of the requests of one batch.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
     /// Handed to a worker.
-    Placed,
-    /// No live worker has room now; try again later.
-    NoRoom,
-    /// Nothing to do: the request is gone, no longer pending, or failed.
-    Done,
+    pub placed: usize,
+    /// Back in the backlog: no room now, races lost [`ROUNDS`] times, or an
+    /// error of the hot state.
+    pub requeued: usize,
+    /// Failed, with the reason on the record.
+    pub failed: usize,
 }
 
 /// Places backlog requests until `stopped` turns true.
@@ -82,19 +99,22 @@ pub async fn run(fleet: Fleet, stopped: watch::Receiver<bool>) {
     }
 }
 
-async fn pop_batch(fleet: &Fleet) -> Result<Vec<String>, ApiError> {
-    let mut batch = Vec::new();
+/// Takes up to [`BATCH`] request ids from the backlog, waiting up to a
+/// second for the first; empty if none came.
+pub async fn pop_batch(fleet: &Fleet) -> Result<Vec<String>, ApiError> {
     let Some(first) = fleet.state().pop(BACKLOG, POP_WAIT).await? else {
-        return Ok(batch);
+        return Ok(Vec::new());
     };
-    batch.push(String::from_utf8_lossy(&first).into_owned());
-    while batch.len() < BATCH {
-        match fleet.state().pop(BACKLOG, Duration::ZERO).await? {
-            Some(bytes) => batch.push(String::from_utf8_lossy(&bytes).into_owned()),
-            None => break,
-        }
+    let mut batch = vec![first];
+    match fleet.state().pop_many(BACKLOG, BATCH - 1).await {
+        Ok(more) => batch.extend(more),
+        // The first is out of the backlog already: place it, not lose it.
+        Err(error) => tracing::warn!(%error, "cannot read the rest of the backlog"),
     }
-    Ok(batch)
+    Ok(batch
+        .into_iter()
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .collect())
 }
 
 /// Orders requests round-robin by workspace, each workspace's in the
@@ -133,10 +153,28 @@ pub fn fair_order(requests: Vec<ContainerRecord>) -> Vec<ContainerRecord> {
 pub struct Scheduler {
     fleet: Fleet,
     picture: watch::Receiver<Arc<Vec<Offer>>>,
+    /// Sorted by worker id, as every reading is.
     offers: Vec<Offer>,
     /// When this scheduler last read the fleet itself, before failing a
     /// request on what the picture showed.
     read_at: DateTime<Utc>,
+}
+
+/// What a pass over a batch has done so far.
+#[derive(Default)]
+struct Pass {
+    outcome: Outcome,
+    /// Requests to put back in the backlog.
+    back: Vec<String>,
+}
+
+/// A request decided in memory, its reservation not yet made.
+struct Decided {
+    container: ContainerRecord,
+    ask: Ask,
+    worker_id: String,
+    pool: String,
+    gpu_type: Option<String>,
 }
 
 impl Scheduler {
@@ -151,110 +189,247 @@ impl Scheduler {
         }
     }
 
-    /// Places a batch of requests by id, fairly; those that must wait go
-    /// back to the backlog.
-    pub async fn place_batch(&mut self, ids: Vec<String>) {
-        let mut requests = Vec::with_capacity(ids.len());
-        for id in ids {
-            match self.fleet.container(&id).await {
-                Ok(Some(c)) if c.state == state::PENDING => requests.push(c),
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::warn!(%error, container_id = %id, "cannot read a request; retrying");
-                    requeue_later(self.fleet.clone(), id);
-                }
-            }
-        }
-        for mut container in fair_order(requests) {
-            match self.place(&mut container).await {
-                Ok(Outcome::Placed | Outcome::Done) => {}
-                Ok(Outcome::NoRoom) => requeue_later(self.fleet.clone(), container.id),
-                Err(error) => {
-                    tracing::warn!(%error, container_id = %container.id, "placement failed; retrying");
-                    requeue_later(self.fleet.clone(), container.id);
-                }
-            }
-        }
-    }
-
-    /// One placement attempt; see the module's state machine.
-    pub async fn place(&mut self, container: &mut ContainerRecord) -> Result<Outcome, ApiError> {
+    /// Places a batch of requests by id, fairly; see the module's state
+    /// machine. Those that must wait go back to the backlog.
+    pub async fn place_batch(&mut self, ids: Vec<String>) -> Outcome {
+        let mut pass = Pass::default();
+        let requests = self.pending(ids, &mut pass).await;
         if self.picture.has_changed().unwrap_or(false) {
             self.offers = self.picture.borrow_and_update().as_ref().clone();
         }
-        let ask = ask(container);
-        let mut decision = placement::decide(&ask, &self.offers, self.fleet.pools());
-        if matches!(decision, Decision::Fail(_)) && self.read_at < container.created_at {
-            // The picture may predate a worker that joined just before the
-            // request: fail only on a reading newer than the request.
-            self.read_at = Utc::now();
-            self.offers = view::read(&self.fleet, &mut HashMap::new()).await?;
-            decision = placement::decide(&ask, &self.offers, self.fleet.pools());
-        }
-        let choices = match decision {
-            Decision::Fail(reason) => {
-                fail(&self.fleet, container, reason).await?;
-                return Ok(Outcome::Done);
+        let mut undecided = fair_order(requests);
+        for _ in 0..ROUNDS {
+            if undecided.is_empty() {
+                break;
             }
-            Decision::Wait => Vec::new(),
-            Decision::Place(choices) => choices,
-        };
-        for choice in choices {
-            container.gpu_type = choice.gpu_type.clone().unwrap_or_default();
-            for index in choice.offers {
-                let worker_id = self.offers[index].worker_id.clone();
-                if !self.fleet.try_reserve(&worker_id, container).await? {
-                    self.reread(index).await?;
-                    continue;
-                }
-                self.offers[index].take(&ask, choice.gpu_type.as_deref());
-                container.state = state::SCHEDULED.to_owned();
-                container.pool = self.offers[index].pool.clone();
-                container.worker_id = worker_id;
-                self.fleet.put_container(container).await?;
-                send_run(&self.fleet, container).await?;
-                tracing::info!(container_id = %container.id, worker_id = %container.worker_id, pool = %container.pool, gpu_type = %container.gpu_type, "container placed");
-                return Ok(Outcome::Placed);
-            }
+            let decided = self.decide_all(undecided, &mut pass).await;
+            undecided = self.reserve(decided, &mut pass).await;
         }
-        container.gpu_type.clear();
-        super::demand::note_waiting(&self.fleet, &ask, container).await;
-        let waited = Utc::now() - container.created_at;
-        if waited.to_std().unwrap_or_default() > PLACEMENT_DEADLINE {
-            let pool = if container.pool.is_empty() {
-                "any pool".to_owned()
-            } else {
-                format!("pool {}", container.pool)
-            };
-            let reason = format!(
-                "no worker of {pool} had room for {} millicores, {} MiB and {} GPUs within {} s",
-                container.cpu_millicores,
-                container.memory_mib,
-                container.gpu_count,
-                PLACEMENT_DEADLINE.as_secs()
-            );
-            fail(&self.fleet, container, reason).await?;
-            return Ok(Outcome::Done);
-        }
-        Ok(Outcome::NoRoom)
+        pass.back.extend(undecided.into_iter().map(|c| c.id));
+        pass.outcome.requeued = pass.back.len();
+        requeue_later(self.fleet.clone(), pass.back);
+        pass.outcome
     }
 
-    /// After a lost race: what the worker really has free now.
-    async fn reread(&mut self, index: usize) -> Result<(), ApiError> {
-        let id = self.offers[index].worker_id.clone();
-        match (
-            self.fleet.worker(&id).await?,
-            self.fleet.free_capacity(&id).await?,
-        ) {
-            (Some(worker), Some(free)) => self.offers[index] = view::offer(&worker, &free),
-            // Gone: nothing fits on it until the next reading.
-            _ => {
-                let offer = &mut self.offers[index];
-                offer.free_cpu = 0;
-                offer.free_memory = 0;
+    /// The records of the requests still pending, in one round trip.
+    async fn pending(&self, ids: Vec<String>, pass: &mut Pass) -> Vec<ContainerRecord> {
+        let records = match self.fleet.containers(&ids).await {
+            Ok(records) => records,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read a batch of requests; retrying");
+                pass.back.extend(ids);
+                return Vec::new();
+            }
+        };
+        let mut pending = Vec::with_capacity(ids.len());
+        let mut seen = HashSet::with_capacity(ids.len());
+        for (id, record) in ids.into_iter().zip(records) {
+            match record {
+                Ok(Some(c)) if c.state == state::PENDING && seen.insert(id.clone()) => {
+                    pending.push(c)
+                }
+                // Gone, placed already, or an id pushed twice (placed once).
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, container_id = %id, "cannot read a request; retrying");
+                    pass.back.push(id);
+                }
             }
         }
-        Ok(())
+        pending
+    }
+
+    /// Decides each request on the picture, in order, taking each placement
+    /// from the picture before the next is decided; those that must wait or
+    /// cannot run are dealt with here.
+    async fn decide_all(
+        &mut self,
+        requests: Vec<ContainerRecord>,
+        pass: &mut Pass,
+    ) -> Vec<Decided> {
+        let mut decided: Vec<Decided> = Vec::with_capacity(requests.len());
+        for container in requests {
+            let ask = ask(&container);
+            match self.decide(&ask, &container, &decided).await {
+                Ok(Decision::Place(choice)) => {
+                    let offer = &mut self.offers[choice.offer];
+                    offer.take(&ask, choice.gpu_type.as_deref());
+                    decided.push(Decided {
+                        worker_id: offer.worker_id.clone(),
+                        pool: offer.pool.clone(),
+                        container,
+                        ask,
+                        gpu_type: choice.gpu_type,
+                    });
+                }
+                Ok(Decision::Wait) => self.no_room(&ask, container, pass).await,
+                Ok(Decision::Fail(reason)) => self.fail(container, reason, pass).await,
+                Err(error) => {
+                    tracing::warn!(%error, container_id = %container.id, "cannot read the fleet; retrying");
+                    pass.back.push(container.id);
+                }
+            }
+        }
+        decided
+    }
+
+    /// The decision for one request. The picture may predate a worker that
+    /// joined just before the request: it fails only on a reading newer
+    /// than the request, which then replaces the picture (less what the
+    /// batch decided so far).
+    async fn decide(
+        &mut self,
+        ask: &Ask,
+        container: &ContainerRecord,
+        decided: &[Decided],
+    ) -> Result<Decision, ApiError> {
+        let decision = placement::decide(ask, &self.offers, self.fleet.pools());
+        if !matches!(decision, Decision::Fail(_)) || self.read_at >= container.created_at {
+            return Ok(decision);
+        }
+        self.read_at = Utc::now();
+        self.offers = view::read(&self.fleet, &mut HashMap::new()).await?;
+        for d in decided {
+            if let Some(i) = self.index_of(&d.worker_id) {
+                self.offers[i].take(&d.ask, d.gpu_type.as_deref());
+            }
+        }
+        Ok(placement::decide(ask, &self.offers, self.fleet.pools()))
+    }
+
+    /// Reserves every decided placement in one atomic step, hands over the
+    /// ones that got their place and returns the others, the picture
+    /// corrected from what their workers really had.
+    async fn reserve(
+        &mut self,
+        mut decided: Vec<Decided>,
+        pass: &mut Pass,
+    ) -> Vec<ContainerRecord> {
+        if decided.is_empty() {
+            return Vec::new();
+        }
+        for d in &mut decided {
+            d.container.gpu_type = d.gpu_type.clone().unwrap_or_default();
+        }
+        let placements: Vec<(&str, &ContainerRecord)> = decided
+            .iter()
+            .map(|d| (d.worker_id.as_str(), &d.container))
+            .collect();
+        let results = match self.fleet.try_reserve_batch(&placements).await {
+            Ok(results) => results,
+            Err(error) => {
+                tracing::warn!(%error, "cannot reserve a batch; retrying");
+                pass.back
+                    .extend(decided.into_iter().map(|d| d.container.id));
+                return Vec::new();
+            }
+        };
+        let mut placed = Vec::new();
+        let mut lost = Vec::new();
+        // Workers whose picture a refusal reset to their real counters: the
+        // batch's later reservations there must be taken from it again.
+        let mut corrected = HashSet::new();
+        for (d, result) in decided.into_iter().zip(results) {
+            let index = self.index_of(&d.worker_id);
+            match result {
+                Reservation::Reserved => {
+                    if let Some(i) = index.filter(|_| corrected.contains(&d.worker_id)) {
+                        self.offers[i].take(&d.ask, d.gpu_type.as_deref());
+                    }
+                    let mut container = d.container;
+                    container.state = state::SCHEDULED.to_owned();
+                    container.pool = d.pool;
+                    container.worker_id = d.worker_id;
+                    placed.push(container);
+                }
+                Reservation::Refused(free) => {
+                    if let Some(i) = index {
+                        view::correct(
+                            &mut self.offers[i],
+                            free.map(|counters| FreeCapacity { counters }),
+                        );
+                    }
+                    corrected.insert(d.worker_id);
+                    let mut container = d.container;
+                    container.gpu_type.clear();
+                    lost.push(container);
+                }
+            }
+        }
+        self.hand_over(placed, pass).await;
+        lost
+    }
+
+    /// Records the placed containers as scheduled, then sends them to their
+    /// workers.
+    async fn hand_over(&self, placed: Vec<ContainerRecord>, pass: &mut Pass) {
+        if placed.is_empty() {
+            return;
+        }
+        if let Err(error) = self.fleet.put_containers(&placed).await {
+            tracing::warn!(%error, "cannot record a batch of placements; retrying");
+            for c in placed {
+                // Nothing was sent: give the reservation back.
+                if let Err(error) = self.fleet.release(&c.worker_id, &c).await {
+                    tracing::error!(%error, container_id = %c.id, worker_id = %c.worker_id, "cannot give back a reservation");
+                }
+                pass.back.push(c.id);
+            }
+            return;
+        }
+        let runs = placed
+            .iter()
+            .map(|c| (c.worker_id.clone(), run_message(c)))
+            .collect();
+        if let Err(error) = inbox::send_many(&self.fleet, runs).await {
+            tracing::error!(%error, containers = placed.len(), "cannot send placed containers to their workers");
+            return;
+        }
+        for c in &placed {
+            tracing::info!(container_id = %c.id, worker_id = %c.worker_id, pool = %c.pool, gpu_type = %c.gpu_type, "container placed");
+        }
+        pass.outcome.placed += placed.len();
+    }
+
+    /// No room now: back in the backlog (counted as its pool's demand), or
+    /// failed past the deadline.
+    async fn no_room(&self, ask: &Ask, container: ContainerRecord, pass: &mut Pass) {
+        super::demand::note_waiting(&self.fleet, ask, &container).await;
+        let waited = Utc::now() - container.created_at;
+        if waited.to_std().unwrap_or_default() <= PLACEMENT_DEADLINE {
+            pass.back.push(container.id);
+            return;
+        }
+        let pool = if container.pool.is_empty() {
+            "any pool".to_owned()
+        } else {
+            format!("pool {}", container.pool)
+        };
+        let reason = format!(
+            "no worker of {pool} had room for {} millicores, {} MiB and {} GPUs within {} s",
+            container.cpu_millicores,
+            container.memory_mib,
+            container.gpu_count,
+            PLACEMENT_DEADLINE.as_secs()
+        );
+        self.fail(container, reason, pass).await;
+    }
+
+    async fn fail(&self, mut container: ContainerRecord, reason: String, pass: &mut Pass) {
+        match fail(&self.fleet, &mut container, reason).await {
+            Ok(()) => pass.outcome.failed += 1,
+            Err(error) => {
+                tracing::warn!(%error, container_id = %container.id, "cannot fail a request; retrying");
+                pass.back.push(container.id);
+            }
+        }
+    }
+
+    /// Where a worker is in the picture (sorted by worker id).
+    fn index_of(&self, worker_id: &str) -> Option<usize> {
+        self.offers
+            .binary_search_by(|o| o.worker_id.as_str().cmp(worker_id))
+            .ok()
     }
 }
 
@@ -270,11 +445,23 @@ fn ask(c: &ContainerRecord) -> Ask {
     }
 }
 
-fn requeue_later(fleet: Fleet, id: String) {
+/// Puts requests back at the end of the backlog after [`RETRY_DELAY`], all
+/// in one round trip.
+fn requeue_later(fleet: Fleet, ids: Vec<String>) {
+    if ids.is_empty() {
+        return;
+    }
     tokio::spawn(async move {
         tokio::time::sleep(RETRY_DELAY).await;
-        if let Err(error) = fleet.state().push(BACKLOG, id.as_bytes()).await {
-            tracing::error!(%error, container_id = %id, "cannot put a request back in the backlog");
+        let writes: Vec<Write> = ids
+            .iter()
+            .map(|id| Write::Push {
+                queue: BACKLOG.to_owned(),
+                value: id.clone().into_bytes(),
+            })
+            .collect();
+        if let Err(error) = fleet.state().write_batch(&writes).await {
+            tracing::error!(%error, requests = ids.len(), container_ids = ?ids, "cannot put requests back in the backlog");
         }
     });
 }
@@ -292,9 +479,9 @@ pub async fn fail(
     fleet.publish_end(&container.id).await
 }
 
-/// Puts a run request in the inbox of the container's worker.
-pub async fn send_run(fleet: &Fleet, c: &ContainerRecord) -> Result<(), ApiError> {
-    let message = ControlplaneMessage {
+/// The run request of a placed container.
+fn run_message(c: &ContainerRecord) -> ControlplaneMessage {
+    ControlplaneMessage {
         kind: Some(controlplane_message::Kind::Run(RunContainer {
             request_id: uuid::Uuid::now_v7().to_string(),
             container_id: c.id.clone(),
@@ -332,8 +519,7 @@ pub async fn send_run(fleet: &Fleet, c: &ContainerRecord) -> Result<(), ApiError
                 .collect(),
             host_network: c.host_network,
         })),
-    };
-    fleet.send_to_worker(&c.worker_id, message).await
+    }
 }
 
 /// Puts a stop request in the inbox of a container's worker.
@@ -354,29 +540,9 @@ mod tests {
     fn request(id: &str, workspace: &str) -> ContainerRecord {
         ContainerRecord {
             id: id.into(),
-            workspace_id: workspace.into(),
-            image: String::new(),
-            args: Vec::new(),
-            env: BTreeMap::new(),
-            pool: String::new(),
             cpu_millicores: 1,
             memory_mib: 1,
-            state: state::PENDING.into(),
-            worker_id: String::new(),
-            exit_code: 0,
-            oom_killed: false,
-            message: String::new(),
-            created_at: Utc::now(),
-            secrets: Vec::new(),
-            gpu_types: Vec::new(),
-            gpu_type: String::new(),
-            gpu_count: 0,
-            stub_id: String::new(),
-            objects: Vec::new(),
-            container_server: false,
-            working_dir: String::new(),
-            volumes: Vec::new(),
-            host_network: false,
+            ..ContainerRecord::pending(workspace, "")
         }
     }
 

@@ -3,8 +3,9 @@
 //! decision costs no round trip per worker.
 //!
 //! The picture may be stale; that is safe because a placement still takes
-//! its capacity with the hot state's atomic reservation, and a worker whose
-//! reservation failed is read again at once.
+//! its capacity with the hot state's atomic reservation, and a refused
+//! reservation reports what its worker really has, which corrects the
+//! picture at once.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -42,6 +43,18 @@ pub fn offer(worker: &WorkerRecord, free: &FreeCapacity) -> Offer {
         total_gpus,
         free_cpu: free.get(CPU),
         free_memory: free.get(MEMORY),
+    }
+}
+
+/// Sets an offer's free counters to what its worker has, as a refused
+/// reservation reported them; None when the worker's capacity record is
+/// gone, so nothing goes there until the next reading.
+pub fn correct(offer: &mut Offer, free: Option<FreeCapacity>) {
+    let free = free.unwrap_or_default();
+    offer.free_cpu = free.get(CPU);
+    offer.free_memory = free.get(MEMORY);
+    for (gpu_type, n) in &mut offer.free_gpus {
+        *n = free.get(&super::gpu_counter(gpu_type));
     }
 }
 

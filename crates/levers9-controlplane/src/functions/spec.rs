@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
-use crate::fleet::records::{state, ContainerRecord};
+use crate::fleet::records::ContainerRecord;
 
 const DEFAULT_CPU_MILLICORES: u64 = 125;
 const DEFAULT_MEMORY_MIB: u64 = 512;
@@ -226,9 +226,6 @@ pub fn container(stub: &StubRecord, spec: &StubSpec) -> ContainerRecord {
     );
     env.insert("PYTHONPATH".to_owned(), format!("{SDK_DIR}:{CODE_DIR}"));
     ContainerRecord {
-        id: format!("c-{}", uuid::Uuid::now_v7().simple()),
-        workspace_id: stub.workspace_id.clone(),
-        image: spec.image.clone(),
         args: ["python3", "-m", "levers9.runner"]
             .map(str::to_owned)
             .to_vec(),
@@ -236,15 +233,8 @@ pub fn container(stub: &StubRecord, spec: &StubSpec) -> ContainerRecord {
         pool: spec.pool.clone(),
         cpu_millicores: spec.cpu_millicores,
         memory_mib: spec.memory_mib,
-        state: state::PENDING.to_owned(),
-        worker_id: String::new(),
-        exit_code: 0,
-        oom_killed: false,
-        message: String::new(),
-        created_at: chrono::Utc::now(),
         secrets: spec.secrets.clone(),
         gpu_types: spec.gpu_types.clone(),
-        gpu_type: String::new(),
         gpu_count: spec.gpu_count,
         stub_id: stub.id.clone(),
         objects: vec![
@@ -254,7 +244,7 @@ pub fn container(stub: &StubRecord, spec: &StubSpec) -> ContainerRecord {
         container_server: true,
         working_dir: CODE_DIR.to_owned(),
         volumes: spec.volumes.clone(),
-        host_network: false,
+        ..ContainerRecord::pending(stub.workspace_id.clone(), spec.image.clone())
     }
 }
 

@@ -14,7 +14,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::spec::{Canonical, Step};
 use super::ImageBuilds;
 use crate::error::ApiError;
-use crate::fleet::records::{state, ContainerRecord};
+use crate::fleet::records::ContainerRecord;
 use crate::fleet::scheduler::{send_stop, BACKLOG};
 use crate::Shared;
 
@@ -257,9 +257,6 @@ fn container(
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
     Ok(ContainerRecord {
-        id: format!("c-{}", uuid::Uuid::now_v7().simple()),
-        workspace_id: request.workspace_id.clone(),
-        image: start.to_owned(),
         args: ["python3", "-m", "levers9.builder"]
             .map(str::to_owned)
             .to_vec(),
@@ -267,22 +264,10 @@ fn container(
         pool: images.pool.clone(),
         cpu_millicores: BUILD_CPU_MILLICORES,
         memory_mib: BUILD_MEMORY_MIB,
-        state: state::PENDING.to_owned(),
-        worker_id: String::new(),
-        exit_code: 0,
-        oom_killed: false,
-        message: String::new(),
-        created_at: chrono::Utc::now(),
-        secrets: Vec::new(),
-        gpu_types: Vec::new(),
-        gpu_type: String::new(),
-        gpu_count: 0,
-        stub_id: String::new(),
         objects,
-        container_server: false,
         working_dir: "/".to_owned(),
-        volumes: Vec::new(),
         host_network: true,
+        ..ContainerRecord::pending(request.workspace_id.clone(), start)
     })
 }
 

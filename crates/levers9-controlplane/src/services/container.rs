@@ -126,9 +126,6 @@ impl ContainerService for ContainerApi {
         let env: BTreeMap<String, String> = body.env.into_iter().collect();
         check_secrets(&self.shared, &caller.workspace.id, &body.secrets, &env).await?;
         let container = ContainerRecord {
-            id: format!("c-{}", uuid::Uuid::now_v7().simple()),
-            workspace_id: caller.workspace.id.clone(),
-            image,
             args: body.args,
             env,
             pool,
@@ -142,22 +139,10 @@ impl ContainerService for ContainerApi {
             } else {
                 body.memory_mib
             },
-            state: state::PENDING.to_owned(),
-            worker_id: String::new(),
-            exit_code: 0,
-            oom_killed: false,
-            message: String::new(),
-            created_at: chrono::Utc::now(),
             secrets: body.secrets,
             gpu_count,
             gpu_types: body.gpu_types,
-            gpu_type: String::new(),
-            stub_id: String::new(),
-            objects: Vec::new(),
-            volumes: Vec::new(),
-            container_server: false,
-            working_dir: String::new(),
-            host_network: false,
+            ..ContainerRecord::pending(caller.workspace.id.clone(), image)
         };
         fleet.put_container(&container).await?;
         fleet

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::{amounts, StateError};
+use crate::{amounts, Reservation, Reserve, StateError};
 
 /// The capacity records; they never expire, like their Redis hashes.
 #[derive(Default)]
@@ -22,26 +22,39 @@ impl Capacities {
         }
     }
 
-    pub(super) fn try_reserve(
+    pub(super) fn try_reserve_batch(
         &mut self,
-        key: &str,
-        amounts: &[(&str, i64)],
-    ) -> Result<bool, StateError> {
-        let amounts = amounts::merged(amounts)?;
+        reservations: &[Reserve<'_>],
+    ) -> Result<Vec<Reservation>, StateError> {
+        // Every amount is checked first: a negative one fails the batch with
+        // nothing taken, as on Redis.
+        let merged = reservations
+            .iter()
+            .map(|r| amounts::merged(r.amounts))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(reservations
+            .iter()
+            .zip(merged)
+            .map(|(r, amounts)| self.try_reserve(r.key, &amounts))
+            .collect())
+    }
+
+    /// One reservation of merged amounts.
+    fn try_reserve(&mut self, key: &str, amounts: &[(&str, i64)]) -> Reservation {
         let Some(record) = self.records.get_mut(key) else {
-            return Ok(false);
+            return Reservation::Refused(None);
         };
         let fits = amounts
             .iter()
             .all(|&(counter, amount)| record.get(counter).copied().unwrap_or(0) >= amount);
         if !fits {
-            return Ok(false);
+            return Reservation::Refused(self.get(key));
         }
-        for (counter, amount) in amounts {
+        for &(counter, amount) in amounts {
             // Creates a missing counter at 0 - 0, as HINCRBY does on Redis.
             *record.entry(counter.to_owned()).or_insert(0) -= amount;
         }
-        Ok(true)
+        Reservation::Reserved
     }
 
     pub(super) fn release(&mut self, key: &str, amounts: &[(&str, i64)]) -> Result<(), StateError> {

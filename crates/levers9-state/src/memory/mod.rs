@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::BroadcastStream;
 
-use crate::{HotState, StateError};
+use crate::{HotState, Reservation, Reserve, StateError, Write};
 
 use self::capacity::Capacities;
 use self::expiring::Expiring;
@@ -110,6 +110,29 @@ impl HotState for MemoryState {
         Ok(keys.remove(key, Instant::now()).is_some())
     }
 
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, StateError> {
+        let stored = self.inner.keys.lock().await;
+        let now = Instant::now();
+        Ok(keys.iter().map(|k| stored.get(k, now).cloned()).collect())
+    }
+
+    async fn write_batch(&self, writes: &[Write]) -> Result<(), StateError> {
+        // In process there is no round trip to save: the single calls, in order.
+        for write in writes {
+            match write {
+                Write::Set { key, value, ttl } => self.set_with_ttl(key, value, *ttl).await?,
+                Write::SetAdd { set, member } => {
+                    self.set_add(set, member).await?;
+                }
+                Write::SetRemove { set, member } => {
+                    self.set_remove(set, member).await?;
+                }
+                Write::Push { queue, value } => self.push(queue, value).await?,
+            }
+        }
+        Ok(())
+    }
+
     async fn acquire_lease(
         &self,
         name: &str,
@@ -178,6 +201,22 @@ impl HotState for MemoryState {
         }
     }
 
+    async fn pop_many(&self, queue: &str, max: usize) -> Result<Vec<Vec<u8>>, StateError> {
+        let mut queues = self.inner.queues.lock().await;
+        let Some(q) = queues.get_mut(queue) else {
+            return Ok(Vec::new());
+        };
+        let popped: Vec<Vec<u8>> = q.items.drain(..max.min(q.items.len())).collect();
+        if q.items.is_empty() {
+            forget_if_idle(&mut queues, queue);
+        } else if !popped.is_empty() {
+            // As in `pop`: a notification meant for the items left may have
+            // been swallowed by a waiter that is gone.
+            q.pushed.notify_one();
+        }
+        Ok(popped)
+    }
+
     async fn queue_len(&self, queue: &str) -> Result<u64, StateError> {
         let queues = self.inner.queues.lock().await;
         let len = queues.get(queue).map_or(0, |q| q.items.len());
@@ -222,8 +261,15 @@ impl HotState for MemoryState {
         Ok(())
     }
 
-    async fn try_reserve(&self, key: &str, amounts: &[(&str, i64)]) -> Result<bool, StateError> {
-        self.inner.capacities.lock().await.try_reserve(key, amounts)
+    async fn try_reserve_batch(
+        &self,
+        reservations: &[Reserve<'_>],
+    ) -> Result<Vec<Reservation>, StateError> {
+        self.inner
+            .capacities
+            .lock()
+            .await
+            .try_reserve_batch(reservations)
     }
 
     async fn release(&self, key: &str, amounts: &[(&str, i64)]) -> Result<(), StateError> {

@@ -4,7 +4,7 @@ use ::redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use ::redis::{Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo, Script};
 use tokio::sync::Mutex;
 
-use super::capacity::{RELEASE, TRY_RESERVE};
+use super::capacity::{RELEASE, TRY_RESERVE_BATCH};
 use super::{deadline, RedisState, ACQUIRE_LEASE, COMMAND_TIMEOUT, CONNECT_TIMEOUT, RELEASE_LEASE};
 use crate::StateError;
 
@@ -57,7 +57,7 @@ impl RedisState {
             key_prefix: key_prefix.to_owned(),
             acquire_lease: Script::new(ACQUIRE_LEASE),
             release_lease: Script::new(RELEASE_LEASE),
-            try_reserve: Script::new(TRY_RESERVE),
+            try_reserve_batch: Script::new(TRY_RESERVE_BATCH),
             release: Script::new(RELEASE),
         })
     }

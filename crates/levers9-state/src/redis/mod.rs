@@ -8,8 +8,9 @@ use ::redis::{Client, RedisError, Script};
 use futures::stream::{BoxStream, StreamExt};
 use tokio::sync::Mutex;
 
-use crate::{HotState, StateError};
+use crate::{HotState, Reservation, Reserve, StateError, Write};
 
+mod batch;
 mod capacity;
 mod collections;
 mod connect;
@@ -60,7 +61,7 @@ pub struct RedisState {
     key_prefix: String,
     acquire_lease: Script,
     release_lease: Script,
-    try_reserve: Script,
+    try_reserve_batch: Script,
     release: Script,
 }
 
@@ -150,6 +151,14 @@ impl HotState for RedisState {
         Ok(deleted > 0)
     }
 
+    async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, StateError> {
+        self.kv_get_many(keys).await
+    }
+
+    async fn write_batch(&self, writes: &[Write]) -> Result<(), StateError> {
+        self.pipelined_writes(writes).await
+    }
+
     async fn acquire_lease(
         &self,
         name: &str,
@@ -196,6 +205,10 @@ impl HotState for RedisState {
         self.pop_blocking(&key, wait).await
     }
 
+    async fn pop_many(&self, queue: &str, max: usize) -> Result<Vec<Vec<u8>>, StateError> {
+        self.pop_up_to(queue, max).await
+    }
+
     async fn queue_len(&self, queue: &str) -> Result<u64, StateError> {
         Ok(::redis::cmd("LLEN")
             .arg(self.name("queue", queue))
@@ -233,8 +246,11 @@ impl HotState for RedisState {
         self.capacity_set(key, amounts).await
     }
 
-    async fn try_reserve(&self, key: &str, amounts: &[(&str, i64)]) -> Result<bool, StateError> {
-        self.capacity_try_reserve(key, amounts).await
+    async fn try_reserve_batch(
+        &self,
+        reservations: &[Reserve<'_>],
+    ) -> Result<Vec<Reservation>, StateError> {
+        self.capacity_try_reserve_batch(reservations).await
     }
 
     async fn release(&self, key: &str, amounts: &[(&str, i64)]) -> Result<(), StateError> {

@@ -13,6 +13,9 @@ use tokio::time::{sleep, timeout, Instant};
 // The checks on capacity records, sets and logs, listed in the macro with the rest.
 mod records;
 pub use records::*;
+// The batch calls.
+mod batch;
+pub use batch::*;
 
 /// One `#[tokio::test]` per check below, each on a fresh state made by `$make().await`.
 macro_rules! hot_state_suite {
@@ -62,6 +65,12 @@ macro_rules! hot_state_suite {
             log_append_renews_the_ttl,
             log_with_zero_max_entries_keeps_nothing,
             kinds_do_not_collide,
+            reserve_batch_takes_each_in_order_and_reports_the_refused,
+            reserve_batch_with_a_negative_amount_takes_nothing,
+            concurrent_reserve_batches_never_overcommit,
+            get_many_reads_each_key_in_order,
+            write_batch_applies_every_write_in_order,
+            pop_many_takes_up_to_max_oldest_first,
         );
     };
     (@each $make:path; $($check:ident),+ $(,)?) => {

@@ -25,12 +25,11 @@ fn ask(cpu: i64, memory: i64, types: &[&str], gpus: i64) -> Ask {
 }
 
 fn first(decision: &Decision, offers: &[Offer]) -> (String, Option<String>) {
-    let Decision::Place(choices) = decision else {
+    let Decision::Place(choice) = decision else {
         panic!("not placed: {decision:?}");
     };
-    let choice = &choices[0];
     (
-        offers[choice.offers[0]].worker_id.clone(),
+        offers[choice.offer].worker_id.clone(),
         choice.gpu_type.clone(),
     )
 }
@@ -52,16 +51,18 @@ fn best_fit_prefers_the_tightest_worker_that_fits() {
         worker("medium", "default", 2000, 4096, &[]),
     ];
     let pools = Pools::default();
-    let decision = decide(&ask(1500, 1024, &[], 0), &offers, &pools);
-    let Decision::Place(choices) = &decision else {
-        panic!("{decision:?}")
-    };
-    let order: Vec<&str> = choices[0]
-        .offers
-        .iter()
-        .map(|&i| offers[i].worker_id.as_str())
-        .collect();
-    assert_eq!(order, ["medium", "big"]);
+    let wanted = ask(1500, 1024, &[], 0);
+    assert_eq!(
+        first(&decide(&wanted, &offers, &pools), &offers).0,
+        "medium"
+    );
+    // As the scheduler decides a batch: each placement is taken from the
+    // picture before the next request is decided.
+    let mut picture = offers.clone();
+    picture[2].take(&wanted, None);
+    assert_eq!(first(&decide(&wanted, &picture, &pools), &picture).0, "big");
+    picture[0].free_cpu = 1000;
+    assert_eq!(decide(&wanted, &picture, &pools), Decision::Wait);
     assert!(matches!(
         decide(&ask(9000, 1, &[], 0), &offers, &pools),
         Decision::Fail(reason) if reason.contains("big enough")
