@@ -1,6 +1,6 @@
 //! The durable records of levers9 behind three traits — [`RecordStore`] (workspaces and
 //! tokens), [`SealedStore`] (values sealed at rest) and [`FunctionStore`] (uploaded
-//! objects, stubs and tasks) — with a Postgres backend for production and an embedded
+//! objects, stubs, deployed apps and tasks) — with a Postgres backend for production and an embedded
 //! SQLite backend for single-machine installs.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -18,7 +18,8 @@ mod sqlite;
 
 pub use error::StoreError;
 pub use function_model::{
-    task_state, AttemptRecord, NewTask, StubRecord, TaskEnd, TaskRecord, TaskStart,
+    task_state, AttemptRecord, DeploymentRecord, NewDeployment, NewTask, StubRecord, TaskEnd,
+    TaskRecord, TaskStart,
 };
 pub use functions::FunctionStore;
 pub use model::{NewToken, NewWorkspace, TokenRecord, TokenType, UnknownTokenType, Workspace};
