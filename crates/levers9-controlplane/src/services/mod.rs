@@ -4,6 +4,7 @@
 mod auth;
 mod container;
 mod convert;
+mod deployment;
 mod function;
 mod image;
 mod run_driver;
