@@ -50,6 +50,14 @@ impl DeploymentRow {
     }
 }
 
+/// AlreadyExists naming `what` for a unique violation, else the database error.
+fn already_exists(err: sqlx::Error, what: impl FnOnce() -> String) -> StoreError {
+    match err.as_database_error() {
+        Some(db) if db.is_unique_violation() => StoreError::AlreadyExists(what()),
+        _ => StoreError::Database(err),
+    }
+}
+
 /// Stores the next version of the app in one transaction and returns its number.
 pub(crate) async fn deploy<DB>(pool: &Pool<DB>, d: &NewDeployment) -> Result<u32, StoreError>
 where
@@ -81,12 +89,13 @@ where
     .bind(at_rest(d.at))
     .execute(&mut *tx)
     .await
-    .map_err(|err| match err.as_database_error() {
-        Some(db) if db.is_unique_violation() => StoreError::AlreadyExists(format!(
-            "version {version} of app {:?} (a concurrent deploy took it; deploy again)",
-            d.app_name
-        )),
-        _ => StoreError::Database(err),
+    .map_err(|err| {
+        already_exists(err, || {
+            format!(
+                "version {version} of app {:?} (a concurrent deploy took it; deploy again)",
+                d.app_name
+            )
+        })
     })?;
     for (function_name, stub_id) in &d.functions {
         sqlx::query(
@@ -101,12 +110,10 @@ where
         .bind(stub_id.as_str())
         .execute(&mut *tx)
         .await
-        .map_err(|err| match err.as_database_error() {
-            Some(db) if db.is_unique_violation() => StoreError::AlreadyExists(format!(
-                "function {function_name:?} twice in app {:?}",
-                d.app_name
-            )),
-            _ => StoreError::Database(err),
+        .map_err(|err| {
+            already_exists(err, || {
+                format!("function {function_name:?} twice in app {:?}", d.app_name)
+            })
         })?;
     }
     tx.commit().await?;
