@@ -129,3 +129,63 @@ async fn deployments_are_versioned_and_seen_only_in_their_own_workspace() {
         "{stdout}"
     );
 }
+
+/// `levers9 deploy` hands over to the SDK, which makes the stubs and deploys
+/// them (no worker needed: nothing runs); the default app name is the file's
+/// stem, and a second deploy is version 2.
+#[tokio::test]
+async fn levers9_deploy_deploys_a_files_functions_under_its_stem() {
+    let python = std::env::var("LEVERS9_TEST_PYTHON").unwrap_or_else(|_| {
+        panic!("LEVERS9_TEST_PYTHON is not set: run the tests with scripts/test.sh (make test)")
+    });
+    let cp = controlplane();
+    let admin = cp.admin_token().await;
+    let user = workspace_token(&cp, &admin, "user").await;
+    let code = tempfile::tempdir().expect("code dir");
+    let file = code.path().join("billing.py");
+    std::fs::write(
+        &file,
+        // An image no one pulls: nothing runs, and this controlplane has no base image.
+        "from levers9 import function, Image\n\n\
+         @function(image=Image.from_registry(\"registry.example.com/team/app:1\"))\n\
+         def invoice(n):\n    return n\n",
+    )
+    .expect("write app");
+    let home = tempfile::tempdir().expect("home");
+    let port = cp.grpc_port.to_string();
+    let sdk = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sdk/python");
+    let env = [
+        ("LEVERS9_TOKEN", user.as_str()),
+        ("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1"),
+        ("LEVERS9_CONTROLPLANE_PORT", port.as_str()),
+        ("LEVERS9_PYTHON", python.as_str()),
+        ("PYTHONPATH", sdk),
+    ];
+    let file = file.to_str().expect("utf-8 path");
+
+    for version in [1, 2] {
+        let out = cp.cli(home.path(), &["deploy", file], &env, None);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        assert!(
+            stdout.starts_with(&format!("deployed app billing version {version}\n")),
+            "{stdout}"
+        );
+        assert!(stdout.contains("  invoice  "), "{stdout}");
+    }
+    let (stub_id, version) = lookup(&cp, &user, "billing", "invoice").await.unwrap();
+    assert_eq!(version, 2);
+    let out = cp.cli(
+        home.path(),
+        &["deploy", file, "--name", "bad/name"],
+        &env,
+        None,
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("is not valid"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(stub_id.starts_with("st-"), "{stub_id}");
+}
