@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use common::fleet::{python_image, Worker};
 use common::stubs::{other_workspace, stub, workspace_token};
 use common::{backend_env, free_port, text, with_token, Backend, Controlplane, SECRET};
-use levers9_api::v1::{ListTasksRequest, SpawnTaskRequest, Task};
+use levers9_api::v1::{DeployRequest, DeployedFunction, ListTasksRequest, SpawnTaskRequest, Task};
 use levers9_dashboard_api::config::Config;
 
 fn repo() -> PathBuf {
@@ -211,6 +211,7 @@ async fn the_dashboard_in_a_browser_shows_a_functions_task_and_log_under_its_sec
     let marker = format!("dashboard-e2e-{}", std::process::id());
     let user_token = workspace_token(&cp, &admin, "sdk").await;
     let (greet, fails) = run_functions(&cp, &user_token, &marker).await;
+    deploy(&cp, &user_token, "dashboard-app", "greet", &greet.stub_id).await;
     let volume_text = format!("volume-file-{}", std::process::id());
     volume_with_file(
         &cp,
@@ -307,6 +308,24 @@ async fn spawn(cp: &Controlplane, token: &str, stub_id: &str) -> String {
         .task_id
 }
 
+/// Deploys `stub` as the one function of `app`.
+async fn deploy(cp: &Controlplane, token: &str, app: &str, function: &str, stub_id: &str) {
+    cp.functions()
+        .await
+        .deploy(with_token(
+            DeployRequest {
+                app_name: app.into(),
+                functions: vec![DeployedFunction {
+                    function_name: function.into(),
+                    stub_id: stub_id.into(),
+                }],
+            },
+            token,
+        ))
+        .await
+        .expect("deploy");
+}
+
 /// A session of the development sign-in: the cookie header to send.
 async fn dev_session(http: &reqwest::Client, api: &str, web_url: &str) -> String {
     let signed_in = http
@@ -342,6 +361,8 @@ async fn the_apis_stub_volume_and_task_views_need_a_session_and_refuse_another_w
     volume_with_file(&cp, &user, "ours", "a/b.txt", "our bytes");
     let theirs = stub(&cp, &other, "theirs.py", "plan").await;
     let their_task = spawn(&cp, &other, &theirs).await;
+    deploy(&cp, &user, "handlers", "resize", &ours).await;
+    deploy(&cp, &other, "theirs", "plan", &theirs).await;
     volume_with_file(&cp, &other, "theirs", "x.txt", "their bytes");
 
     let web_url = format!("http://127.0.0.1:{}", free_port());
@@ -361,6 +382,7 @@ async fn the_apis_stub_volume_and_task_views_need_a_session_and_refuse_another_w
     };
 
     let ours_routes = [
+        "/deployments".to_owned(),
         "/stubs".to_owned(),
         format!("/stubs/{ours}"),
         format!("/tasks/{our_task}"),
@@ -403,6 +425,19 @@ async fn the_apis_stub_volume_and_task_views_need_a_session_and_refuse_another_w
         .filter_map(|s| s["stubId"].as_str())
         .collect();
     assert_eq!(ids, [ours.as_str()], "{stubs}");
+    let deployments = json("/deployments".into()).await;
+    assert_eq!(
+        deployments,
+        serde_json::json!([{
+            "appName": "handlers",
+            "functionName": "resize",
+            "stubId": ours,
+            "version": 1,
+            "deployedBy": deployments[0]["deployedBy"],
+            "createdAt": deployments[0]["createdAt"],
+        }]),
+        "{deployments}"
+    );
     let detail = json(format!("/stubs/{ours}")).await;
     assert_eq!(detail["stub"]["modulePath"], "app/handlers.py", "{detail}");
     assert_eq!(detail["stub"]["config"]["cpuMillicores"], 250, "{detail}");

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::fleet::Worker;
 use common::sdk::{controlplane, pytest};
+use common::stubs::other_workspace;
 use common::{Backend, Controlplane};
 
 #[tokio::test]
@@ -15,7 +16,16 @@ async fn the_sdk_suite_passes_on_postgres_redis_and_runc() {
     let cp = controlplane(Backend::Servers, &[]);
     let admin = cp.admin_token().await;
     let worker = Worker::start(&cp, &admin, "default", "runc").await;
-    pytest(&cp, &admin, &worker.log(), &[], &[]).await;
+    // For test_deploy.py: another workspace must not see this one's apps.
+    let other = other_workspace(&cp, &admin, "other").await;
+    pytest(
+        &cp,
+        &admin,
+        &worker.log(),
+        &[],
+        &[("LEVERS9_TEST_OTHER_TOKEN", &other)],
+    )
+    .await;
 }
 
 /// `levers9 up` as a newcomer runs it: no registry configured, so it builds

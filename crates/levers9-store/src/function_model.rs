@@ -148,3 +148,38 @@ pub struct AttemptRecord {
     /// Why it failed or was handed back.
     pub message: String,
 }
+
+/// A deploy of an app, for [`FunctionStore::deploy`](crate::FunctionStore::deploy):
+/// the app's functions, each with the stub it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewDeployment {
+    /// The workspace that owns it (and every stub it names).
+    pub workspace_id: String,
+    /// The app's name.
+    pub app_name: String,
+    /// (function name, stub id) for every function of the app, names unique.
+    pub functions: Vec<(String, String)>,
+    /// The token that deploys it.
+    pub deployed_by: String,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+/// A function of the current version of a deployed app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeploymentRecord {
+    /// The workspace that owns it.
+    pub workspace_id: String,
+    /// The app's name.
+    pub app_name: String,
+    /// The function's name within the app.
+    pub function_name: String,
+    /// The stub it runs.
+    pub stub_id: String,
+    /// The app's version (1 for the first deploy, one more per redeploy).
+    pub version: u32,
+    /// The token that deployed this version.
+    pub deployed_by: String,
+    /// When this version was deployed.
+    pub created_at: DateTime<Utc>,
+}

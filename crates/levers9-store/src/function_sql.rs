@@ -36,6 +36,7 @@ macro_rules! unfinished {
 }
 
 pub(crate) mod attempts;
+pub(crate) mod deployments;
 mod moves;
 pub(crate) use moves::{finish_tasks, retry_task, start_tasks};
 

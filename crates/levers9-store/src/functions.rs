@@ -9,7 +9,10 @@
 use chrono::{DateTime, Utc};
 
 use crate::error::StoreError;
-use crate::function_model::{AttemptRecord, NewTask, StubRecord, TaskEnd, TaskRecord, TaskStart};
+use crate::function_model::{
+    AttemptRecord, DeploymentRecord, NewDeployment, NewTask, StubRecord, TaskEnd, TaskRecord,
+    TaskStart,
+};
 use crate::function_sql;
 use crate::postgres::PostgresStore;
 use crate::sqlite::SqliteStore;
@@ -47,6 +50,27 @@ pub trait FunctionStore: Send + Sync + 'static {
         workspace_id: &str,
         limit: u32,
     ) -> Result<Vec<StubRecord>, StoreError>;
+
+    /// Stores the next version of an app (1 for a new one) with its functions, in
+    /// one transaction, and returns its number. Each stub must belong to the
+    /// workspace. AlreadyExists if a function is named twice or a concurrent
+    /// deploy of the app took the version.
+    async fn deploy(&self, deployment: NewDeployment) -> Result<u32, StoreError>;
+
+    /// The functions of the current version of each of the workspace's apps, by
+    /// app then function name.
+    async fn list_deployments(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Vec<DeploymentRecord>, StoreError>;
+
+    /// A function of the current version of an app of the workspace.
+    async fn get_deployment(
+        &self,
+        workspace_id: &str,
+        app_name: &str,
+        function_name: &str,
+    ) -> Result<Option<DeploymentRecord>, StoreError>;
 
     /// Inserts tasks (state "pending", attempts 0) in one transaction: all or none.
     /// Each task's stub must belong to its workspace.
@@ -149,6 +173,24 @@ macro_rules! function_store_impl {
                 limit: u32,
             ) -> Result<Vec<StubRecord>, StoreError> {
                 function_sql::list_stubs(&self.$reader, workspace_id, limit).await
+            }
+            async fn deploy(&self, deployment: NewDeployment) -> Result<u32, StoreError> {
+                function_sql::deployments::deploy(&self.$writer, &deployment).await
+            }
+            async fn list_deployments(
+                &self,
+                workspace_id: &str,
+            ) -> Result<Vec<DeploymentRecord>, StoreError> {
+                function_sql::deployments::list(&self.$reader, workspace_id).await
+            }
+            async fn get_deployment(
+                &self,
+                workspace_id: &str,
+                app_name: &str,
+                function_name: &str,
+            ) -> Result<Option<DeploymentRecord>, StoreError> {
+                function_sql::deployments::get(&self.$reader, workspace_id, app_name, function_name)
+                    .await
             }
             async fn insert_tasks(&self, tasks: &[NewTask]) -> Result<(), StoreError> {
                 function_sql::insert_tasks(&self.$writer, tasks).await

@@ -1,8 +1,8 @@
 //! The durable records of levers9 behind four traits — [`RecordStore`] (workspaces and
 //! tokens), [`SealedStore`] (values sealed at rest), [`FunctionStore`] (uploaded
-//! objects, stubs and tasks) and [`MachineStore`] (pools and machines) — with a
-//! Postgres backend for production and an embedded SQLite backend for
-//! single-machine installs.
+//! objects, stubs, deployed apps and tasks) and [`MachineStore`] (pools and
+//! machines) — with a Postgres backend for production and an embedded SQLite
+//! backend for single-machine installs.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -20,7 +20,8 @@ mod sqlite;
 
 pub use error::StoreError;
 pub use function_model::{
-    task_state, AttemptRecord, NewTask, StubRecord, TaskEnd, TaskRecord, TaskStart,
+    task_state, AttemptRecord, DeploymentRecord, NewDeployment, NewTask, StubRecord, TaskEnd,
+    TaskRecord, TaskStart,
 };
 pub use functions::FunctionStore;
 pub use machines::{

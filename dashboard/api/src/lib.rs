@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod controlplane;
+pub mod deployments;
 pub mod error;
 pub mod guard;
 pub mod oidc;
@@ -83,6 +84,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(signin::routes())
         .merge(routes::routes())
         .merge(streams::routes())
+        .merge(deployments::routes())
         .merge(stubs::routes())
         .merge(volumes::routes())
         .layer(axum::middleware::from_fn_with_state(

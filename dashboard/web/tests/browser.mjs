@@ -30,6 +30,7 @@ const PAGES = [
   "/tasks",
   `/tasks/${TASK_ID}`,
   "/apps",
+  "/deployments",
   `/stubs/${STUB_ID}`,
   "/containers",
   "/workers",
@@ -185,6 +186,16 @@ try {
   await page.locator('[data-testid="stub"]', { hasText: "dashboard_app.py" }).waitFor();
   await page.locator('[data-testid="stub-tasks"]').getByRole("link", { name: TASK_ID }).waitFor();
   check(true, "the apps page lists the function's stub under its file, whose page lists the task");
+
+  // Deployments: the deployed app's function, linking to its stub.
+  await page.goto(`${WEB}/deployments`);
+  const deployed = page.locator('[data-testid="deployments"] tr', { hasText: "dashboard-app" });
+  await deployed.getByRole("link", { name: STUB_ID }).waitFor();
+  const deployedRow = await deployed.innerText();
+  check(/\bgreet\b/.test(deployedRow) && /\b1\b/.test(deployedRow), `the deployments page lists the app's function at version 1: ${deployedRow}`);
+  await deployed.getByRole("link", { name: STUB_ID }).click();
+  await page.waitForURL(`${WEB}/stubs/${STUB_ID}`);
+  check(true, "a deployed function links to its stub's page");
 
   // Volumes: the CLI's volume, browsed down to its file, read through the API.
   await page.goto(`${WEB}/volumes`);

@@ -1,4 +1,5 @@
 """``python -m levers9 run path/file.py::fn [args...]``: call a function remotely from a shell.
+``python -m levers9 deploy path/file.py [--name APP]``: deploy the file's functions as an app.
 
 The file is imported under its stem (its ``if __name__ == "__main__":`` block
 does not run) and its directory is the code root. Each argument is a Python
@@ -18,7 +19,10 @@ import sys
 import traceback
 from typing import List, Tuple
 
-USAGE = "usage: python -m levers9 run path/to/file.py::function [arg ...] [name=value ...]"
+USAGE = (
+    "usage: python -m levers9 run path/to/file.py::function [arg ...] [name=value ...]\n"
+    "       python -m levers9 deploy path/to/file.py [--name APP]"
+)
 
 _EXIT_FAILED = 1
 _EXIT_USAGE = 2
@@ -108,10 +112,36 @@ def run(argv: List[str]) -> int:
     return 0
 
 
+def deploy(argv: List[str]) -> int:
+    from .deployment import deploy as deploy_module
+    from .modules import LoadError, load_file
+
+    name = None
+    if len(argv) == 3 and argv[1] == "--name":
+        name = argv[2]
+    elif len(argv) != 1:
+        return _usage_error(USAGE)
+    try:
+        module = load_file(argv[0])
+    except LoadError as e:
+        return _usage_error(str(e))
+    try:
+        app, version, functions = deploy_module(module, name)
+    except Exception as e:
+        report_failure(e)
+        return _EXIT_FAILED
+    print(f"deployed app {app} version {version}")
+    for function_name, stub_id in functions:
+        print(f"  {function_name}  {stub_id}")
+    return 0
+
+
 def main(argv: List[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE, file=sys.stderr if not argv else sys.stdout)
         return 0 if argv else _EXIT_USAGE
+    if argv[0] == "deploy":
+        return deploy(argv[1:])
     if argv[0] != "run":
         return _usage_error(f"unknown command {argv[0]!r}\n{USAGE}")
     return run(argv[1:])

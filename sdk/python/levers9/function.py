@@ -17,53 +17,16 @@ from .aio import AioGeneratorMethod, AioMethod
 from .resources import FunctionConfig, build_config
 
 
-class Function:
-    """A decorated function.
+class _RemoteCalls:
+    """``remote``, ``map`` and ``spawn`` over a stub that `_client_and_stub` names."""
 
-    - ``f(...)`` and ``f.local(...)`` run it here, as the plain function.
-    - ``f.remote(...)`` runs it in a container and returns its value.
-    - ``f.map(xs, ys, ...)`` runs it on every zipped item, yielding values.
-    - ``f.spawn(...)`` starts it and returns a `FunctionCall` at once.
-
-    ``remote``, ``map`` and ``spawn`` have async forms:
-    ``await f.remote.aio(...)``, ``async for v in f.map.aio(...)``,
-    ``await f.spawn.aio(...)``.
-    """
-
-    def __init__(self, raw_f, config: FunctionConfig):
-        functools.update_wrapper(self, raw_f)
-        self.raw_f = raw_f
-        self.config = config
-        # Stub ids by controlplane (address, token): a process may switch
-        # targets (e.g. LEVERS9_TOKEN changed), and ids are per workspace.
-        self._stub_ids: Dict[Tuple[str, str], str] = {}
-        self._stub_lock = threading.Lock()
+    def __init__(self):
         self.remote = AioMethod(self._remote, "Runs the function remotely on one input and returns its value.")
-        self.map = AioGeneratorMethod(self._map, Function._map.__doc__ or "")
+        self.map = AioGeneratorMethod(self._map, _RemoteCalls._map.__doc__ or "")
         self.spawn = AioMethod(self._spawn, "Starts one remote call and returns a FunctionCall right away.")
 
-    def local(self, *args, **kwargs):
-        """Runs the plain function in this process."""
-        return self.raw_f(*args, **kwargs)
-
-    def __call__(self, *args, **kwargs):
-        return self.raw_f(*args, **kwargs)
-
-    def __repr__(self):
-        return f"<levers9.Function {self.raw_f.__module__}.{self.raw_f.__qualname__}>"
-
     def _client_and_stub(self):
-        from .client import get_client
-        from .stub import create_stub
-
-        client = get_client()
-        key = (client.target.address, client.target.token)
-        # Held across the creation so concurrent first calls create the stub once.
-        with self._stub_lock:
-            stub_id = self._stub_ids.get(key)
-            if stub_id is None:
-                stub_id = self._stub_ids[key] = create_stub(client, self.raw_f, self.config)
-        return client, stub_id
+        raise NotImplementedError
 
     def _remote(self, cancellation, /, *args, **kwargs):
         from . import invoke
@@ -109,6 +72,70 @@ class Function:
         payload = invoke.pickle_input(args, kwargs)
         client, stub_id = self._client_and_stub()
         return FunctionCall(invoke.spawn(client, stub_id, payload))
+
+
+class Function(_RemoteCalls):
+    """A decorated function.
+
+    - ``f(...)`` and ``f.local(...)`` run it here, as the plain function.
+    - ``f.remote(...)`` runs it in a container and returns its value.
+    - ``f.map(xs, ys, ...)`` runs it on every zipped item, yielding values.
+    - ``f.spawn(...)`` starts it and returns a `FunctionCall` at once.
+
+    ``remote``, ``map`` and ``spawn`` have async forms:
+    ``await f.remote.aio(...)``, ``async for v in f.map.aio(...)``,
+    ``await f.spawn.aio(...)``.
+
+    ``Function.lookup(app, name)`` finds a deployed function instead (see
+    ``levers9 deploy``), callable the same way without its code.
+    """
+
+    def __init__(self, raw_f, config: FunctionConfig):
+        functools.update_wrapper(self, raw_f)
+        self.raw_f = raw_f
+        self.config = config
+        # Stub ids by controlplane (address, token): a process may switch
+        # targets (e.g. LEVERS9_TOKEN changed), and ids are per workspace.
+        self._stub_ids: Dict[Tuple[str, str], str] = {}
+        self._stub_lock = threading.Lock()
+        super().__init__()
+
+    @staticmethod
+    def lookup(app_name: str, function_name: str) -> "_RemoteCalls":
+        """The function `function_name` of the deployed app `app_name`, in the
+        caller's workspace, at the app's current version.
+
+        The returned object has ``remote``, ``map`` and ``spawn``; calling it
+        needs neither the function's code nor its module. Raises
+        `ControlplaneError` with code ``NOT_FOUND`` if the workspace has no
+        such deployed function.
+        """
+        from .deployment import lookup
+
+        return lookup(app_name, function_name)
+
+    def local(self, *args, **kwargs):
+        """Runs the plain function in this process."""
+        return self.raw_f(*args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        return self.raw_f(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<levers9.Function {self.raw_f.__module__}.{self.raw_f.__qualname__}>"
+
+    def _client_and_stub(self):
+        from .client import get_client
+        from .stub import create_stub
+
+        client = get_client()
+        key = (client.target.address, client.target.token)
+        # Held across the creation so concurrent first calls create the stub once.
+        with self._stub_lock:
+            stub_id = self._stub_ids.get(key)
+            if stub_id is None:
+                stub_id = self._stub_ids[key] = create_stub(client, self.raw_f, self.config)
+        return client, stub_id
 
 
 def function(

@@ -5,6 +5,7 @@ mod cluster;
 mod config;
 mod container;
 mod controlplane;
+mod deploy;
 mod image;
 mod machine;
 mod pool;
@@ -70,6 +71,12 @@ pub enum Command {
     Image(image::ImageCommand),
     /// Call a function once from the shell: levers9 run path/file.py::fn [args].
     Run(run::RunArgs),
+    /// Deploy a file's functions as an app, callable by name from anywhere
+    /// in the workspace: levers9 deploy path/file.py [--name APP].
+    Deploy(deploy::DeployArgs),
+    /// List deployed apps and their functions.
+    #[command(subcommand)]
+    Deployment(deploy::DeploymentCommand),
     /// List, show and cancel the calls of your functions.
     #[command(subcommand)]
     Task(task::TaskCommand),
@@ -124,6 +131,8 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Container(command) => container::run(command, context).await,
         Command::Image(command) => image::run(command, context).await,
         Command::Run(args) => run::run(args, context).await,
+        Command::Deploy(args) => deploy::deploy(args, context).await,
+        Command::Deployment(command) => deploy::run(command, context).await,
         Command::Task(command) => task::run(command, context).await,
         Command::Stub(command) => stub::run(command, context).await,
         Command::Volume(command) => volume::run(command, context).await,

@@ -22,10 +22,7 @@ pub struct RunArgs {
     python: String,
 }
 
-/// Replaces this process with `python -m levers9 run …`, connected where
-/// this CLI would connect (the context, with the environment on top;
-/// the token goes in the environment, never in argv); returns only if
-/// that cannot start.
+/// Replaces this process with `python -m levers9 run …` (see [`exec_sdk`]).
 pub async fn run(args: RunArgs, context: Option<&str>) -> Result<()> {
     if !args.target.contains("::") {
         bail!(
@@ -33,16 +30,29 @@ pub async fn run(args: RunArgs, context: Option<&str>) -> Result<()> {
             args.target
         );
     }
+    let mut sdk_args = vec!["run".to_owned(), args.target];
+    sdk_args.extend(args.args);
+    exec_sdk(&args.python, &sdk_args, context).await
+}
+
+/// Replaces this process with `python -m levers9 <sdk_args>`, connected where
+/// this CLI would connect (the context, with the environment on top;
+/// the token goes in the environment, never in argv); returns only if
+/// that cannot start.
+pub(super) async fn exec_sdk(
+    python: &str,
+    sdk_args: &[String],
+    context: Option<&str>,
+) -> Result<()> {
     let target = crate::first_run::resolve(context).await?;
-    let mut command = Command::new(&args.python);
+    let mut command = Command::new(python);
     command
-        .args(["-m", "levers9", "run", &args.target])
-        .args(&args.args);
+        .args(["-m", "levers9"])
+        .args(sdk_args);
     target.export_to(&mut command);
     let error = command.exec();
     bail!(
-        "cannot start {} ({error}): install Python 3.9+ and the SDK (pip install ./sdk/python), \
-         or point --python at the interpreter that has it",
-        args.python
+        "cannot start {python} ({error}): install Python 3.9+ and the SDK (pip install ./sdk/python), \
+         or point --python at the interpreter that has it"
     )
 }

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use levers9_api::v1;
-use levers9_store::{StubRecord, TaskRecord, TokenRecord, Workspace};
+use levers9_store::{DeploymentRecord, StubRecord, TaskRecord, TokenRecord, Workspace};
 
 use crate::error::ApiError;
 use crate::fleet::records::ContainerRecord;
@@ -92,6 +92,17 @@ pub(super) fn stub(s: &StubRecord) -> Result<v1::Stub, ApiError> {
         config: Some(spec.to_config()),
         created_at: rfc3339(s.created_at),
     })
+}
+
+pub(super) fn deployment(d: &DeploymentRecord) -> v1::Deployment {
+    v1::Deployment {
+        app_name: d.app_name.clone(),
+        function_name: d.function_name.clone(),
+        stub_id: d.stub_id.clone(),
+        version: d.version,
+        deployed_by: d.deployed_by.clone(),
+        created_at: rfc3339(d.created_at),
+    }
 }
 
 pub(super) fn task(t: &TaskRecord) -> v1::Task {

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use futures::{Stream, StreamExt};
 use levers9_api::v1::{
     function_service_server::FunctionService, run_event, run_request, CancelTaskRequest,
-    CancelTaskResponse, GetObjectRequest, GetObjectResponse, GetOrCreateStubRequest,
-    GetOrCreateStubResponse, GetStubRequest, GetStubResponse, GetTaskRequest, GetTaskResponse,
-    HeadObjectRequest, HeadObjectResponse, ListStubsRequest, ListStubsResponse, ListTasksRequest,
-    ListTasksResponse, PutObjectRequest, PutObjectResponse, RunEvent, RunRequest, SpawnTaskRequest,
-    SpawnTaskResponse, TaskOutcome, WaitTaskRequest,
+    CancelTaskResponse, DeployRequest, DeployResponse, GetDeploymentRequest, GetDeploymentResponse,
+    GetObjectRequest, GetObjectResponse, GetOrCreateStubRequest, GetOrCreateStubResponse,
+    GetStubRequest, GetStubResponse, GetTaskRequest, GetTaskResponse, HeadObjectRequest,
+    HeadObjectResponse, ListDeploymentsRequest, ListDeploymentsResponse, ListStubsRequest,
+    ListStubsResponse, ListTasksRequest, ListTasksResponse, PutObjectRequest, PutObjectResponse,
+    RunEvent, RunRequest, SpawnTaskRequest, SpawnTaskResponse, TaskOutcome, WaitTaskRequest,
 };
 use levers9_store::{task_state, NewTask, StubRecord, TaskRecord, TokenType};
 use prost::Message;
@@ -20,6 +21,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::container::{check_secrets, qualify_image};
 use super::convert;
+use super::deployment;
 use super::run_driver::RunDriver;
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -43,13 +45,20 @@ impl FunctionApi {
         Self { shared }
     }
 
-    async fn caller(&self, metadata: &tonic::metadata::MetadataMap) -> Result<Caller, ApiError> {
+    pub(super) async fn caller(
+        &self,
+        metadata: &tonic::metadata::MetadataMap,
+    ) -> Result<Caller, ApiError> {
         let caller = self.shared.auth.authenticate(metadata).await?;
         caller.require(USERS, "call functions")?;
         Ok(caller)
     }
 
-    async fn stub(&self, caller: &Caller, stub_id: &str) -> Result<StubRecord, ApiError> {
+    pub(super) async fn stub(
+        &self,
+        caller: &Caller,
+        stub_id: &str,
+    ) -> Result<StubRecord, ApiError> {
         let workspace_id = &caller.workspace.id;
         if let Some(stub) = self.shared.stubs.get(workspace_id, stub_id) {
             return Ok(stub);
@@ -335,6 +344,36 @@ impl FunctionService for FunctionApi {
         Ok(Response::new(GetStubResponse {
             stub: Some(convert::stub(&stub)?),
         }))
+    }
+
+    async fn deploy(
+        &self,
+        request: Request<DeployRequest>,
+    ) -> Result<Response<DeployResponse>, Status> {
+        let (metadata, _, request) = request.into_parts();
+        Ok(Response::new(
+            deployment::deploy(self, &metadata, request).await?,
+        ))
+    }
+
+    async fn list_deployments(
+        &self,
+        request: Request<ListDeploymentsRequest>,
+    ) -> Result<Response<ListDeploymentsResponse>, Status> {
+        let (metadata, _, request) = request.into_parts();
+        Ok(Response::new(
+            deployment::list(self, &metadata, request).await?,
+        ))
+    }
+
+    async fn get_deployment(
+        &self,
+        request: Request<GetDeploymentRequest>,
+    ) -> Result<Response<GetDeploymentResponse>, Status> {
+        let (metadata, _, request) = request.into_parts();
+        Ok(Response::new(
+            deployment::get(self, &metadata, request).await?,
+        ))
     }
 
     type RunStream = EventStream;

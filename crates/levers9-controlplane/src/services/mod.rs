@@ -5,6 +5,7 @@ mod auth;
 mod cluster;
 mod container;
 mod convert;
+mod deployment;
 mod function;
 mod image;
 mod machine;

@@ -11,11 +11,11 @@ use uuid::Uuid;
 use super::{at, workspace_with_token};
 
 /// A workspace's id, made with its admin token.
-async fn workspace<S: RecordStore>(store: &S, name: &str) -> String {
+pub(super) async fn workspace<S: RecordStore>(store: &S, name: &str) -> String {
     workspace_with_token(store, name).await.0
 }
 
-fn stub(workspace_id: &str, id: &str) -> StubRecord {
+pub(super) fn stub(workspace_id: &str, id: &str) -> StubRecord {
     StubRecord {
         id: id.to_owned(),
         workspace_id: workspace_id.to_owned(),

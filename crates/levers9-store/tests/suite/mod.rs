@@ -7,9 +7,11 @@ use futures::future::join_all;
 use levers9_store::{NewToken, NewWorkspace, RecordStore, StoreError, TokenRecord, TokenType};
 use uuid::Uuid;
 
+mod deployments;
 mod functions;
 mod machines;
 mod sealed;
+pub use deployments::*;
 pub use functions::*;
 pub use machines::*;
 pub use sealed::*;
@@ -50,6 +52,8 @@ macro_rules! record_store_suite {
             concurrent_twins_of_a_stub_store_one_row,
             another_workspace_cannot_read_or_take_a_stub,
             stubs_are_listed_newest_first_per_workspace,
+            a_redeploy_is_the_next_version_and_replaces_the_functions,
+            a_deployment_names_only_stubs_of_its_workspace,
             thousands_of_tasks_are_inserted_at_once_and_listed_newest_first,
             a_batch_of_tasks_is_stored_all_or_none,
             another_workspace_cannot_read_a_task,

@@ -10,6 +10,7 @@ const NAV: [string, string][] = [
   ["/", "Overview"],
   ["/tasks", "Tasks"],
   ["/apps", "Apps"],
+  ["/deployments", "Deployments"],
   ["/containers", "Containers"],
   ["/workers", "Workers & pools"],
   ["/volumes", "Volumes"],

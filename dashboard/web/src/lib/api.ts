@@ -67,6 +67,15 @@ export type Stub = {
   createdAt: string;
 };
 
+export type Deployment = {
+  appName: string;
+  functionName: string;
+  stubId: string;
+  version: number;
+  deployedBy: string;
+  createdAt: string;
+};
+
 export type StubDetail = { stub?: Stub; recentTasks: Task[]; tasksLookedAt: number };
 
 export type FileEntry = { path: string; isDir: boolean; size: number; modifiedAt: string };

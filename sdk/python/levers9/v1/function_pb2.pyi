@@ -330,3 +330,65 @@ class CancelTaskResponse(_message.Message):
     TASK_FIELD_NUMBER: _ClassVar[int]
     task: Task
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
+
+class DeployedFunction(_message.Message):
+    __slots__ = ("function_name", "stub_id")
+    FUNCTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    STUB_ID_FIELD_NUMBER: _ClassVar[int]
+    function_name: str
+    stub_id: str
+    def __init__(self, function_name: _Optional[str] = ..., stub_id: _Optional[str] = ...) -> None: ...
+
+class DeployRequest(_message.Message):
+    __slots__ = ("app_name", "functions")
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    FUNCTIONS_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    functions: _containers.RepeatedCompositeFieldContainer[DeployedFunction]
+    def __init__(self, app_name: _Optional[str] = ..., functions: _Optional[_Iterable[_Union[DeployedFunction, _Mapping]]] = ...) -> None: ...
+
+class DeployResponse(_message.Message):
+    __slots__ = ("version",)
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    def __init__(self, version: _Optional[int] = ...) -> None: ...
+
+class Deployment(_message.Message):
+    __slots__ = ("app_name", "function_name", "stub_id", "version", "deployed_by", "created_at")
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    STUB_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DEPLOYED_BY_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    function_name: str
+    stub_id: str
+    version: int
+    deployed_by: str
+    created_at: str
+    def __init__(self, app_name: _Optional[str] = ..., function_name: _Optional[str] = ..., stub_id: _Optional[str] = ..., version: _Optional[int] = ..., deployed_by: _Optional[str] = ..., created_at: _Optional[str] = ...) -> None: ...
+
+class ListDeploymentsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListDeploymentsResponse(_message.Message):
+    __slots__ = ("deployments",)
+    DEPLOYMENTS_FIELD_NUMBER: _ClassVar[int]
+    deployments: _containers.RepeatedCompositeFieldContainer[Deployment]
+    def __init__(self, deployments: _Optional[_Iterable[_Union[Deployment, _Mapping]]] = ...) -> None: ...
+
+class GetDeploymentRequest(_message.Message):
+    __slots__ = ("app_name", "function_name")
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    function_name: str
+    def __init__(self, app_name: _Optional[str] = ..., function_name: _Optional[str] = ...) -> None: ...
+
+class GetDeploymentResponse(_message.Message):
+    __slots__ = ("deployment",)
+    DEPLOYMENT_FIELD_NUMBER: _ClassVar[int]
+    deployment: Deployment
+    def __init__(self, deployment: _Optional[_Union[Deployment, _Mapping]] = ...) -> None: ...

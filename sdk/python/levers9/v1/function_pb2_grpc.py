@@ -98,6 +98,21 @@ class FunctionServiceStub(object):
                 request_serializer=levers9_dot_v1_dot_function__pb2.CancelTaskRequest.SerializeToString,
                 response_deserializer=levers9_dot_v1_dot_function__pb2.CancelTaskResponse.FromString,
                 _registered_method=True)
+        self.Deploy = channel.unary_unary(
+                '/levers9.v1.FunctionService/Deploy',
+                request_serializer=levers9_dot_v1_dot_function__pb2.DeployRequest.SerializeToString,
+                response_deserializer=levers9_dot_v1_dot_function__pb2.DeployResponse.FromString,
+                _registered_method=True)
+        self.ListDeployments = channel.unary_unary(
+                '/levers9.v1.FunctionService/ListDeployments',
+                request_serializer=levers9_dot_v1_dot_function__pb2.ListDeploymentsRequest.SerializeToString,
+                response_deserializer=levers9_dot_v1_dot_function__pb2.ListDeploymentsResponse.FromString,
+                _registered_method=True)
+        self.GetDeployment = channel.unary_unary(
+                '/levers9.v1.FunctionService/GetDeployment',
+                request_serializer=levers9_dot_v1_dot_function__pb2.GetDeploymentRequest.SerializeToString,
+                response_deserializer=levers9_dot_v1_dot_function__pb2.GetDeploymentResponse.FromString,
+                _registered_method=True)
 
 
 class FunctionServiceServicer(object):
@@ -196,6 +211,29 @@ class FunctionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Deploy(self, request, context):
+        """Deploys an app: its functions, each with a stub of the workspace, become
+        the app's next version (1 for a new app), replacing the previous
+        version's functions all at once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListDeployments(self, request, context):
+        """The functions of the current version of each of the workspace's apps.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDeployment(self, request, context):
+        """One function of a deployed app: the stub to call it with.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_FunctionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -258,6 +296,21 @@ def add_FunctionServiceServicer_to_server(servicer, server):
                     servicer.CancelTask,
                     request_deserializer=levers9_dot_v1_dot_function__pb2.CancelTaskRequest.FromString,
                     response_serializer=levers9_dot_v1_dot_function__pb2.CancelTaskResponse.SerializeToString,
+            ),
+            'Deploy': grpc.unary_unary_rpc_method_handler(
+                    servicer.Deploy,
+                    request_deserializer=levers9_dot_v1_dot_function__pb2.DeployRequest.FromString,
+                    response_serializer=levers9_dot_v1_dot_function__pb2.DeployResponse.SerializeToString,
+            ),
+            'ListDeployments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDeployments,
+                    request_deserializer=levers9_dot_v1_dot_function__pb2.ListDeploymentsRequest.FromString,
+                    response_serializer=levers9_dot_v1_dot_function__pb2.ListDeploymentsResponse.SerializeToString,
+            ),
+            'GetDeployment': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDeployment,
+                    request_deserializer=levers9_dot_v1_dot_function__pb2.GetDeploymentRequest.FromString,
+                    response_serializer=levers9_dot_v1_dot_function__pb2.GetDeploymentResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -588,6 +641,87 @@ class FunctionService(object):
             '/levers9.v1.FunctionService/CancelTask',
             levers9_dot_v1_dot_function__pb2.CancelTaskRequest.SerializeToString,
             levers9_dot_v1_dot_function__pb2.CancelTaskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Deploy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/levers9.v1.FunctionService/Deploy',
+            levers9_dot_v1_dot_function__pb2.DeployRequest.SerializeToString,
+            levers9_dot_v1_dot_function__pb2.DeployResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDeployments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/levers9.v1.FunctionService/ListDeployments',
+            levers9_dot_v1_dot_function__pb2.ListDeploymentsRequest.SerializeToString,
+            levers9_dot_v1_dot_function__pb2.ListDeploymentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDeployment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/levers9.v1.FunctionService/GetDeployment',
+            levers9_dot_v1_dot_function__pb2.GetDeploymentRequest.SerializeToString,
+            levers9_dot_v1_dot_function__pb2.GetDeploymentResponse.FromString,
             options,
             channel_credentials,
             insecure,

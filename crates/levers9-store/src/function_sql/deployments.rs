@@ -1,0 +1,171 @@
+//! Deployed apps: versions and the stubs of their functions (see
+//! `migrations/*/0006_deployments.sql`).
+
+use chrono::{DateTime, Utc};
+use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
+
+use crate::error::StoreError;
+use crate::function_model::{DeploymentRecord, NewDeployment};
+use crate::sql::at_rest;
+
+/// The current version's functions, in `DeploymentRow` order; the caller adds
+/// conditions on `d` and `f` after the trailing AND.
+macro_rules! current_functions {
+    () => {
+        "SELECT d.workspace_id, d.app_name, f.function_name, f.stub_id, d.version, \
+         d.deployed_by, d.created_at \
+         FROM deployments d JOIN deployment_functions f \
+         ON f.workspace_id = d.workspace_id AND f.app_name = d.app_name \
+         AND f.version = d.version \
+         WHERE d.version = (SELECT MAX(m.version) FROM deployments m \
+         WHERE m.workspace_id = d.workspace_id AND m.app_name = d.app_name) AND "
+    };
+}
+
+#[derive(FromRow)]
+pub(crate) struct DeploymentRow {
+    workspace_id: String,
+    app_name: String,
+    function_name: String,
+    stub_id: String,
+    version: i64,
+    deployed_by: String,
+    created_at: DateTime<Utc>,
+}
+
+impl DeploymentRow {
+    fn into_record(self) -> Result<DeploymentRecord, StoreError> {
+        let version = u32::try_from(self.version).map_err(|_| {
+            StoreError::Corrupt(format!("app {:?}: version {}", self.app_name, self.version))
+        })?;
+        Ok(DeploymentRecord {
+            workspace_id: self.workspace_id,
+            app_name: self.app_name,
+            function_name: self.function_name,
+            stub_id: self.stub_id,
+            version,
+            deployed_by: self.deployed_by,
+            created_at: self.created_at,
+        })
+    }
+}
+
+/// AlreadyExists naming `what` for a unique violation, else the database error.
+fn already_exists(err: sqlx::Error, what: impl FnOnce() -> String) -> StoreError {
+    match err.as_database_error() {
+        Some(db) if db.is_unique_violation() => StoreError::AlreadyExists(what()),
+        _ => StoreError::Database(err),
+    }
+}
+
+/// Stores the next version of the app in one transaction and returns its number.
+pub(crate) async fn deploy<DB>(pool: &Pool<DB>, d: &NewDeployment) -> Result<u32, StoreError>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    (i64,): for<'r> FromRow<'r, DB::Row>,
+{
+    let mut tx = pool.begin().await?;
+    let latest: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(MAX(version), 0) FROM deployments WHERE workspace_id = $1 AND app_name = $2",
+    )
+    .bind(d.workspace_id.as_str())
+    .bind(d.app_name.as_str())
+    .fetch_one(&mut *tx)
+    .await?;
+    let version = latest + 1;
+    sqlx::query(
+        "INSERT INTO deployments (workspace_id, app_name, version, deployed_by, created_at) \
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(d.workspace_id.as_str())
+    .bind(d.app_name.as_str())
+    .bind(version)
+    .bind(d.deployed_by.as_str())
+    .bind(at_rest(d.at))
+    .execute(&mut *tx)
+    .await
+    .map_err(|err| {
+        already_exists(err, || {
+            format!(
+                "version {version} of app {:?} (a concurrent deploy took it; deploy again)",
+                d.app_name
+            )
+        })
+    })?;
+    for (function_name, stub_id) in &d.functions {
+        sqlx::query(
+            "INSERT INTO deployment_functions \
+             (workspace_id, app_name, version, function_name, stub_id) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(d.workspace_id.as_str())
+        .bind(d.app_name.as_str())
+        .bind(version)
+        .bind(function_name.as_str())
+        .bind(stub_id.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(|err| {
+            already_exists(err, || {
+                format!("function {function_name:?} twice in app {:?}", d.app_name)
+            })
+        })?;
+    }
+    tx.commit().await?;
+    u32::try_from(version)
+        .map_err(|_| StoreError::Corrupt(format!("app {:?}: version {version}", d.app_name)))
+}
+
+/// The functions of the current version of every app of the workspace, by app
+/// then function name.
+pub(crate) async fn list<DB>(
+    pool: &Pool<DB>,
+    workspace_id: &str,
+) -> Result<Vec<DeploymentRecord>, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    DeploymentRow: for<'r> FromRow<'r, DB::Row>,
+{
+    let rows: Vec<DeploymentRow> = sqlx::query_as(concat!(
+        current_functions!(),
+        "d.workspace_id = $1 ORDER BY d.app_name, f.function_name"
+    ))
+    .bind(workspace_id)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter().map(DeploymentRow::into_record).collect()
+}
+
+/// One function of the current version of an app of the workspace.
+pub(crate) async fn get<DB>(
+    pool: &Pool<DB>,
+    workspace_id: &str,
+    app_name: &str,
+    function_name: &str,
+) -> Result<Option<DeploymentRecord>, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    DeploymentRow: for<'r> FromRow<'r, DB::Row>,
+{
+    let row: Option<DeploymentRow> = sqlx::query_as(concat!(
+        current_functions!(),
+        "d.workspace_id = $1 AND d.app_name = $2 AND f.function_name = $3"
+    ))
+    .bind(workspace_id)
+    .bind(app_name)
+    .bind(function_name)
+    .fetch_optional(pool)
+    .await?;
+    row.map(DeploymentRow::into_record).transpose()
+}

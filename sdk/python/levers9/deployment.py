@@ -1,0 +1,79 @@
+"""Deployed apps: ``levers9 deploy`` stores a file's functions under an app
+name, and ``Function.lookup(app, name)`` calls them from anywhere with a
+token of the same workspace, without the code.
+
+A deploy makes the stub of every ``@function`` in the file, exactly as a first
+``.remote()`` would (same upload, same stub ids), then names them all in one
+Deploy call: the app's next version, which replaces the previous one's
+functions at once.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional, Tuple
+
+from .client import Client, get_client
+from .function import Function, _RemoteCalls
+from .v1 import function_pb2 as pb
+
+
+class DeployedFunction(_RemoteCalls):
+    """A function of a deployed app, at the version current when it was looked up."""
+
+    def __init__(self, client: Client, app_name: str, function_name: str, stub_id: str, version: int):
+        self.app_name = app_name
+        self.function_name = function_name
+        self.stub_id = stub_id
+        self.version = version
+        self._client = client
+        super().__init__()
+
+    def __repr__(self):
+        return f"<levers9.DeployedFunction {self.app_name}.{self.function_name} v{self.version}>"
+
+    def _client_and_stub(self):
+        return self._client, self.stub_id
+
+
+def lookup(app_name: str, function_name: str) -> DeployedFunction:
+    client = get_client()
+    deployment = client.call(
+        "GetDeployment", pb.GetDeploymentRequest(app_name=app_name, function_name=function_name)
+    ).deployment
+    return DeployedFunction(client, app_name, function_name, deployment.stub_id, deployment.version)
+
+
+def functions_of(module) -> Dict[str, Function]:
+    """The module's levers9 functions by name, those it defines (not those it imports)."""
+    return {
+        name: value
+        for name, value in sorted(vars(module).items())
+        if isinstance(value, Function) and value.raw_f.__module__ == module.__name__
+    }
+
+
+def deploy(module, app_name: Optional[str] = None) -> Tuple[str, int, List[Tuple[str, str]]]:
+    """Deploys the module's functions as the app `app_name` (default: the
+    module's file stem); returns (app, version, [(function, stub id)])."""
+    app = app_name or os.path.splitext(os.path.basename(module.__file__))[0]
+    found = functions_of(module)
+    if not found:
+        from .errors import Levers9Error
+
+        raise Levers9Error(
+            f"{os.path.basename(module.__file__)} defines no levers9 function: decorate one with @levers9.function"
+        )
+    functions = []
+    client = None
+    for name, fn in found.items():
+        client, stub_id = fn._client_and_stub()
+        functions.append((name, stub_id))
+    response = client.call(
+        "Deploy",
+        pb.DeployRequest(
+            app_name=app,
+            functions=[pb.DeployedFunction(function_name=n, stub_id=s) for n, s in functions],
+        ),
+    )
+    return app, response.version, functions
