@@ -46,9 +46,7 @@ pub(super) async fn exec_sdk(
 ) -> Result<()> {
     let target = crate::first_run::resolve(context).await?;
     let mut command = Command::new(python);
-    command
-        .args(["-m", "levers9"])
-        .args(sdk_args);
+    command.args(["-m", "levers9"]).args(sdk_args);
     target.export_to(&mut command);
     let error = command.exec();
     bail!(
