@@ -5,11 +5,13 @@
 //! them, as many as have gathered per statement: a map of thousands of
 //! inputs costs a few statements a second rather than two per input.
 //!
-//! Per task the writes keep their order: in one batch the latest start of
-//! each task goes first, then the retries that came after a task's latest
-//! start, then the ends; a final state is never left whatever the order.
+//! Per task the writes keep their order. A batch applies its starts, then
+//! its retries, then its ends, so it holds at most one start per task and
+//! no start after that task's retry: such a start begins the next batch.
+//! Every attempt is written and closed with its own outcome (a retried
+//! attempt says why), and a final state is never left whatever the order.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::Utc;
@@ -98,8 +100,9 @@ impl RowWriter {
 async fn apply(store: Arc<dyn FunctionStore>, mut rx: mpsc::UnboundedReceiver<Write>) {
     let mut writes = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut writes, BATCH).await > 0 {
-        let batch = Batch::of(std::mem::take(&mut writes));
-        batch.apply(store.as_ref()).await;
+        for batch in Batch::split(std::mem::take(&mut writes)) {
+            batch.apply(store.as_ref()).await;
+        }
     }
 }
 
@@ -110,42 +113,48 @@ struct Batch {
     retries: Vec<(String, String)>,
     ends: Vec<TaskEnd>,
     waiting: Vec<oneshot::Sender<Result<(), String>>>,
+    /// Tasks with a start or a retry in this batch.
+    touched: HashSet<String>,
+    /// Tasks with an end in this batch.
+    ended: HashSet<String>,
 }
 
 impl Batch {
-    fn of(writes: Vec<Write>) -> Self {
-        // Per task: its latest start, and whether a retry followed it.
-        let mut started: HashMap<String, usize> = HashMap::new();
-        let mut retried: HashMap<String, String> = HashMap::new();
-        let mut ended: HashSet<String> = HashSet::new();
-        let mut batch = Batch::default();
+    /// `writes` cut into batches, in order; one only unless a task starts
+    /// again after its start or retry in the same run of writes.
+    fn split(writes: Vec<Write>) -> Vec<Batch> {
+        let mut batches = vec![Batch::default()];
         for write in writes {
-            match write {
-                Write::Start(start) => {
-                    retried.remove(&start.task_id);
-                    match started.get(&start.task_id) {
-                        Some(&at) => batch.starts[at] = start,
-                        None => {
-                            started.insert(start.task_id.clone(), batch.starts.len());
-                            batch.starts.push(start);
-                        }
-                    }
-                }
-                Write::Retry { task_id, message } => {
-                    retried.insert(task_id, message);
-                }
-                Write::End { end, done } => {
-                    // The first end is the one that counts: a final state
-                    // is never left.
-                    if ended.insert(end.task_id.clone()) {
-                        batch.ends.push(end);
-                    }
-                    batch.waiting.push(done);
-                }
+            let starts_again = matches!(&write, Write::Start(s) if batches.last().is_some_and(|b| b.touched.contains(&s.task_id)));
+            if starts_again {
+                batches.push(Batch::default());
+            }
+            if let Some(batch) = batches.last_mut() {
+                batch.add(write);
             }
         }
-        batch.retries = retried.into_iter().collect();
-        batch
+        batches
+    }
+
+    fn add(&mut self, write: Write) {
+        match write {
+            Write::Start(start) => {
+                self.touched.insert(start.task_id.clone());
+                self.starts.push(start);
+            }
+            Write::Retry { task_id, message } => {
+                self.touched.insert(task_id.clone());
+                self.retries.push((task_id, message));
+            }
+            Write::End { end, done } => {
+                // The first end is the one that counts: a final state is
+                // never left.
+                if self.ended.insert(end.task_id.clone()) {
+                    self.ends.push(end);
+                }
+                self.waiting.push(done);
+            }
+        }
     }
 
     async fn apply(self, store: &dyn FunctionStore) {
@@ -201,27 +210,44 @@ mod tests {
         }
     }
 
+    fn starts(batch: &Batch) -> Vec<(&str, u32)> {
+        batch
+            .starts
+            .iter()
+            .map(|s| (s.task_id.as_str(), s.attempt))
+            .collect()
+    }
+
     #[test]
-    fn a_batch_keeps_each_tasks_latest_start_its_later_retry_and_first_end() {
-        let batch = Batch::of(vec![
+    fn a_start_after_its_tasks_retry_begins_the_next_batch() {
+        let batches = Batch::split(vec![
             start("a", 1),
             retry("a"),
-            start("a", 2),
             start("b", 1),
+            start("a", 2),
             retry("b"),
             end("c", "complete"),
             end("c", "cancelled"),
         ]);
-        let starts: Vec<(&str, u32)> = batch
-            .starts
-            .iter()
-            .map(|s| (s.task_id.as_str(), s.attempt))
-            .collect();
-        assert_eq!(starts, [("a", 2), ("b", 1)]);
-        let retried: Vec<&str> = batch.retries.iter().map(|(t, _)| t.as_str()).collect();
-        assert_eq!(retried, ["b"], "a started again after its retry");
-        assert_eq!(batch.ends.len(), 1);
-        assert_eq!(batch.ends[0].state, "complete");
-        assert_eq!(batch.waiting.len(), 2, "both enders hear back");
+        assert_eq!(batches.len(), 2);
+        assert_eq!(starts(&batches[0]), [("a", 1), ("b", 1)]);
+        let retried: Vec<&str> = batches[0].retries.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(retried, ["a"], "attempt 1 of a is closed as retried");
+        assert_eq!(starts(&batches[1]), [("a", 2)]);
+        let retried: Vec<&str> = batches[1].retries.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(retried, ["b"]);
+        assert_eq!(batches[1].ends.len(), 1);
+        assert_eq!(batches[1].ends[0].state, "complete");
+        assert_eq!(batches[1].waiting.len(), 2, "both enders hear back");
+    }
+
+    #[test]
+    fn a_retry_then_the_next_start_are_two_batches() {
+        let batches = Batch::split(vec![retry("a"), start("a", 2), end("a", "error")]);
+        assert_eq!(batches.len(), 2);
+        assert_eq!(batches[0].retries.len(), 1);
+        assert!(batches[0].starts.is_empty());
+        assert_eq!(starts(&batches[1]), [("a", 2)]);
+        assert_eq!(batches[1].ends.len(), 1);
     }
 }
