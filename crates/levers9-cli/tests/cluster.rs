@@ -22,12 +22,7 @@ use levers9_api::v1::{
 /// A controlplane on the test servers with `config` as its config file.
 fn controlplane(config: &str) -> Controlplane {
     let mut env = backend_env(Backend::Servers);
-    let file = tempfile::Builder::new()
-        .suffix(".yaml")
-        .tempfile()
-        .expect("config file");
-    std::fs::write(file.path(), config).expect("write config");
-    let (_, path) = file.keep().expect("keep config");
+    let path = common::config_file(config);
     env.push(("LEVERS9_CONFIG".into(), path.display().to_string()));
     env.push(("LEVERS9_BOOTSTRAP_SECRET".into(), SECRET.into()));
     Controlplane::start_with(env)

@@ -30,12 +30,7 @@ fn controlplane(config: &str, extra: &[(&str, &str)]) -> Controlplane {
 fn servers_env(env: &mut Vec<(String, String)>, config: &str, extra: &[(&str, &str)]) {
     let image = python_image();
     let (registry, name) = image.split_once('/').expect("image has a registry");
-    let file = tempfile::Builder::new()
-        .suffix(".yaml")
-        .tempfile()
-        .expect("config file");
-    std::fs::write(file.path(), config).expect("write config");
-    let (_, path) = file.keep().expect("keep config");
+    let path = common::config_file(config);
     env.push(("LEVERS9_CONFIG".into(), path.display().to_string()));
     env.push(("LEVERS9_BOOTSTRAP_SECRET".into(), SECRET.into()));
     env.push(("LEVERS9_BASE_IMAGE_REGISTRY".into(), registry.into()));

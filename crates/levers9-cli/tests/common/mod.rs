@@ -106,6 +106,18 @@ fn uuid_like() -> String {
     )
 }
 
+/// `config` written to a YAML file that outlives the test (a controlplane
+/// reads it at start); its path, for `LEVERS9_CONFIG`.
+pub fn config_file(config: &str) -> PathBuf {
+    let file = tempfile::Builder::new()
+        .suffix(".yaml")
+        .tempfile()
+        .expect("config file");
+    std::fs::write(file.path(), config).expect("write config");
+    let (_, path) = file.keep().expect("keep config");
+    path
+}
+
 /// A port free now and never handed out before by this test binary: the
 /// kernel may give the same ephemeral port to two binds in a row once the
 /// first is closed, and a controlplane given one port twice refuses to start.
