@@ -231,7 +231,7 @@ assert "strategy" not in eks[0]["spec"] and eks[0]["spec"]["replicas"] == 2
 # --- RBAC --------------------------------------------------------------------
 render_narrow() { render -f deploy/eks/values.yaml --set rbac.legacyClusterWide=false >"$work/narrow.yaml"; }
 check "render with rbac.legacyClusterWide=false" render_narrow
-check "narrow RBAC: nodes read cluster-wide, Jobs managed and pods read in the worker namespace" manifests_py "$work/narrow.yaml" '
+check "narrow RBAC: nodes read cluster-wide, Jobs managed, pods read and the worker token Secret kept (by name) in the worker namespace" manifests_py "$work/narrow.yaml" '
 roles = kind("ClusterRole")
 assert len(roles) == 1, [r["metadata"]["name"] for r in roles]
 assert roles[0]["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}], roles[0]["rules"]
@@ -241,6 +241,8 @@ rules = {(r["apiGroups"][0], res): set(r["verbs"]) for r in role["rules"] for re
 assert rules[("batch", "jobs")] == {"create", "delete", "get", "list", "watch"}, rules
 assert rules[("", "pods")] == {"get", "list", "watch"}, rules
 assert rules[("", "pods/log")] == {"get"}, rules
+assert rules[("", "secrets")] == {"get", "create", "patch"}, rules
+assert [r["resourceNames"] for r in role["rules"] if r["resources"] == ["secrets"]] == [["levers9-worker-token"]], role["rules"]
 assert "*" not in str([d.get("rules") for d in docs if "rules" in d])
 bindings = kind("ClusterRoleBinding") + kind("RoleBinding")
 assert len(bindings) == 2 and all(b["subjects"][0]["name"] == "levers9-controlplane" for b in bindings)

@@ -325,6 +325,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         )),
         tokio::spawn(crate::fleet::provider::run(
             shared.fleet.clone(),
+            shared.store.clone(),
             config.worker.pools.clone(),
             config.worker.job_resources_enforced,
             replica_id.clone(),

@@ -14,7 +14,6 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -234,17 +233,14 @@ async fn apply<K>(api: Api<K>, object: &K) -> Result<(), KubeError>
 where
     K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
-    let name = object.meta().name.clone().unwrap_or_default();
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    api.patch(&name, &params, &Patch::Apply(object))
+    crate::apply::apply(api, object, FIELD_MANAGER)
         .await
         .map_err(|source| KubeError::Apply {
             kind: match K::kind(&()) {
                 std::borrow::Cow::Borrowed(kind) => kind,
                 std::borrow::Cow::Owned(_) => "object",
             },
-            name,
+            name: object.meta().name.clone().unwrap_or_default(),
             source: Box::new(source),
-        })?;
-    Ok(())
+        })
 }

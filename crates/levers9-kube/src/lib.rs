@@ -1,17 +1,21 @@
 //! levers9 on Kubernetes: the worker Job of a pool, the reconciler that
 //! keeps a pool's Jobs at the number of workers wanted, the client of a
-//! `provider: kubernetes` pool, and the manifests that attach a cluster.
+//! `provider: kubernetes` pool and its worker token Secret, and the
+//! manifests that attach a cluster.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod apply;
 pub mod attach;
 pub mod job;
 pub mod reconcile;
 pub mod remote;
+pub mod worker_token;
 
 pub use attach::{AttachedCluster, AGENT_NAME};
 pub use job::{pool_selector, WorkerJob};
 pub use reconcile::{Reconciler, Round};
+pub use worker_token::WorkerTokenSecret;
 
 /// A client from the user's kubeconfig, or in a pod its service account
 /// (kube-rs's own order).
@@ -87,6 +91,23 @@ pub enum KubeError {
         /// Its name.
         name: String,
         /// The API's answer.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// The worker token Secret of a pool could not be read or written.
+    #[error(
+        "cannot {verb} the worker token Secret {namespace}/{name}: {source}. The controlplane \
+         keeps it: its service account needs get, create and patch on secrets named {name} \
+         in {namespace} (the chart's worker Role has them)"
+    )]
+    TokenSecret {
+        /// read or write.
+        verb: &'static str,
+        /// The Secret.
+        name: String,
+        /// Its namespace.
+        namespace: String,
+        /// The API's answer (never the token: it is only in the request).
         #[source]
         source: Box<kube::Error>,
     },

@@ -22,6 +22,7 @@ pub mod reaper;
 pub mod records;
 pub mod scheduler;
 pub mod view;
+pub mod worker_token;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -37,7 +37,7 @@ use crate::auth::token::{mint, MintedToken};
 use crate::Shared;
 
 /// A new record id: uuid v7, so ids sort by creation time.
-fn new_id() -> String {
+pub(crate) fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }
 

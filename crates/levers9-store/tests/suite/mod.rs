@@ -28,6 +28,7 @@ macro_rules! record_store_suite {
             bootstrap_creates_exactly_one_workspace_under_a_race,
             created_workspace_reads_back_as_returned,
             unknown_workspace_is_none,
+            the_first_workspace_is_the_oldest,
             workspace_name_clash_is_already_exists,
             workspace_is_not_created_when_its_token_clashes,
             duplicate_token_hash_is_already_exists_without_the_hash,
@@ -231,6 +232,19 @@ pub async fn created_workspace_reads_back_as_returned(store: &dyn RecordStore) {
 pub async fn unknown_workspace_is_none(store: &dyn RecordStore) {
     let missing = Uuid::now_v7().to_string();
     assert_eq!(store.get_workspace(&missing).await.unwrap(), None);
+}
+
+pub async fn the_first_workspace_is_the_oldest(store: &dyn RecordStore) {
+    assert_eq!(store.first_workspace().await.unwrap(), None);
+    let mut later = new_workspace("later");
+    later.created_at = at(60);
+    let first = new_workspace("first");
+    for workspace in [later, first.clone()] {
+        let token = new_token(&workspace.id, TokenType::Admin, at(0));
+        store.create_workspace(workspace, token).await.unwrap();
+    }
+    let found = store.first_workspace().await.unwrap().expect("a workspace");
+    assert_eq!(found.id, first.id);
 }
 
 pub async fn workspace_name_clash_is_already_exists(store: &dyn RecordStore) {
