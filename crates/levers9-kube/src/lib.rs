@@ -11,7 +11,8 @@ pub mod remote;
 
 pub use attach::{AttachedCluster, AGENT_NAME};
 pub use job::{pool_selector, WorkerJob};
-pub use reconcile::{Reconciler, Round};
+pub use levers9_provider::Round;
+pub use reconcile::Reconciler;
 
 /// A client from the user's kubeconfig, or in a pod its service account
 /// (kube-rs's own order).
