@@ -51,6 +51,13 @@ macro_rules! record_store_impl {
                 Ok(row.map(sql::WorkspaceRow::into_workspace))
             }
 
+            async fn first_workspace(&self) -> Result<Option<Workspace>, StoreError> {
+                let row = sql::select_first_workspace()
+                    .fetch_optional(&self.$reader)
+                    .await?;
+                Ok(row.map(sql::WorkspaceRow::into_workspace))
+            }
+
             async fn insert_token(&self, token: NewToken) -> Result<TokenRecord, StoreError> {
                 sql::insert_token(&token)
                     .execute(&self.$writer)

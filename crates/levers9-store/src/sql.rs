@@ -108,6 +108,15 @@ where
     sqlx::query_as("SELECT id, name, created_at FROM workspaces WHERE id = $1").bind(id)
 }
 
+/// The oldest workspace.
+pub(crate) fn select_first_workspace<'q, DB>() -> Select<'q, DB, WorkspaceRow>
+where
+    DB: Database,
+    WorkspaceRow: for<'r> FromRow<'r, DB::Row>,
+{
+    sqlx::query_as("SELECT id, name, created_at FROM workspaces ORDER BY created_at, id LIMIT 1")
+}
+
 /// Inserts a token.
 pub(crate) fn insert_token<'q, DB>(token: &'q NewToken) -> Statement<'q, DB>
 where

@@ -1,14 +1,21 @@
-//! The provider of `provider: kubernetes` pools: the controlplane keeps
-//! each such pool's worker Jobs, on the cluster its
-//! `worker.pools.<name>.kubernetes` keys name, at the workers wanted
-//! ([`super::demand`]). One replica at a time does it for a pool, under a
-//! lease. An attached cluster does the same from inside the cluster, with
+//! The providers of the pools the controlplane scales itself: worker Jobs
+//! of `provider: kubernetes` pools (on the cluster their
+//! `worker.pools.<name>.kubernetes` keys name) and worker processes of
+//! `provider: process` pools (on this machine, [`process`]). Each such
+//! pool is kept at the workers wanted ([`super::demand`]) by one loop,
+//! written once over [`WorkerProvider`], run by one replica at a time under
+//! a lease. An attached cluster does the same from inside the cluster, with
 //! no key on the controlplane (`levers9 cluster agent`).
 
+pub mod process;
+
 use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_config::{PoolConfig, PoolProvider};
+use levers9_provider::WorkerProvider;
 use tokio::sync::watch;
 
 use super::{demand, Fleet};
@@ -16,45 +23,81 @@ use super::{demand, Fleet};
 /// How often each pool is reconciled.
 pub const PERIOD: Duration = Duration::from_secs(10);
 
-/// Reconciles every `provider: kubernetes` pool of `pools` each
+/// What the providers need of the running controlplane.
+pub struct Providers {
+    /// The fleet, for the demand.
+    pub fleet: Fleet,
+    /// `worker.pools`.
+    pub pools: BTreeMap<String, PoolConfig>,
+    /// `worker.jobResourcesEnforced`.
+    pub job_resources_enforced: bool,
+    /// What `provider: process` pools start their workers with.
+    pub processes: Arc<process::Launch>,
+    /// This replica, as lease holder.
+    pub holder: String,
+}
+
+/// Reconciles every pool with a provider of `providers.pools` each
 /// [`PERIOD`] until `stopped`.
-pub async fn run(
-    fleet: Fleet,
-    pools: BTreeMap<String, PoolConfig>,
-    job_resources_enforced: bool,
-    holder: String,
-    stopped: watch::Receiver<bool>,
-) {
+pub async fn run(providers: Providers, stopped: watch::Receiver<bool>) {
     let mut loops = Vec::new();
-    for (name, pool) in pools {
-        if pool.provider != PoolProvider::Kubernetes {
-            continue;
+    for (name, pool) in providers.pools {
+        let fleet = providers.fleet.clone();
+        let holder = providers.holder.clone();
+        let stopped = stopped.clone();
+        match pool.provider {
+            PoolProvider::Local => continue,
+            PoolProvider::Kubernetes => {
+                tracing::info!(pool = %name, api_server = %pool.kubernetes.api_server, namespace = %pool.kubernetes.namespace, "managing the pool's worker Jobs");
+                let enforced = providers.job_resources_enforced;
+                let pool_name = name.clone();
+                // Made in the loop: the token file may be mounted after the start.
+                let make = move || {
+                    levers9_kube::remote::client(&pool_name, &pool.kubernetes).map(|client| {
+                        levers9_kube::remote::provider_reconciler(
+                            client, &pool_name, &pool, enforced,
+                        )
+                    })
+                };
+                loops.push(tokio::spawn(reconcile_pool(
+                    fleet, name, holder, stopped, make,
+                )));
+            }
+            PoolProvider::Process => {
+                tracing::info!(pool = %name, "managing the pool's worker processes");
+                let provider = process::ProcessProvider::new(
+                    &name,
+                    pool,
+                    providers.processes.clone(),
+                    fleet.clone(),
+                );
+                let make = move || Ok::<_, std::convert::Infallible>(provider.clone());
+                loops.push(tokio::spawn(reconcile_pool(
+                    fleet, name, holder, stopped, make,
+                )));
+            }
         }
-        tracing::info!(pool = %name, api_server = %pool.kubernetes.api_server, namespace = %pool.kubernetes.namespace, "managing the pool's worker Jobs");
-        loops.push(tokio::spawn(reconcile_pool(
-            fleet.clone(),
-            name,
-            pool,
-            job_resources_enforced,
-            holder.clone(),
-            stopped.clone(),
-        )));
     }
     for pool_loop in loops {
         let _ = pool_loop.await;
     }
 }
 
-async fn reconcile_pool(
+/// Brings one pool to its workers wanted each [`PERIOD`] while this replica
+/// holds the pool's lease; on stop, lets the provider stop what it must
+/// and releases the lease.
+async fn reconcile_pool<P, E, F>(
     fleet: Fleet,
     name: String,
-    pool: PoolConfig,
-    job_resources_enforced: bool,
     holder: String,
     mut stopped: watch::Receiver<bool>,
-) {
-    // Made in the loop: the token file may be mounted after the start.
-    let mut reconciler = None;
+    mut make: F,
+) where
+    P: WorkerProvider,
+    E: Display,
+    F: FnMut() -> Result<P, E>,
+{
+    let mut provider: Option<P> = None;
     let lease = format!("pool-provider:{name}");
     loop {
         let stop = tokio::select! {
@@ -62,6 +105,9 @@ async fn reconcile_pool(
             _ = tokio::time::sleep(PERIOD) => false,
         };
         if stop {
+            if let Some(provider) = &provider {
+                provider.stop().await;
+            }
             let _ = fleet.state().release_lease(&lease, &holder).await;
             return;
         }
@@ -77,23 +123,16 @@ async fn reconcile_pool(
                 continue;
             }
         }
-        if reconciler.is_none() {
-            match levers9_kube::remote::client(&name, &pool.kubernetes) {
-                Ok(client) => {
-                    reconciler = Some(levers9_kube::remote::provider_reconciler(
-                        client,
-                        &name,
-                        &pool,
-                        job_resources_enforced,
-                    ));
-                }
+        if provider.is_none() {
+            match make() {
+                Ok(made) => provider = Some(made),
                 Err(error) => {
-                    tracing::warn!(%error, pool = %name, "cannot reach the pool's cluster");
+                    tracing::warn!(%error, pool = %name, "cannot reach the pool's provider");
                     continue;
                 }
             }
         }
-        let Some(reconciler) = &reconciler else {
+        let Some(provider) = &provider else {
             continue;
         };
         let wanted = match demand::read(&fleet, &name, None).await {
@@ -103,8 +142,8 @@ async fn reconcile_pool(
                 continue;
             }
         };
-        if let Err(error) = reconciler.reconcile(wanted as usize).await {
-            tracing::warn!(%error, pool = %name, "cannot reconcile the pool's worker Jobs");
+        if let Err(error) = levers9_provider::reconcile(provider, wanted as usize).await {
+            tracing::warn!(%error, pool = %name, "cannot reconcile the pool's workers");
         }
     }
 }
