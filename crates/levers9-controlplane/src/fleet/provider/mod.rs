@@ -99,10 +99,13 @@ async fn reconcile_pool<P, E, F>(
 {
     let mut provider: Option<P> = None;
     let lease = format!("pool-provider:{name}");
+    // The first round at once: a pool's minimum is up without a wait.
+    let mut rounds = tokio::time::interval(PERIOD);
+    rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let stop = tokio::select! {
             _ = stopped.wait_for(|s| *s) => true,
-            _ = tokio::time::sleep(PERIOD) => false,
+            _ = rounds.tick() => false,
         };
         if stop {
             if let Some(provider) = &provider {
