@@ -208,6 +208,23 @@ mod tests {
     }
 
     #[test]
+    fn a_process_pool_reads_its_keys_and_keeps_the_workers_drain_default() {
+        let pool: PoolConfig = serde_yaml::from_str(
+            "provider: process\nprocess: {binary: /usr/local/bin/levers9, stateDir: /srv/w}\n",
+        )
+        .expect("parses");
+        assert_eq!(pool.provider, PoolProvider::Process);
+        assert_eq!(pool.process.binary, "/usr/local/bin/levers9");
+        assert_eq!(pool.process.state_dir, "/srv/w");
+        assert_eq!(pool.process.drain_grace_seconds, 30);
+        validate("default", &pool).expect("valid");
+        let unknown = serde_yaml::from_str::<PoolConfig>("process: {workerImage: x}\n")
+            .expect_err("refused")
+            .to_string();
+        assert!(unknown.contains("unknown field `workerImage`"), "{unknown}");
+    }
+
+    #[test]
     fn local_pools_need_no_cluster() {
         validate("default", &PoolConfig::default()).expect("valid");
     }
