@@ -443,3 +443,32 @@ fn terminate(process: &tokio::process::Child) {
         nix::sys::signal::Signal::SIGTERM,
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn workers_get_the_worker_keys_and_never_the_databases() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = levers9_store::SqliteStore::open(&dir.path().join("records.db"))
+            .await
+            .expect("store");
+        let mut config = Config::default();
+        config.controlplane.data_dir = "/srv/levers9".into();
+        config.database.postgres.password = levers9_config::Secret::new("pg-password-of-cp");
+        config.worker.heartbeat_ttl_seconds = 7;
+        let launch = Launch::new(&config, Arc::new(store), "0.0.0.0:1993".parse().unwrap());
+        assert_eq!(launch.controlplane_address, "127.0.0.1:1993");
+        assert_eq!(launch.data_dir, PathBuf::from("/srv/levers9"));
+        let text = &launch.worker_config;
+        assert!(!text.contains("pg-password-of-cp"), "{text}");
+        assert!(!text.contains("database"), "{text}");
+        // What a worker loads with `--config`: YAML reads the JSON.
+        let file = dir.path().join("worker-config.yaml");
+        std::fs::write(&file, text).expect("write");
+        let (read, _) = levers9_config::load(Some(&file), &|_| None).expect("loads");
+        assert_eq!(read.worker.heartbeat_ttl_seconds, 7);
+        assert_eq!(read.controlplane.data_dir, "/srv/levers9");
+    }
+}
