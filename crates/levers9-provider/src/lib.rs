@@ -54,8 +54,8 @@ pub trait WorkerProvider: Send + Sync {
     /// finished one is cleaned up. One already gone is no error.
     async fn remove_worker(&self, name: &str) -> Result<(), Self::Error>;
 
-    /// Called once when the controlplane stops managing the pool. Workers
-    /// that outlive the controlplane (a cluster's Jobs) stay: the default
-    /// does nothing.
+    /// Called when this controlplane stops managing the pool: it stops, or
+    /// another replica holds the pool now. Workers another replica can
+    /// manage (a cluster's Jobs) stay: the default does nothing.
     async fn stop(&self) {}
 }

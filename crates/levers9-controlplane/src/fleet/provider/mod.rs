@@ -84,8 +84,8 @@ pub async fn run(providers: Providers, stopped: watch::Receiver<bool>) {
 }
 
 /// Brings one pool to its workers wanted each [`PERIOD`] while this replica
-/// holds the pool's lease; on stop, lets the provider stop what it must
-/// and releases the lease.
+/// holds the pool's lease; when another replica holds it, or on stop, lets
+/// the provider stop what it must ([`WorkerProvider::stop`]).
 async fn reconcile_pool<P, E, F>(
     fleet: Fleet,
     name: String,
@@ -120,7 +120,14 @@ async fn reconcile_pool<P, E, F>(
             .await
         {
             Ok(true) => {}
-            Ok(false) => continue,
+            Ok(false) => {
+                // Another replica runs the pool: what only this one can
+                // reach (its worker processes) stops.
+                if let Some(provider) = &provider {
+                    provider.stop().await;
+                }
+                continue;
+            }
             Err(error) => {
                 tracing::warn!(%error, pool = %name, "cannot take the pool provider lease");
                 continue;

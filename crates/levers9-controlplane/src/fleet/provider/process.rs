@@ -13,8 +13,9 @@
 //!   with the keys a worker uses: `worker.*`, the volumes' `storage.*`
 //!   keys and `controlplane.dataDir`; never the database's.
 //! - A removed worker gets SIGTERM, by PID, and drains; an exited one is
-//!   reaped at the next listing. When the controlplane stops, every worker
-//!   it started is stopped the same way; when it dies, the kernel sends
+//!   reaped at the next listing. When the controlplane stops, or another
+//!   replica holds the pool's lease, every worker it started is stopped the
+//!   same way; when it dies, the kernel sends
 //!   them SIGTERM (`LEVERS9_WORKER_PARENT_PID`, see `levers9 worker`).
 
 use std::path::{Path, PathBuf};
