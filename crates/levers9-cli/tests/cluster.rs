@@ -298,7 +298,7 @@ async fn a_kubernetes_pool_with_waiting_requests_dials_its_api_server() {
     drop(connection);
     let line = cp
         .wait_for_log(
-            "cannot reconcile the pool's worker Jobs",
+            "cannot reconcile the pool's workers",
             Duration::from_secs(40),
         )
         .await;

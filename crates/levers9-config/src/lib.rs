@@ -20,7 +20,7 @@ pub use env::ENV_OVERRIDES;
 pub use error::ConfigError;
 pub use juicefs::{JuiceFsConfig, LocalVolumesConfig};
 pub use load::{load, ConfigSource};
-pub use pool_provider::{PoolKubernetes, PoolScaling};
+pub use pool_provider::{PoolKubernetes, PoolProcess, PoolScaling};
 pub use pools::{PoolProvider, PoolResources, Toleration};
 pub use schema::{
     AuthConfig, Config, ControlplaneConfig, DatabaseConfig, ImageServiceConfig, KeyRotationConfig,

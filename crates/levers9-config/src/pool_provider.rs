@@ -1,6 +1,7 @@
 //! How many workers a pool may have (`worker.pools.<name>.scaling`) and,
 //! for `provider: kubernetes`, the cluster its worker Jobs run on
-//! (`worker.pools.<name>.kubernetes`).
+//! (`worker.pools.<name>.kubernetes`), for `provider: process`, how its
+//! worker processes start (`worker.pools.<name>.process`).
 
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +63,36 @@ impl Default for PoolKubernetes {
             worker_image: String::new(),
             controlplane_address: String::new(),
             worker_token_secret: "levers9-worker-token".into(),
+        }
+    }
+}
+
+/// `worker.pools.<name>.process`: how the controlplane starts the worker
+/// processes of a `provider: process` pool on its own machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct PoolProcess {
+    /// The `levers9` executable; empty is the controlplane's own.
+    pub binary: String,
+    /// Where each worker gets its state directory; empty is
+    /// `<controlplane.dataDir>/workers/<pool>`.
+    pub state_dir: String,
+    /// The controlplane's gRPC address as the workers reach it; empty is
+    /// its own listener on loopback.
+    pub controlplane_address: String,
+    /// Seconds a stopped worker's containers get to finish (the worker's
+    /// `--drain-grace-seconds`).
+    pub drain_grace_seconds: u64,
+}
+
+impl Default for PoolProcess {
+    fn default() -> Self {
+        Self {
+            binary: String::new(),
+            state_dir: String::new(),
+            controlplane_address: String::new(),
+            // The worker's own default.
+            drain_grace_seconds: 30,
         }
     }
 }
@@ -174,6 +205,23 @@ mod tests {
             ..PoolConfig::default()
         };
         validate("eks", &pool).expect("valid");
+    }
+
+    #[test]
+    fn a_process_pool_reads_its_keys_and_keeps_the_workers_drain_default() {
+        let pool: PoolConfig = serde_yaml::from_str(
+            "provider: process\nprocess: {binary: /usr/local/bin/levers9, stateDir: /srv/w}\n",
+        )
+        .expect("parses");
+        assert_eq!(pool.provider, PoolProvider::Process);
+        assert_eq!(pool.process.binary, "/usr/local/bin/levers9");
+        assert_eq!(pool.process.state_dir, "/srv/w");
+        assert_eq!(pool.process.drain_grace_seconds, 30);
+        validate("default", &pool).expect("valid");
+        let unknown = serde_yaml::from_str::<PoolConfig>("process: {workerImage: x}\n")
+            .expect_err("refused")
+            .to_string();
+        assert!(unknown.contains("unknown field `workerImage`"), "{unknown}");
     }
 
     #[test]

@@ -15,6 +15,9 @@ pub enum PoolProvider {
     /// Worker Jobs on a Kubernetes cluster, pinned with `nodeSelector` and
     /// `tolerations`.
     Kubernetes,
+    /// `levers9 worker` child processes the controlplane starts on its own
+    /// machine (`levers9 up`, tests, one-box installs).
+    Process,
 }
 
 /// What each worker of a pool offers, `worker.pools.<name>.resources`. A

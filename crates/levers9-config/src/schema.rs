@@ -325,6 +325,8 @@ pub struct PoolConfig {
     pub scaling: crate::PoolScaling,
     /// With `provider: kubernetes`: the cluster its worker Jobs run on.
     pub kubernetes: crate::PoolKubernetes,
+    /// With `provider: process`: how its worker processes are started.
+    pub process: crate::PoolProcess,
 }
 
 impl Default for PoolConfig {
@@ -342,6 +344,7 @@ impl Default for PoolConfig {
             provider: PoolProvider::Local,
             scaling: crate::PoolScaling::default(),
             kubernetes: crate::PoolKubernetes::default(),
+            process: crate::PoolProcess::default(),
         }
     }
 }

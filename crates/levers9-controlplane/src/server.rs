@@ -324,11 +324,18 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
             stopped.clone(),
         )),
         tokio::spawn(crate::fleet::provider::run(
-            shared.fleet.clone(),
-            shared.store.clone(),
-            config.worker.pools.clone(),
-            config.worker.job_resources_enforced,
-            replica_id.clone(),
+            crate::fleet::provider::Providers {
+                fleet: shared.fleet.clone(),
+                store: shared.store.clone(),
+                pools: config.worker.pools.clone(),
+                job_resources_enforced: config.worker.job_resources_enforced,
+                processes: Arc::new(crate::fleet::provider::process::Launch::new(
+                    &config,
+                    shared.store.clone(),
+                    grpc_addr,
+                )),
+                holder: replica_id.clone(),
+            },
             stopped.clone(),
         )),
         tokio::spawn(crate::functions::dispatcher::run(

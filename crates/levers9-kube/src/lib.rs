@@ -14,7 +14,8 @@ pub mod worker_token;
 
 pub use attach::{AttachedCluster, AGENT_NAME};
 pub use job::{pool_selector, WorkerJob};
-pub use reconcile::{Reconciler, Round};
+pub use levers9_provider::Round;
+pub use reconcile::Reconciler;
 pub use worker_token::WorkerTokenSecret;
 
 /// A client from the user's kubeconfig, or in a pod its service account

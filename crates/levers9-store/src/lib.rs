@@ -64,7 +64,8 @@ pub trait RecordStore: Send + Sync + 'static {
     /// A workspace by id.
     async fn get_workspace(&self, id: &str) -> Result<Option<Workspace>, StoreError>;
 
-    /// The oldest workspace, the one bootstrap made; None before bootstrap.
+    /// The oldest workspace (the one bootstrap made), None before bootstrap:
+    /// where credentials the controlplane mints for itself belong.
     async fn first_workspace(&self) -> Result<Option<Workspace>, StoreError>;
 
     /// Stores a new token (its hash).

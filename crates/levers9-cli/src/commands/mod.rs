@@ -47,7 +47,8 @@ pub enum Command {
     /// Run the controlplane: gRPC on 1993, HTTP (health, metrics, REST) on 1994.
     Controlplane(controlplane::ControlplaneArgs),
     /// Run the whole stack on this machine (controlplane on the embedded
-    /// state and a local worker; root) and select a CLI context for it.
+    /// state and a worker process it keeps in pool default; root) and
+    /// select a CLI context for it.
     Up(up::UpArgs),
     /// Manage CLI contexts (~/.levers9/config.toml): which controlplane, which token.
     #[command(subcommand)]

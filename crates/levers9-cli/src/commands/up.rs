@@ -1,13 +1,13 @@
 //! `levers9 up`: the whole stack on one machine — a controlplane on the
-//! embedded state and a local worker — with a CLI context to use it.
+//! embedded state whose pool `default` keeps one worker process
+//! (`provider: process`) — with a CLI context to use it.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
 use clap::{Args, ValueEnum};
-use levers9_api::v1::{AuthorizeRequest, CreateTokenRequest};
-use levers9_worker::{detect_capacity, detect_gpus, RuntimeKind, WorkerOptions};
+use levers9_api::v1::AuthorizeRequest;
+use levers9_config::{PoolConfig, PoolProvider, PoolRuntime};
 
 use crate::client::{Client, Target};
 use crate::context::{CliConfig, Context};
@@ -51,25 +51,35 @@ fn default_dir() -> PathBuf {
 pub async fn run(args: UpArgs) -> Result<()> {
     let env = |name: &str| std::env::var(name).ok();
     let (mut config, _) = levers9_config::load(args.config.as_deref(), &env)?;
-    let worker_config = config.worker.clone();
     let cp = &mut config.controlplane;
     cp.bind_address = "127.0.0.1".into();
     cp.grpc.port = args.grpc_port;
     cp.http.port = args.http_port;
     cp.data_dir = args.data_dir.join("controlplane").display().to_string();
-    // Its pool is known before its worker joins, so a first call made at
-    // once waits for the worker rather than being refused.
-    config
+    // The controlplane keeps one worker process in pool `default`: known
+    // before its worker joins, so a first call made at once waits for the
+    // worker rather than being refused.
+    let pool = config
         .worker
         .pools
         .entry("default".into())
-        .or_insert_with(|| levers9_config::PoolConfig {
+        .or_insert_with(|| PoolConfig {
             runtime: match args.runtime {
-                RuntimeArg::Runc => levers9_config::PoolRuntime::Runc,
-                RuntimeArg::Gvisor => levers9_config::PoolRuntime::Gvisor,
+                RuntimeArg::Runc => PoolRuntime::Runc,
+                RuntimeArg::Gvisor => PoolRuntime::Gvisor,
             },
             ..Default::default()
         });
+    if pool.provider == PoolProvider::Local {
+        pool.provider = PoolProvider::Process;
+        pool.scaling.min_workers = pool.scaling.min_workers.max(1);
+        pool.scaling.max_workers = pool.scaling.max_workers.max(pool.scaling.min_workers);
+        if pool.process.state_dir.is_empty() {
+            pool.process.state_dir = args.data_dir.join("workers").display().to_string();
+        }
+        // The controlplane stops with this process: nowhere to drain to.
+        pool.process.drain_grace_seconds = 0;
+    }
     let runner = &mut config.image_service.runner;
     if runner.base_image_registry.is_empty() {
         if args.http_port == 0 {
@@ -109,13 +119,6 @@ pub async fn run(args: UpArgs) -> Result<()> {
     // nothing once the first workspace exists.
     let secret = uuid::Uuid::new_v4().simple().to_string();
     cp.auth.bootstrap_secret = levers9_config::Secret::new(secret.clone());
-    // The worker's volumes are the controlplane's local directory (or the
-    // same JuiceFS, mounted under the worker's own state dir).
-    let volumes = levers9_volumes::Volumes::new(
-        &config,
-        &args.data_dir.join("worker"),
-        levers9_volumes::FormatMode::CreateOnly,
-    );
     let running = levers9_controlplane::start(config).await?;
     let target = Target {
         host: "127.0.0.1".into(),
@@ -125,45 +128,6 @@ pub async fn run(args: UpArgs) -> Result<()> {
         token: String::new(),
     };
     let admin = admin_token(&target, &secret).await?;
-    let client = Client::new(&Target {
-        token: admin.clone(),
-        ..target.clone()
-    })?;
-    let worker_token = client
-        .tokens()
-        .create_token(CreateTokenRequest {
-            token_type: "worker".into(),
-            description: "levers9 up: local worker".into(),
-        })
-        .await?
-        .into_inner()
-        .secret;
-    let mut capacity = detect_capacity();
-    capacity.gpus = detect_gpus().await;
-    let options = WorkerOptions {
-        controlplane: levers9_api::dial::Controlplane::new(running.grpc_addr.to_string(), false),
-        token: worker_token,
-        pool: "default".into(),
-        worker_id: "local".into(),
-        hostname: "local".into(),
-        capacity,
-        runtime: match args.runtime {
-            RuntimeArg::Runc => RuntimeKind::Runc,
-            RuntimeArg::Gvisor => RuntimeKind::Gvisor,
-        },
-        state_dir: args.data_dir.join("worker"),
-        insecure_registries: Vec::new(),
-        image_cache_bytes: 20 << 30,
-        registry_credentials: Default::default(),
-        config: worker_config,
-        pool_origin: Default::default(),
-        metrics_address: None,
-        // The controlplane stops with this process: nowhere to drain to.
-        drain_grace: std::time::Duration::ZERO,
-        volumes,
-    };
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let worker = tokio::spawn(levers9_worker::run(options, stopped));
     let path = save_context(&target, &admin)?;
     eprintln!(
         "levers9 is up: gRPC {} and HTTP {}, a {} worker in pool default.\n\
@@ -177,12 +141,7 @@ pub async fn run(args: UpArgs) -> Result<()> {
     );
     super::shutdown_signal().await?;
     eprintln!("levers9 is going down");
-    let _ = stop.send(true);
-    match tokio::time::timeout(Duration::from_secs(30), worker).await {
-        Ok(Ok(result)) => result?,
-        Ok(Err(error)) => tracing::warn!(%error, "the worker task failed"),
-        Err(_) => tracing::warn!("the worker did not stop within 30 s"),
-    }
+    // Stops the worker process too.
     running.stop().await;
     Ok(())
 }

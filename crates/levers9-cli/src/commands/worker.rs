@@ -16,6 +16,7 @@ use serde::Deserialize;
 use crate::output;
 
 mod job;
+mod parent;
 mod schedulable;
 
 /// `levers9 worker`: without a subcommand, runs a worker process.
@@ -317,6 +318,7 @@ fn read_registry_credentials(path: &Path) -> Result<HashMap<String, RegistryCred
 }
 
 async fn run_worker(args: RunArgs) -> Result<()> {
+    parent::exit_with_parent()?;
     let token = std::env::var("LEVERS9_TOKEN").ok().filter(|t| !t.is_empty()).context(
         "LEVERS9_TOKEN is not set: give the worker a worker token (levers9 token create --type worker)",
     )?;

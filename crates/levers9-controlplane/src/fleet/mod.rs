@@ -22,7 +22,6 @@ pub mod reaper;
 pub mod records;
 pub mod scheduler;
 pub mod view;
-pub mod worker_token;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

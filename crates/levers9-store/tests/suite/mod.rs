@@ -132,6 +132,7 @@ pub async fn ping_answers(store: &dyn RecordStore) {
 
 pub async fn empty_install_has_no_workspace(store: &dyn RecordStore) {
     assert!(!store.has_workspace().await.unwrap());
+    assert_eq!(store.first_workspace().await.unwrap(), None);
 }
 
 pub async fn bootstrap_creates_the_first_workspace_and_its_token(store: &dyn RecordStore) {
@@ -162,7 +163,7 @@ pub async fn bootstrap_creates_the_first_workspace_and_its_token(store: &dyn Rec
 }
 
 pub async fn bootstrap_does_nothing_once_a_workspace_exists(store: &dyn RecordStore) {
-    workspace_with_token(store, "existing").await;
+    let (first, _) = workspace_with_token(store, "existing").await;
     let workspace = new_workspace("second");
     let token = new_token(&workspace.id, TokenType::Admin, at(0));
 
@@ -174,6 +175,8 @@ pub async fn bootstrap_does_nothing_once_a_workspace_exists(store: &dyn RecordSt
     assert_eq!(outcome, None);
     assert_eq!(store.get_workspace(&workspace.id).await.unwrap(), None);
     assert_eq!(stored(store, &token).await, None);
+    let oldest = store.first_workspace().await.unwrap().expect("a workspace");
+    assert_eq!(oldest.id, first);
 }
 
 pub async fn bootstrap_creates_exactly_one_workspace_under_a_race(store: &dyn RecordStore) {
