@@ -25,9 +25,10 @@ use std::time::{Duration, SystemTime};
 
 use levers9_config::{Config, PoolConfig};
 use levers9_provider::{Phase, ProvidedWorker, WorkerProvider};
-use levers9_store::{NewToken, RecordStore, StoreError, TokenType};
+use levers9_store::{RecordStore, StoreError};
 use tokio::sync::Mutex;
 
+use super::worker_token::{self, MintedWorker, WorkerCredential};
 use crate::fleet::Fleet;
 
 /// How much longer than its drain grace a stopping worker gets before
@@ -131,8 +132,8 @@ struct Child {
     /// Its state directory's number.
     slot: usize,
     process: tokio::process::Child,
-    workspace_id: String,
-    token_id: String,
+    /// Its token, revoked once it is gone.
+    credential: WorkerCredential,
     started: SystemTime,
     terminating: bool,
     exited: bool,
@@ -201,44 +202,21 @@ impl ProcessProvider {
         }
     }
 
-    /// A worker token in the oldest workspace: (workspace, token id, secret).
-    async fn mint_token(&self, worker_id: &str) -> Result<(String, String, String), ProcessError> {
-        let pool = &self.inner.pool;
-        let store = &self.inner.launch.store;
-        let token_error = |source| ProcessError::Token {
-            pool: pool.clone(),
-            source,
-        };
-        let workspace = store
-            .first_workspace()
-            .await
-            .map_err(token_error)?
-            .ok_or_else(|| ProcessError::NoWorkspace { pool: pool.clone() })?;
-        let minted = crate::auth::token::mint();
-        let record = store
-            .insert_token(NewToken {
-                id: uuid::Uuid::now_v7().to_string(),
-                workspace_id: workspace.id.clone(),
-                token_type: TokenType::Worker,
-                description: format!("worker process {worker_id} of pool {pool}"),
-                hash: minted.hash,
-                created_at: chrono::Utc::now(),
-            })
-            .await
-            .map_err(token_error)?;
-        Ok((workspace.id, record.id, minted.secret))
+    fn store(&self) -> &dyn RecordStore {
+        self.inner.launch.store.as_ref()
     }
 
-    async fn revoke(&self, workspace_id: &str, token_id: &str) {
-        if let Err(error) = self
-            .inner
-            .launch
-            .store
-            .revoke_token(workspace_id, token_id, chrono::Utc::now())
+    /// A worker token for worker `worker_id`.
+    async fn mint_token(&self, worker_id: &str) -> Result<MintedWorker, ProcessError> {
+        let pool = &self.inner.pool;
+        let description = format!("worker process {worker_id} of pool {pool}");
+        worker_token::mint(self.store(), description)
             .await
-        {
-            tracing::warn!(%error, pool = %self.inner.pool, token_id, "cannot revoke a stopped worker's token");
-        }
+            .map_err(|source| ProcessError::Token {
+                pool: pool.clone(),
+                source,
+            })?
+            .ok_or_else(|| ProcessError::NoWorkspace { pool: pool.clone() })
     }
 
     /// Writes the worker's state directory and config file; the log file.
@@ -365,14 +343,14 @@ impl WorkerProvider for ProcessProvider {
         let state_dir = self.state_root().join(slot.to_string());
         let log = self.prepare(&state_dir)?;
         let binary = self.binary()?;
-        let (workspace_id, token_id, token) = self.mint_token(&worker_id).await?;
-        let mut command = self.command(&binary, &worker_id, &state_dir, &token);
+        let minted = self.mint_token(&worker_id).await?;
+        let mut command = self.command(&binary, &worker_id, &state_dir, &minted.secret);
         let stderr = log.try_clone().map_err(self.prepare_error(&state_dir))?;
         command.stdout(log).stderr(stderr);
         let process = match command.spawn() {
             Ok(process) => process,
             Err(source) => {
-                self.revoke(&workspace_id, &token_id).await;
+                minted.credential.revoke(self.store()).await;
                 return Err(ProcessError::Spawn {
                     pool: self.inner.pool.clone(),
                     binary,
@@ -385,8 +363,7 @@ impl WorkerProvider for ProcessProvider {
             id: worker_id,
             slot,
             process,
-            workspace_id,
-            token_id,
+            credential: minted.credential,
             started: SystemTime::now(),
             terminating: false,
             exited: false,
@@ -402,7 +379,7 @@ impl WorkerProvider for ProcessProvider {
         if children[index].exited {
             let child = children.remove(index);
             drop(children);
-            self.revoke(&child.workspace_id, &child.token_id).await;
+            child.credential.revoke(self.store()).await;
             tracing::info!(pool = %self.inner.pool, worker_id = %child.id, "worker process gone");
             return Ok(());
         }
@@ -428,7 +405,7 @@ impl WorkerProvider for ProcessProvider {
                 tracing::warn!(pool = %self.inner.pool, worker_id = %child.id, "a worker process did not stop in time: killing it");
                 let _ = child.process.kill().await;
             }
-            self.revoke(&child.workspace_id, &child.token_id).await;
+            child.credential.revoke(self.store()).await;
         }
     }
 }

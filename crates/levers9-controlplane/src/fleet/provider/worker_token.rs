@@ -60,8 +60,60 @@ pub async fn keep(
             return Ok(Kept::Live);
         }
     }
-    let Some(workspace) = store.first_workspace().await.map_err(store_error)? else {
+    let description = format!("worker Jobs of pool {pool} (kept by the controlplane)");
+    let Some(minted) = mint(store, description).await.map_err(store_error)? else {
         return Ok(Kept::NoWorkspace);
+    };
+    if let Err(error) = secret.write(&minted.secret).await {
+        // A token nobody holds is only a liability.
+        minted.credential.revoke(store).await;
+        return Err(error.into());
+    }
+    let credential = &minted.credential;
+    tracing::info!(pool, token_id = %credential.token_id, workspace_id = %credential.workspace_id, "wrote a fresh worker token into the pool's Secret");
+    Ok(Kept::Written)
+}
+
+/// A worker token the controlplane made for a worker it provides. Not
+/// `Debug`: it holds the token.
+pub struct MintedWorker {
+    /// What names it in the store.
+    pub credential: WorkerCredential,
+    /// The token, for the worker only.
+    pub secret: String,
+}
+
+/// A stored worker token, by id.
+#[derive(Debug, Clone)]
+pub struct WorkerCredential {
+    /// Its workspace, the install's first.
+    pub workspace_id: String,
+    /// Its id.
+    pub token_id: String,
+}
+
+impl WorkerCredential {
+    /// Revokes it (its worker is gone, or never got it); a failure is
+    /// logged.
+    pub async fn revoke(&self, store: &dyn RecordStore) {
+        let revoked = store
+            .revoke_token(&self.workspace_id, &self.token_id, chrono::Utc::now())
+            .await;
+        if let Err(error) = revoked {
+            tracing::warn!(%error, token_id = %self.token_id, "cannot revoke a worker token no worker holds any more");
+        }
+    }
+}
+
+/// Mints a worker token in the install's first workspace, the one bootstrap
+/// made: worker tokens act install-wide, so any workspace would do, and
+/// this one always exists once there is any. None before bootstrap.
+pub async fn mint(
+    store: &dyn RecordStore,
+    description: String,
+) -> Result<Option<MintedWorker>, StoreError> {
+    let Some(workspace) = store.first_workspace().await? else {
+        return Ok(None);
     };
     let minted = token::mint();
     let record = store
@@ -69,24 +121,18 @@ pub async fn keep(
             id: crate::services::new_id(),
             workspace_id: workspace.id.clone(),
             token_type: TokenType::Worker,
-            description: format!("worker Jobs of pool {pool} (kept by the controlplane)"),
+            description,
             hash: minted.hash,
             created_at: chrono::Utc::now(),
         })
-        .await
-        .map_err(store_error)?;
-    if let Err(error) = secret.write(&minted.secret).await {
-        // A token nobody holds is only a liability.
-        let revoked = store
-            .revoke_token(&workspace.id, &record.id, chrono::Utc::now())
-            .await;
-        if let Err(revoke_error) = revoked {
-            tracing::warn!(error = %revoke_error, token_id = %record.id, "cannot revoke a worker token that never reached its Secret");
-        }
-        return Err(error.into());
-    }
-    tracing::info!(pool, token_id = %record.id, workspace_id = %workspace.id, "wrote a fresh worker token into the pool's Secret");
-    Ok(Kept::Written)
+        .await?;
+    Ok(Some(MintedWorker {
+        credential: WorkerCredential {
+            workspace_id: workspace.id,
+            token_id: record.id,
+        },
+        secret: minted.secret,
+    }))
 }
 
 #[cfg(test)]
