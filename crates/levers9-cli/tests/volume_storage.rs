@@ -13,7 +13,8 @@ use std::process::Command;
 
 use common::fleet::Worker;
 use common::juicefs::{
-    app, cli_ok, controlplane, juicefs_processes, ok, required, MetaRedis, MountCleanup,
+    app, cli_ok, controlplane, juicefs_processes, ok, required, write_on_a_read_on_b, MetaRedis,
+    MountCleanup,
 };
 use common::{text, with_token, Controlplane};
 use futures::TryStreamExt;
@@ -131,17 +132,7 @@ async fn a_workspace_with_its_own_storage_keeps_its_volumes_in_its_bucket() {
     let secret = required("LEVERS9_TEST_S3_SECRET_ACCESS_KEY");
     set_storage(&cp, &admin, &bucket_a, &secret);
     cli_ok(&cp, &admin, &["volume", "create", "shared"]);
-    assert_eq!(
-        ok(
-            app(&cp, &admin, "write_text", r#"["hello.txt", "from a"]"#),
-            &logs
-        ),
-        6
-    );
-    assert_eq!(
-        ok(app(&cp, &admin, "read_text", r#"["hello.txt"]"#), &logs),
-        "from a"
-    );
+    write_on_a_read_on_b(&cp, &admin, &logs);
     let listed = cli_ok(&cp, &admin, &["volume", "ls", "shared"]);
     assert!(listed.contains("hello.txt"), "{listed}");
     let chunks = objects(&bucket_a, &format!("{fs_name}/chunks")).await;

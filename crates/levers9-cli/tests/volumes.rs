@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::fleet::Worker;
 use common::juicefs::{
-    app, cli_ok, controlplane, juicefs_processes, ok, required, MetaRedis, MountCleanup,
+    app, cli_ok, controlplane, juicefs_processes, ok, required, write_on_a_read_on_b, MetaRedis,
+    MountCleanup,
 };
 use common::{backend_env, text, with_token, Backend, Controlplane, SECRET};
 use levers9_api::v1::CreateWorkspaceRequest;
@@ -40,17 +41,7 @@ async fn functions_on_two_workers_share_a_volume_that_other_workspaces_cannot_re
 
     cli_ok(&cp, &admin, &["volume", "create", "shared"]);
     // Written on worker a (pool a), read on worker b (pool b).
-    assert_eq!(
-        ok(
-            app(&cp, &admin, "write_text", r#"["hello.txt", "from a"]"#),
-            &logs
-        ),
-        6
-    );
-    assert_eq!(
-        ok(app(&cp, &admin, "read_text", r#"["hello.txt"]"#), &logs),
-        "from a"
-    );
+    write_on_a_read_on_b(&cp, &admin, &logs);
 
     // Concurrent writers of different files on a, each read back on b.
     let written = ok(

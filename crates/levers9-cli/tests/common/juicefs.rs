@@ -194,3 +194,19 @@ pub fn controlplane(env: Vec<(String, String)>) -> Controlplane {
     all.extend(env);
     Controlplane::start_with(all)
 }
+
+/// Writes `hello.txt` ("from a") into the volume `shared` on worker a
+/// (pool a) and reads it back on worker b (pool b).
+pub fn write_on_a_read_on_b(cp: &Controlplane, token: &str, logs: &dyn Fn() -> String) {
+    assert_eq!(
+        ok(
+            app(cp, token, "write_text", r#"["hello.txt", "from a"]"#),
+            logs
+        ),
+        6
+    );
+    assert_eq!(
+        ok(app(cp, token, "read_text", r#"["hello.txt"]"#), logs),
+        "from a"
+    );
+}
