@@ -468,7 +468,7 @@ async fn open_secrets(fleet: &Fleet, worker_id: &str, run: &mut RunContainer) ->
 /// keeps the shared file system. On failure the container fails with the
 /// reason and false is returned.
 async fn open_volume_storage(fleet: &Fleet, worker_id: &str, run: &mut RunContainer) -> bool {
-    if run.volumes.is_empty() {
+    if run.volumes.is_empty() || !fleet.workspace_volume_storage() {
         return true;
     }
     let secrets = fleet.secrets();
