@@ -433,4 +433,23 @@ mod tests {
         volumes.delete(a(), "data").await.unwrap();
         assert!(volumes.list(a()).await.unwrap().is_empty());
     }
+
+    #[tokio::test]
+    async fn local_volumes_ignore_a_workspaces_own_storage() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.storage.volumes.local_dir = dir.path().display().to_string();
+        let volumes = Volumes::new(&config, dir.path(), FormatMode::Update);
+        let owner = Owner {
+            workspace_id: "ws-a",
+            storage: Some(WorkspaceStorage::new(
+                "http://127.0.0.1:1".into(),
+                "b".into(),
+                "a".into(),
+                "s".into(),
+            )),
+        };
+        volumes.create(owner, "data").await.unwrap();
+        assert!(dir.path().join("workspaces/ws-a/data").is_dir());
+    }
 }
