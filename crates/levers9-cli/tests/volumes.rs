@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::fleet::Worker;
 use common::juicefs::{
-    app, cli_ok, controlplane, juicefs_processes, ok, required, write_on_a_read_on_b, MetaRedis,
-    MountCleanup,
+    app, cli_ok, controlplane, juicefs_processes, kill_mount_and_wait, ok, required,
+    write_on_a_read_on_b, MetaRedis, MountCleanup,
 };
 use common::{backend_env, text, with_token, Backend, Controlplane, SECRET};
 use levers9_api::v1::CreateWorkspaceRequest;
@@ -148,22 +148,12 @@ async fn functions_on_two_workers_share_a_volume_that_other_workspaces_cannot_re
     // Worker b's juicefs dies: the worker mounts it again and replaces
     // its warm container, so the next call reads through a live mount
     // rather than a dead or empty directory.
-    let b_dir = b.state_dir.path().to_owned();
-    for (pid, _) in juicefs_processes(&[b_dir.as_path()]) {
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-    }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !b
-        .log()
-        .contains("stopping a container whose volume mount died")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the dead mount went unnoticed:\n{}",
-            b.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    kill_mount_and_wait(
+        &b,
+        "/juicefs/mnt",
+        "stopping a container whose volume mount died",
+    )
+    .await;
     assert_eq!(
         ok(app(&cp, &admin, "read_text", r#"["hello.txt"]"#), &logs),
         "from a"

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::fleet::python_image;
+use super::fleet::{python_image, Worker};
 use super::{backend_env, free_port, text, Backend, Controlplane, SECRET};
 
 pub fn required(name: &str) -> String {
@@ -209,4 +209,42 @@ pub fn write_on_a_read_on_b(cp: &Controlplane, token: &str, logs: &dyn Fn() -> S
         ok(app(cp, token, "read_text", r#"["hello.txt"]"#), logs),
         "from a"
     );
+}
+
+/// Kills (-9) the juicefs daemons of `worker` whose command line has
+/// `filter`, then waits until its log says `noticed`.
+pub async fn kill_mount_and_wait(worker: &Worker, filter: &str, noticed: &str) {
+    let dir = worker.state_dir.path().to_owned();
+    let daemons = || -> Vec<String> {
+        juicefs_processes(&[dir.as_path()])
+            .into_iter()
+            .filter(|(_, cmdline)| cmdline.contains(filter))
+            .map(|(pid, _)| pid.to_string())
+            .collect()
+    };
+    assert!(!daemons().is_empty(), "no juicefs daemon with {filter:?}");
+    // A mount is a supervisor and the daemon it restarts when it dies:
+    // both at once, again until neither is left.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let pids = daemons();
+        if pids.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "juicefs {pids:?} outlive kill -9"
+        );
+        let _ = Command::new("kill").arg("-9").args(&pids).status();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !worker.log().contains(noticed) {
+        assert!(
+            Instant::now() < deadline,
+            "the dead mount went unnoticed:\n{}",
+            worker.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
