@@ -106,6 +106,7 @@ impl fmt::Debug for RunContainer {
             .field("gpu_type", &self.gpu_type)
             .field("gpu_count", &self.gpu_count)
             .field("volumes", &self.volumes)
+            .field("volume_storage", &self.volume_storage)
             .finish()
     }
 }
@@ -143,6 +144,19 @@ mod tests {
         let shown = format!("{joined:?}");
         assert!(
             shown.contains("m1") && !shown.contains("l9_worker"),
+            "{shown}"
+        );
+        let run = RunContainer {
+            volume_storage: Some(StorageCredentials {
+                bucket: "team-a".into(),
+                secret_access_key: "wJalrSECRET".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let shown = format!("{run:?}");
+        assert!(
+            shown.contains("team-a") && !shown.contains("wJalrSECRET"),
             "{shown}"
         );
     }

@@ -101,6 +101,10 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
         "storage.workspace.secretAccessKey",
     ),
     ("LEVERS9_JUICEFS_META_URL", "storage.juicefs.metaUrl"),
+    (
+        "LEVERS9_JUICEFS_WORKSPACE_META_URL",
+        "storage.juicefs.workspaceMetaUrl",
+    ),
     ("LEVERS9_JUICEFS_BUCKET", "storage.juicefs.bucket"),
     ("LEVERS9_JUICEFS_ACCESS_KEY", "storage.juicefs.accessKey"),
     ("LEVERS9_JUICEFS_SECRET_KEY", "storage.juicefs.secretKey"),

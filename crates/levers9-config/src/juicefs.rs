@@ -16,6 +16,11 @@ pub struct JuiceFsConfig {
     /// in it is handed to juicefs in its environment, never on its command
     /// line. Empty keeps volumes in local directories.
     pub meta_url: Secret,
+    /// The metadata engine of the file systems of workspaces that have
+    /// their own storage credentials: a SQL URL (`postgres://`, `mysql://`,
+    /// `sqlite3://`), in which each such workspace gets tables of its own.
+    /// Empty means `meta_url` when that is SQL.
+    pub workspace_meta_url: Secret,
     /// JuiceFS's object storage type (`s3` for any S3-compatible server).
     pub storage: String,
     /// The bucket URL, e.g. `http://127.0.0.1:8333/volumes` or
@@ -37,6 +42,7 @@ impl Default for JuiceFsConfig {
     fn default() -> Self {
         Self {
             meta_url: Secret::default(),
+            workspace_meta_url: Secret::default(),
             storage: "s3".into(),
             bucket: String::new(),
             access_key: Secret::default(),

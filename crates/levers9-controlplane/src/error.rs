@@ -109,6 +109,9 @@ impl From<levers9_volumes::VolumeError> for ApiError {
             E::Spawn { .. } | E::JuiceFs { .. } | E::NotMounted(_) => {
                 ApiError::FailedPrecondition(format!("volumes are unavailable: {error}"))
             }
+            E::WorkspaceStorage { .. } | E::NoWorkspaceMeta => {
+                ApiError::FailedPrecondition(error.to_string())
+            }
             E::Io { ref source, .. } if source.kind() == std::io::ErrorKind::InvalidInput => {
                 ApiError::InvalidArgument(error.to_string())
             }

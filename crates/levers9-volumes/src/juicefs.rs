@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use levers9_config::JuiceFsConfig;
 use tokio::process::Command;
+use zeroize::Zeroizing;
 
 use crate::meta_url::MetaUrl;
 use crate::VolumeError;
@@ -36,19 +37,33 @@ pub enum FormatMode {
 }
 
 /// One JuiceFS file system and where this process mounts it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct JuiceFs {
     binary: String,
     meta: MetaUrl,
     storage: String,
     bucket: String,
-    access_key: String,
-    secret_key: String,
+    access_key: Zeroizing<String>,
+    secret_key: Zeroizing<String>,
+    /// Whether the keys are handed to every command rather than stored in
+    /// the file system's settings by `format` (see [`JuiceFs::handing_keys`]).
+    keys_handed: bool,
     name: String,
     cache_size_mib: u64,
     mount_point: PathBuf,
     cache_dir: PathBuf,
     log: PathBuf,
+}
+
+impl std::fmt::Debug for JuiceFs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JuiceFs")
+            .field("meta", &self.meta)
+            .field("bucket", &self.bucket)
+            .field("keys_handed", &self.keys_handed)
+            .field("mount_point", &self.mount_point)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What the mount point holds now.
@@ -71,14 +86,50 @@ impl JuiceFs {
             meta: MetaUrl::parse(config.meta_url.expose()),
             storage: config.storage.clone(),
             bucket: config.bucket.clone(),
-            access_key: config.access_key.expose().to_owned(),
-            secret_key: config.secret_key.expose().to_owned(),
+            access_key: Zeroizing::new(config.access_key.expose().to_owned()),
+            secret_key: Zeroizing::new(config.secret_key.expose().to_owned()),
+            keys_handed: false,
             name: config.name.clone(),
             cache_size_mib: config.cache_size_mib,
             mount_point: work_dir.join("mnt"),
             cache_dir: work_dir.join("cache"),
             log: work_dir.join("juicefs.log"),
         }
+    }
+
+    /// The same settings for another file system: metadata `meta`, data
+    /// in S3 `bucket` (a URL) with these keys, mounted under `work_dir`.
+    /// The keys are handed to `format` and `mount` in the AWS variables of
+    /// their environment and never stored in the file system's settings, so
+    /// the metadata engine never holds them; `mount` tests the bucket first.
+    pub(crate) fn handing_keys(
+        &self,
+        meta: MetaUrl,
+        bucket: String,
+        access_key: Zeroizing<String>,
+        secret_key: Zeroizing<String>,
+        work_dir: &Path,
+    ) -> JuiceFs {
+        JuiceFs {
+            binary: self.binary.clone(),
+            meta,
+            storage: "s3".into(),
+            bucket,
+            access_key,
+            secret_key,
+            keys_handed: true,
+            name: self.name.clone(),
+            cache_size_mib: self.cache_size_mib,
+            mount_point: work_dir.join("mnt"),
+            cache_dir: work_dir.join("cache"),
+            log: work_dir.join("juicefs.log"),
+        }
+    }
+
+    /// Drops (and zeroes) the keys: enough to check and unmount it.
+    pub(crate) fn forget_keys(&mut self) {
+        self.access_key = Zeroizing::default();
+        self.secret_key = Zeroizing::default();
     }
 
     /// Where it is mounted.
@@ -106,12 +157,7 @@ impl JuiceFs {
         if mode == FormatMode::CreateOnly {
             command.arg("--no-update");
         }
-        if !self.access_key.is_empty() {
-            command.env("ACCESS_KEY", &self.access_key);
-        }
-        if !self.secret_key.is_empty() {
-            command.env("SECRET_KEY", &self.secret_key);
-        }
+        self.give_keys(&mut command);
         command.arg(&self.meta.shown).arg(&self.name);
         self.run("format", command).await
     }
@@ -134,8 +180,33 @@ impl JuiceFs {
             .arg("--cache-size")
             .arg(self.cache_size_mib.to_string());
         command.arg("--log").arg(&self.log);
+        if self.keys_handed {
+            // The bucket comes from here, not the settings, so new keys
+            // for a moved bucket work at once; a refused key fails the
+            // mount rather than every write after it.
+            command.args(["--storage", &self.storage, "--bucket", &self.bucket]);
+            command.arg("--check-storage");
+            self.give_keys(&mut command);
+        }
         command.arg(&self.meta.shown).arg(&self.mount_point);
         self.run("mount", command).await
+    }
+
+    /// The bucket keys in the child's environment: juicefs's own variables
+    /// (which `format` stores in the settings, where mounts read them), or
+    /// AWS's (which its S3 client reads and nothing stores).
+    fn give_keys(&self, command: &mut Command) {
+        let (access, secret) = if self.keys_handed {
+            ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+        } else {
+            ("ACCESS_KEY", "SECRET_KEY")
+        };
+        if !self.access_key.is_empty() {
+            command.env(access, self.access_key.as_str());
+        }
+        if !self.secret_key.is_empty() {
+            command.env(secret, self.secret_key.as_str());
+        }
     }
 
     /// What the mount point holds: a stat of it tells a live mount (the
@@ -230,8 +301,8 @@ impl JuiceFs {
         let mut text = text.to_owned();
         let secrets = [
             self.meta.password.as_deref().unwrap_or(""),
-            &self.secret_key,
-            &self.access_key,
+            self.secret_key.as_str(),
+            self.access_key.as_str(),
         ];
         for secret in secrets.into_iter().filter(|s| !s.is_empty()) {
             text = text.replace(secret, "<redacted>");

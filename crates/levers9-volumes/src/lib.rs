@@ -3,12 +3,15 @@
 //! embedded default). The controlplane creates, lists and fills them; a
 //! worker binds one into each container that asks for it. A container only
 //! ever gets `<root>/workspaces/<its workspace>/<name>`, so it cannot reach
-//! another workspace's volumes.
+//! another workspace's volumes. A workspace with storage credentials of its
+//! own has its volumes in a file system of its own instead, in its bucket
+//! (`<its root>/volumes/<name>`; see [`WorkspaceStorage`]).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod juicefs;
 mod meta_url;
+mod workspace_fs;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +21,9 @@ use tokio::sync::Mutex;
 
 pub use juicefs::{FormatMode, JuiceFs, MountState};
 pub use meta_url::MetaUrl;
+pub use workspace_fs::WorkspaceStorage;
+
+use workspace_fs::WorkspaceMounts;
 
 const MAX_NAME_LEN: usize = 63;
 
@@ -56,6 +62,27 @@ pub enum VolumeError {
         "the JuiceFS mount at {0} is not there after mounting: see its log beside it (juicefs.log)"
     )]
     NotMounted(PathBuf),
+    /// The workspace's own storage could not be mounted.
+    #[error(
+        "the workspace's storage {bucket} cannot be mounted: {cause}. Check the endpoint and \
+         bucket with `levers9 workspace storage show`, and set the right keys with \
+         `levers9 workspace storage set`"
+    )]
+    WorkspaceStorage {
+        /// The bucket URL (no key).
+        bucket: String,
+        /// Why not.
+        cause: Box<VolumeError>,
+    },
+    /// A workspace has its own storage, but there is no SQL metadata
+    /// engine to keep its file system in.
+    #[error(
+        "this workspace has its own storage credentials, and its volumes need a file system of \
+         their own in a SQL metadata engine: set storage.juicefs.workspaceMetaUrl (or \
+         LEVERS9_JUICEFS_WORKSPACE_META_URL) to a postgres:// or mysql:// URL on the \
+         controlplane and every worker (storage.juicefs.metaUrl is not SQL)"
+    )]
+    NoWorkspaceMeta,
     /// A file operation failed.
     #[error("cannot {what}: {source}")]
     Io {
@@ -73,13 +100,44 @@ enum Root {
     JuiceFs(Box<JuiceFs>, FormatMode),
 }
 
+/// Whose volumes: a workspace, and its storage credentials when it has
+/// some (opened by the caller for this one call; dropped and zeroed with
+/// it).
+#[derive(Debug)]
+pub struct Owner<'a> {
+    /// The workspace's id.
+    pub workspace_id: &'a str,
+    /// Its own object storage, if it has one.
+    pub storage: Option<WorkspaceStorage>,
+}
+
+impl<'a> Owner<'a> {
+    /// A workspace without storage of its own: the shared file system.
+    pub fn shared(workspace_id: &'a str) -> Owner<'a> {
+        Owner {
+            workspace_id,
+            storage: None,
+        }
+    }
+}
+
 /// The volumes of every workspace. Cheap to clone.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Volumes {
     root: Root,
+    /// The file systems of workspaces with their own storage (JuiceFS only).
+    workspaces: Option<Arc<WorkspaceMounts>>,
     /// Held while the mount is checked and, if need be, (re)mounted, so
     /// concurrent container starts mount once.
     mounting: Arc<Mutex<()>>,
+}
+
+impl std::fmt::Debug for Volumes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Volumes")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Volumes {
@@ -88,11 +146,17 @@ impl Volumes {
     /// on first use; `mode` says whether its `format` may update settings.
     pub fn new(config: &Config, work_dir: &Path, mode: FormatMode) -> Volumes {
         let juicefs = &config.storage.juicefs;
+        let mut workspaces = None;
         let root = if juicefs.is_configured() {
-            Root::JuiceFs(
-                Box::new(JuiceFs::new(juicefs, &work_dir.join("juicefs"))),
+            let work_dir = work_dir.join("juicefs");
+            let shared = JuiceFs::new(juicefs, &work_dir);
+            workspaces = Some(Arc::new(WorkspaceMounts::new(
+                juicefs,
+                shared.clone(),
+                &work_dir.join("workspaces"),
                 mode,
-            )
+            )));
+            Root::JuiceFs(Box::new(shared), mode)
         } else if config.storage.volumes.local_dir.is_empty() {
             Root::Local(config.controlplane.data_dir().join("volumes"))
         } else {
@@ -100,6 +164,7 @@ impl Volumes {
         };
         Volumes {
             root,
+            workspaces,
             mounting: Arc::default(),
         }
     }
@@ -146,9 +211,13 @@ impl Volumes {
         let Root::JuiceFs(fs, _) = &self.root else {
             return Ok(false);
         };
+        let workspaces_healed = match &self.workspaces {
+            Some(workspaces) => workspaces.heal().await,
+            None => false,
+        };
         let _held = self.mounting.lock().await;
         if fs.state().await != MountState::Dead {
-            return Ok(false);
+            return Ok(workspaces_healed);
         }
         Self::detach_dead(fs).await;
         self.mount(fs).await?;
@@ -171,6 +240,9 @@ impl Volumes {
 
     /// Unmounts JuiceFS, for a process on its way out.
     pub async fn close(&self) {
+        if let Some(workspaces) = &self.workspaces {
+            workspaces.close().await;
+        }
         if let Root::JuiceFs(fs, _) = &self.root {
             let _held = self.mounting.lock().await;
             if fs.state().await != MountState::NotMounted {
@@ -179,34 +251,36 @@ impl Volumes {
         }
     }
 
-    async fn workspace_dir(&self, workspace_id: &str) -> Result<PathBuf, VolumeError> {
+    /// Where the owner's volumes are: in its own file system when it has
+    /// storage credentials and volumes live in JuiceFS, else in the shared
+    /// root.
+    pub async fn workspace_dir(&self, owner: Owner<'_>) -> Result<PathBuf, VolumeError> {
         // Workspace ids are uuids the controlplane made; check anyway, as
         // this becomes a path.
-        validate_name(workspace_id)?;
-        Ok(self.root().await?.join("workspaces").join(workspace_id))
-    }
-
-    /// The directory of an existing volume.
-    pub async fn dir(&self, workspace_id: &str, name: &str) -> Result<PathBuf, VolumeError> {
-        validate_name(name)?;
-        let dir = self.workspace_dir(workspace_id).await?.join(name);
-        match tokio::fs::metadata(&dir).await {
-            Ok(meta) if meta.is_dir() => Ok(dir),
-            Ok(_) => Err(VolumeError::NotFound(name.to_owned())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Err(VolumeError::NotFound(name.to_owned()))
-            }
-            Err(source) => Err(VolumeError::Io {
-                what: format!("read volume {name:?}"),
-                source,
-            }),
+        validate_name(owner.workspace_id)?;
+        match (&self.workspaces, owner.storage) {
+            (Some(workspaces), Some(storage)) => Ok(workspaces
+                .root(owner.workspace_id, storage)
+                .await?
+                .join("volumes")),
+            _ => Ok(self
+                .root()
+                .await?
+                .join("workspaces")
+                .join(owner.workspace_id)),
         }
     }
 
+    /// The directory of an existing volume.
+    pub async fn dir(&self, owner: Owner<'_>, name: &str) -> Result<PathBuf, VolumeError> {
+        let workspace_dir = self.workspace_dir(owner).await?;
+        volume_in(&workspace_dir, name).await
+    }
+
     /// Creates a volume.
-    pub async fn create(&self, workspace_id: &str, name: &str) -> Result<(), VolumeError> {
+    pub async fn create(&self, owner: Owner<'_>, name: &str) -> Result<(), VolumeError> {
         validate_name(name)?;
-        let parent = self.workspace_dir(workspace_id).await?;
+        let parent = self.workspace_dir(owner).await?;
         create_dir(&parent).await?;
         match tokio::fs::create_dir(parent.join(name)).await {
             Ok(()) => Ok(()),
@@ -221,8 +295,8 @@ impl Volumes {
     }
 
     /// The workspace's volume names, sorted.
-    pub async fn list(&self, workspace_id: &str) -> Result<Vec<String>, VolumeError> {
-        let dir = self.workspace_dir(workspace_id).await?;
+    pub async fn list(&self, owner: Owner<'_>) -> Result<Vec<String>, VolumeError> {
+        let dir = self.workspace_dir(owner).await?;
         let mut names = Vec::new();
         let mut entries = match tokio::fs::read_dir(&dir).await {
             Ok(entries) => entries,
@@ -249,8 +323,8 @@ impl Volumes {
     }
 
     /// Deletes a volume and everything in it.
-    pub async fn delete(&self, workspace_id: &str, name: &str) -> Result<(), VolumeError> {
-        let dir = self.dir(workspace_id, name).await?;
+    pub async fn delete(&self, owner: Owner<'_>, name: &str) -> Result<(), VolumeError> {
+        let dir = self.dir(owner, name).await?;
         tokio::fs::remove_dir_all(&dir)
             .await
             .map_err(|source| VolumeError::Io {
@@ -267,6 +341,24 @@ async fn create_dir(dir: &Path) -> Result<(), VolumeError> {
             what: format!("create {}", dir.display()),
             source,
         })
+}
+
+/// The directory of an existing volume in a workspace's directory (from
+/// [`Volumes::workspace_dir`]).
+pub async fn volume_in(workspace_dir: &Path, name: &str) -> Result<PathBuf, VolumeError> {
+    validate_name(name)?;
+    let dir = workspace_dir.join(name);
+    match tokio::fs::metadata(&dir).await {
+        Ok(meta) if meta.is_dir() => Ok(dir),
+        Ok(_) => Err(VolumeError::NotFound(name.to_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(VolumeError::NotFound(name.to_owned()))
+        }
+        Err(source) => Err(VolumeError::Io {
+            what: format!("read volume {name:?}"),
+            source,
+        }),
+    }
 }
 
 /// Volume names become directory names: no separators, no dot names.
@@ -325,19 +417,39 @@ mod tests {
         let mut config = Config::default();
         config.storage.volumes.local_dir = dir.path().display().to_string();
         let volumes = Volumes::new(&config, dir.path(), FormatMode::Update);
-        volumes.create("ws-a", "data").await.unwrap();
+        let (a, b) = (|| Owner::shared("ws-a"), || Owner::shared("ws-b"));
+        volumes.create(a(), "data").await.unwrap();
         assert!(matches!(
-            volumes.create("ws-a", "data").await,
+            volumes.create(a(), "data").await,
             Err(VolumeError::AlreadyExists(_))
         ));
-        assert_eq!(volumes.list("ws-a").await.unwrap(), ["data"]);
-        assert!(volumes.list("ws-b").await.unwrap().is_empty());
-        let error = volumes.dir("ws-b", "data").await.unwrap_err();
+        assert_eq!(volumes.list(a()).await.unwrap(), ["data"]);
+        assert!(volumes.list(b()).await.unwrap().is_empty());
+        let error = volumes.dir(b(), "data").await.unwrap_err();
         assert_eq!(
             error.to_string(),
             "volume \"data\" does not exist in this workspace: create it with `levers9 volume create data`"
         );
-        volumes.delete("ws-a", "data").await.unwrap();
-        assert!(volumes.list("ws-a").await.unwrap().is_empty());
+        volumes.delete(a(), "data").await.unwrap();
+        assert!(volumes.list(a()).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn local_volumes_ignore_a_workspaces_own_storage() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.storage.volumes.local_dir = dir.path().display().to_string();
+        let volumes = Volumes::new(&config, dir.path(), FormatMode::Update);
+        let owner = Owner {
+            workspace_id: "ws-a",
+            storage: Some(WorkspaceStorage::new(
+                "http://127.0.0.1:1".into(),
+                "b".into(),
+                "a".into(),
+                "s".into(),
+            )),
+        };
+        volumes.create(owner, "data").await.unwrap();
+        assert!(dir.path().join("workspaces/ws-a/data").is_dir());
     }
 }

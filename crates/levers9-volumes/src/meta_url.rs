@@ -56,6 +56,20 @@ impl MetaUrl {
     }
 }
 
+/// The metadata engines that keep several file systems apart in one
+/// database by a prefix of their tables (JuiceFS's `table_prefix`).
+const SQL_SCHEMES: &[&str] = &["postgres://", "mysql://", "sqlite3://"];
+
+/// `url` with `table_prefix=PREFIX` added, for a file system of its own
+/// in that database; `None` for an engine without table prefixes (Redis).
+pub fn with_table_prefix(url: &str, prefix: &str) -> Option<String> {
+    if !SQL_SCHEMES.iter().any(|scheme| url.starts_with(scheme)) {
+        return None;
+    }
+    let separator = if url.contains('?') { '&' } else { '?' };
+    Some(format!("{url}{separator}table_prefix={prefix}"))
+}
+
 fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -96,6 +110,19 @@ mod tests {
         let url = MetaUrl::parse("redis://user:raw@pass@h:1/2");
         assert_eq!(url.shown, "redis://user@h:1/2");
         assert_eq!(url.password.as_deref(), Some("raw@pass"));
+    }
+
+    #[test]
+    fn sql_engines_take_a_table_prefix_and_redis_does_not() {
+        assert_eq!(
+            super::with_table_prefix("postgres://u:p@db:5432/meta?sslmode=disable", "ws1").unwrap(),
+            "postgres://u:p@db:5432/meta?sslmode=disable&table_prefix=ws1"
+        );
+        assert_eq!(
+            super::with_table_prefix("sqlite3:///m.db", "ws1").unwrap(),
+            "sqlite3:///m.db?table_prefix=ws1"
+        );
+        assert_eq!(super::with_table_prefix("redis://h:6379/1", "ws1"), None);
     }
 
     #[test]

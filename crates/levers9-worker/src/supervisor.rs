@@ -198,7 +198,7 @@ impl Supervisor {
     /// Starts a container in the background; everything it does is
     /// reported as events. A request for a container already held is a
     /// repeat and does nothing.
-    pub fn run(&self, request: RunContainer) {
+    pub fn run(&self, mut request: RunContainer) {
         {
             let mut held = self.held();
             if held.contains_key(&request.container_id) {
@@ -216,6 +216,16 @@ impl Supervisor {
                 },
             );
         }
+        // Out of the request, which lives as long as the container: the
+        // keys are dropped (zeroed) once its volumes are mounted.
+        let storage = request.volume_storage.take().map(|c| {
+            levers9_volumes::WorkspaceStorage::new(
+                c.endpoint,
+                c.bucket,
+                c.access_key_id,
+                c.secret_access_key,
+            )
+        });
         // Bound now, not once the image is pulled, so an input that comes
         // early is queued rather than lost.
         let server = request
@@ -230,7 +240,7 @@ impl Supervisor {
                 Ok(server) => match this.take_gpus(&gpu_type, request.gpu_count) {
                     Ok(devices) => {
                         let exit = this
-                            .run_to_exit(&request, &devices, server.as_deref())
+                            .run_to_exit(&request, storage, &devices, server.as_deref())
                             .await;
                         (exit, devices)
                     }
@@ -272,6 +282,7 @@ impl Supervisor {
     async fn run_to_exit(
         &self,
         request: &RunContainer,
+        storage: Option<levers9_volumes::WorkspaceStorage>,
         gpus: &[String],
         server: Option<&ContainerServer>,
     ) -> Result<Exit, String> {
@@ -281,7 +292,7 @@ impl Supervisor {
         let (image, object_mounts, volume_mounts) = tokio::join!(
             self.images.pull(&request.image),
             function::object_mounts(&self.objects, request),
-            function::volume_mounts(&self.volumes, request),
+            function::volume_mounts(&self.volumes, request, storage),
         );
         let image = image.map_err(|e| format!("cannot pull image {}: {e}", request.image))?;
         let object_mounts = object_mounts?;

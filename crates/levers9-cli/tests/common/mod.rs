@@ -9,6 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod fleet;
+pub mod juicefs;
 pub mod sdk;
 pub mod stubs;
 

@@ -383,7 +383,9 @@ async fn pump_inbox(
         // secrets and payload attached below for this stream alone.
         let original = message.clone();
         if let Some(controlplane_message::Kind::Run(run)) = &mut message.kind {
-            if !open_secrets(&fleet, &worker_id, run).await {
+            if !open_secrets(&fleet, &worker_id, run).await
+                || !open_volume_storage(&fleet, &worker_id, run).await
+            {
                 continue;
             }
             stream
@@ -454,19 +456,50 @@ async fn open_secrets(fleet: &Fleet, worker_id: &str, run: &mut RunContainer) ->
             true
         }
         Err(reason) => {
-            let result = async {
-                if let Some(mut container) = fleet.container(&run.container_id).await? {
-                    fleet.release(worker_id, &container).await?;
-                    super::scheduler::fail(fleet, &mut container, reason).await?;
-                }
-                Ok::<(), ApiError>(())
-            }
-            .await;
-            if let Err(error) = result {
-                tracing::error!(%error, container_id = %run.container_id, "cannot fail a container whose secrets did not open");
-            }
+            fail_unsent(fleet, worker_id, run, reason).await;
             false
         }
+    }
+}
+
+/// Adds the workspace's own storage credentials to a run request with
+/// volumes, just before it goes to the worker, which mounts the
+/// workspace's file system with them. A workspace without credentials
+/// keeps the shared file system. On failure the container fails with the
+/// reason and false is returned.
+async fn open_volume_storage(fleet: &Fleet, worker_id: &str, run: &mut RunContainer) -> bool {
+    if run.volumes.is_empty() || !fleet.workspace_volume_storage() {
+        return true;
+    }
+    let secrets = fleet.secrets();
+    match crate::sealing::open_storage(secrets.sealed.as_ref(), &secrets.keyring, &run.workspace_id)
+        .await
+    {
+        Ok(credentials) => {
+            run.volume_storage = credentials.map(|(credentials, _)| credentials);
+            true
+        }
+        Err(error) => {
+            let reason = format!("cannot mount the workspace's volumes: {error}");
+            fail_unsent(fleet, worker_id, run, reason).await;
+            false
+        }
+    }
+}
+
+/// Fails a container whose run request cannot be sent, and releases its
+/// capacity.
+async fn fail_unsent(fleet: &Fleet, worker_id: &str, run: &RunContainer, reason: String) {
+    let result = async {
+        if let Some(mut container) = fleet.container(&run.container_id).await? {
+            fleet.release(worker_id, &container).await?;
+            super::scheduler::fail(fleet, &mut container, reason).await?;
+        }
+        Ok::<(), ApiError>(())
+    }
+    .await;
+    if let Err(error) = result {
+        tracing::error!(%error, container_id = %run.container_id, "cannot fail a container whose run request cannot be sent");
     }
 }
 

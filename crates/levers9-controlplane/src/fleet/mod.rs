@@ -63,6 +63,9 @@ pub struct Fleet {
     tasks: TaskState,
     local_inboxes: Arc<inbox::LocalInboxes>,
     runtime_pools: Option<Arc<dyn MachineStore>>,
+    /// Whether volumes live in JuiceFS, where a workspace's own storage
+    /// credentials mount its file system (local volumes never use them).
+    workspace_volume_storage: bool,
 }
 
 /// Opens workspace secrets for a container, at the last moment.
@@ -125,6 +128,7 @@ impl Fleet {
             secrets,
             local_inboxes: Arc::default(),
             runtime_pools: None,
+            workspace_volume_storage: false,
         }
     }
 
@@ -133,6 +137,19 @@ impl Fleet {
     pub fn with_runtime_pools(mut self, store: Arc<dyn MachineStore>) -> Self {
         self.runtime_pools = Some(store);
         self
+    }
+
+    /// Hands a workspace's own storage credentials to the worker of each
+    /// of its containers with volumes (volumes in JuiceFS).
+    pub fn with_workspace_volume_storage(mut self, on: bool) -> Self {
+        self.workspace_volume_storage = on;
+        self
+    }
+
+    /// Whether containers with volumes get their workspace's storage
+    /// credentials.
+    pub fn workspace_volume_storage(&self) -> bool {
+        self.workspace_volume_storage
     }
 
     /// Puts a request in a worker's inbox.

@@ -518,6 +518,7 @@ fn run_message(c: &ContainerRecord) -> ControlplaneMessage {
                 })
                 .collect(),
             host_network: c.host_network,
+            volume_storage: None,
         })),
     }
 }

@@ -2,8 +2,10 @@
 //! each value to its row, and re-sealing onto the current key at start.
 
 mod rotation;
+mod storage;
 
 pub use rotation::{rotate, RotationReport};
+pub use storage::{open_storage, storage_id, volume_storage};
 
 use levers9_config::Config;
 use levers9_seal::{Key, KeyError, KeyId, Keyring, OpenError, Sealed};

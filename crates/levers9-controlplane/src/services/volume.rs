@@ -17,6 +17,7 @@ use levers9_api::v1::{
     UploadFileResponse, UploadOffsetRequest, UploadOffsetResponse, UploadStart,
 };
 use levers9_store::TokenType;
+use levers9_volumes::Owner;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 use tokio_stream::wrappers::ReceiverStream;
@@ -25,7 +26,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::Shared;
+use crate::{sealing, Shared};
 
 const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 /// Download chunk size: large enough for throughput, far below the gRPC
@@ -50,6 +51,27 @@ impl VolumeApi {
         Ok(caller)
     }
 
+    /// The caller's workspace as its volumes' owner, with its own storage
+    /// credentials opened for this one call when it has some.
+    async fn owner<'a>(&self, caller: &'a Caller) -> Result<Owner<'a>, ApiError> {
+        let workspace_id = caller.workspace.id.as_str();
+        let storage = if self.shared.volumes.is_juicefs() {
+            sealing::open_storage(
+                self.shared.sealed.as_ref(),
+                &self.shared.keyring,
+                workspace_id,
+            )
+            .await?
+            .map(|(credentials, _)| sealing::volume_storage(credentials))
+        } else {
+            None
+        };
+        Ok(Owner {
+            workspace_id,
+            storage,
+        })
+    }
+
     /// The path inside the caller's volume, and the volume's directory.
     async fn path(
         &self,
@@ -60,7 +82,7 @@ impl VolumeApi {
         let dir = self
             .shared
             .volumes
-            .dir(&caller.workspace.id, volume)
+            .dir(self.owner(caller).await?, volume)
             .await?;
         let relative = levers9_volumes::relative_path(path)?;
         Ok((dir.join(&relative), dir))
@@ -134,7 +156,7 @@ impl VolumeService for VolumeApi {
         let name = request.into_inner().name;
         self.shared
             .volumes
-            .create(&caller.workspace.id, &name)
+            .create(self.owner(&caller).await?, &name)
             .await
             .map_err(ApiError::from)?;
         tracing::info!(workspace_id = %caller.workspace.id, %name, "volume created");
@@ -149,7 +171,7 @@ impl VolumeService for VolumeApi {
         let names = self
             .shared
             .volumes
-            .list(&caller.workspace.id)
+            .list(self.owner(&caller).await?)
             .await
             .map_err(ApiError::from)?;
         Ok(Response::new(ListVolumesResponse { names }))
@@ -163,7 +185,7 @@ impl VolumeService for VolumeApi {
         let name = request.into_inner().name;
         self.shared
             .volumes
-            .delete(&caller.workspace.id, &name)
+            .delete(self.owner(&caller).await?, &name)
             .await
             .map_err(ApiError::from)?;
         tracing::info!(workspace_id = %caller.workspace.id, %name, "volume deleted");

@@ -8,16 +8,14 @@ use levers9_api::v1::{
     GetWorkspaceResponse, SetStorageCredentialsRequest, SetStorageCredentialsResponse,
     StorageCredentials,
 };
-use levers9_store::{SealedId, SealedKind, TokenType};
+use levers9_store::TokenType;
 use tonic::{Request, Response, Status};
+use zeroize::{Zeroize, Zeroizing};
 
 use super::convert;
 use crate::error::ApiError;
 use crate::sealing;
 use crate::Shared;
-
-/// A workspace has one set of storage credentials, stored under this name.
-const STORAGE_NAME: &str = "default";
 
 /// The WorkspaceService implementation.
 pub struct WorkspaceApi {
@@ -46,14 +44,6 @@ fn validate_name(name: &str) -> Result<(), ApiError> {
         "invalid workspace name {name:?}: use 1 to 63 lower-case letters, digits and dashes, \
          not starting or ending with a dash"
     )))
-}
-
-fn storage_id(workspace_id: &str) -> SealedId {
-    SealedId {
-        kind: SealedKind::StorageCredentials,
-        workspace_id: workspace_id.to_owned(),
-        name: STORAGE_NAME.to_owned(),
-    }
 }
 
 fn validate_storage(c: &StorageCredentials) -> Result<(), ApiError> {
@@ -120,10 +110,12 @@ impl WorkspaceService for WorkspaceApi {
         caller.require(&[TokenType::Admin], "set storage credentials")?;
         let credentials = request.into_inner().credentials.unwrap_or_default();
         validate_storage(&credentials)?;
-        let id = storage_id(&caller.workspace.id);
+        let id = sealing::storage_id(&caller.workspace.id);
         // Serialising the generated message cannot fail: it is plain strings.
-        let plaintext = serde_json::to_vec(&credentials)
-            .map_err(|e| ApiError::InvalidArgument(format!("unreadable credentials: {e}")))?;
+        let plaintext = Zeroizing::new(
+            serde_json::to_vec(&credentials)
+                .map_err(|e| ApiError::InvalidArgument(format!("unreadable credentials: {e}")))?,
+        );
         let value = sealing::sealed_value(&self.shared.keyring, id, &plaintext, chrono::Utc::now());
         self.shared
             .sealed
@@ -140,29 +132,23 @@ impl WorkspaceService for WorkspaceApi {
     ) -> Result<Response<GetStorageCredentialsResponse>, Status> {
         let caller = self.shared.auth.authenticate(request.metadata()).await?;
         caller.require(&[TokenType::Admin], "read storage credentials")?;
-        let value = self
-            .shared
-            .sealed
-            .get_sealed(&storage_id(&caller.workspace.id))
-            .await
-            .map_err(ApiError::from)?
-            .ok_or_else(|| {
-                ApiError::NotFound(
-                    "this workspace has no storage credentials: set them with \
-                     levers9 workspace storage set"
-                        .into(),
-                )
-            })?;
-        let plaintext = sealing::open(&self.shared.keyring, &value)
-            .map_err(|e| ApiError::FailedPrecondition(e.to_string()))?;
-        let mut credentials: StorageCredentials =
-            serde_json::from_slice(&plaintext).map_err(|e| {
-                ApiError::FailedPrecondition(format!("stored credentials are unreadable: {e}"))
-            })?;
-        credentials.secret_access_key.clear();
+        let (mut credentials, key_id) = sealing::open_storage(
+            self.shared.sealed.as_ref(),
+            &self.shared.keyring,
+            &caller.workspace.id,
+        )
+        .await?
+        .ok_or_else(|| {
+            ApiError::NotFound(
+                "this workspace has no storage credentials: set them with \
+                 levers9 workspace storage set"
+                    .into(),
+            )
+        })?;
+        credentials.secret_access_key.zeroize();
         Ok(Response::new(GetStorageCredentialsResponse {
             credentials: Some(credentials),
-            key_id: value.key_id,
+            key_id,
         }))
     }
 }

@@ -155,14 +155,28 @@ async fn object_mount(
 /// its workspace. A volume that cannot be had fails the container with its
 /// name and the cause: a container never starts with a missing or stale
 /// directory in its place.
+///
+/// `storage`, the workspace's own credentials when it has some, mounts its
+/// file system; they are dropped (zeroed) on return.
 pub async fn volume_mounts(
     volumes: &levers9_volumes::Volumes,
     request: &RunContainer,
+    storage: Option<levers9_volumes::WorkspaceStorage>,
 ) -> Result<Vec<BindMount>, String> {
+    let Some(first) = request.volumes.first() else {
+        return Ok(Vec::new());
+    };
+    let owner = levers9_volumes::Owner {
+        workspace_id: &request.workspace_id,
+        storage,
+    };
+    let workspace_dir = volumes
+        .workspace_dir(owner)
+        .await
+        .map_err(|e| format!("cannot mount volume {:?}: {e}", first.name))?;
     let mut mounts = Vec::with_capacity(request.volumes.len());
     for volume in &request.volumes {
-        let source = volumes
-            .dir(&request.workspace_id, &volume.name)
+        let source = levers9_volumes::volume_in(&workspace_dir, &volume.name)
             .await
             .map_err(|e| format!("cannot mount volume {:?}: {e}", volume.name))?;
         mounts.push(BindMount {
