@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use levers9_controlplane::fleet::placement::{self, Ask, Offer};
 use levers9_controlplane::fleet::records::{ContainerRecord, WorkerRecord};
-use levers9_controlplane::fleet::scheduler::{self, Scheduler, BACKLOG};
+use levers9_controlplane::fleet::scheduler::{Scheduler, BACKLOG};
 use levers9_controlplane::fleet::{view, Fleet, SecretOpener, CPU, MEMORY};
 use levers9_controlplane::functions::TaskState;
 use levers9_seal::{Key, Keyring};
@@ -112,7 +112,7 @@ async fn bench(fleet: &Fleet, workers: usize, requests: usize) -> Result<()> {
 
     let decisions = decision_times(fleet, &offers, &containers);
     let (_tx, picture) = watch::channel(Arc::new(offers));
-    let mut replica = Scheduler::new(fleet.clone(), picture);
+    let mut replica = Scheduler::new(fleet.clone(), picture, "bench");
     let mut batches = Vec::new();
     let mut placed = 0;
     let started = Instant::now();
@@ -120,7 +120,7 @@ async fn bench(fleet: &Fleet, workers: usize, requests: usize) -> Result<()> {
     // there is room for all of them, so this ends once each is placed.
     while placed < requests && started.elapsed() < GIVE_UP {
         let t = Instant::now();
-        let ids = scheduler::pop_batch(fleet).await?;
+        let ids = replica.pop_batch().await?;
         if ids.is_empty() {
             continue;
         }

@@ -317,6 +317,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         tokio::spawn(async move { router.route(routed).await }),
         tokio::spawn(crate::fleet::scheduler::run(
             shared.fleet.clone(),
+            replica_id.clone(),
             stopped.clone(),
         )),
         tokio::spawn(crate::fleet::reaper::run(

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_api::v1::{controlplane_message, ControlplaneMessage};
+use levers9_controlplane::fleet::claims;
 use levers9_controlplane::fleet::placement::Offer;
 use levers9_controlplane::fleet::records::{state, ContainerRecord, WorkerRecord};
-use levers9_controlplane::fleet::scheduler::{Outcome, Scheduler};
+use levers9_controlplane::fleet::scheduler::{Outcome, Scheduler, BACKLOG};
 use levers9_controlplane::fleet::{inbox, view, Fleet, SecretOpener, CPU, MEMORY};
 use levers9_controlplane::functions::TaskState;
 use levers9_seal::{Key, Keyring};
@@ -152,7 +153,7 @@ async fn short_room_goes_round_robin_by_workspace_and_the_rest_waits() {
             ("b0", "b"),
         ])
         .await;
-    let mut scheduler = Scheduler::new(rig.fleet.clone(), rig.picture().await);
+    let mut scheduler = Scheduler::new(rig.fleet.clone(), rig.picture().await, "test");
     let outcome = scheduler.place_batch(ids).await;
     assert_eq!(
         outcome,
@@ -185,8 +186,8 @@ async fn short_room_goes_round_robin_by_workspace_and_the_rest_waits() {
 async fn a_replica_on_a_stale_picture_loses_the_race_and_places_elsewhere() {
     let rig = rig(3, 2).await;
     let stale = rig.picture().await;
-    let mut first = Scheduler::new(rig.fleet.clone(), rig.picture().await);
-    let mut second = Scheduler::new(rig.fleet.clone(), stale);
+    let mut first = Scheduler::new(rig.fleet.clone(), rig.picture().await, "test");
+    let mut second = Scheduler::new(rig.fleet.clone(), stale, "test");
     let ids = rig.flood("x", 2).await;
     assert_eq!(first.place_batch(ids).await.placed, 2);
     assert_eq!(rig.sent_to("w1").await, ["x0", "x1"]);
@@ -212,8 +213,8 @@ async fn a_replica_on_a_stale_picture_loses_the_race_and_places_elsewhere() {
 #[tokio::test]
 async fn two_replicas_racing_for_the_same_workers_never_overcommit() {
     let rig = rig(2, 4).await;
-    let mut one = Scheduler::new(rig.fleet.clone(), rig.picture().await);
-    let mut other = Scheduler::new(rig.fleet.clone(), rig.picture().await);
+    let mut one = Scheduler::new(rig.fleet.clone(), rig.picture().await, "test");
+    let mut other = Scheduler::new(rig.fleet.clone(), rig.picture().await, "test");
     let (ids_one, ids_other) = (rig.flood("p", 6).await, rig.flood("q", 6).await);
     let (a, b) = tokio::join!(one.place_batch(ids_one), other.place_batch(ids_other));
     assert_eq!(a.placed + b.placed, 8, "{a:?} {b:?}");
@@ -234,7 +235,7 @@ async fn a_request_no_worker_can_take_fails_with_the_reason() {
         ..ContainerRecord::pending("a", "registry.test/app:1")
     };
     rig.fleet.put_container(&big).await.expect("put");
-    let mut scheduler = Scheduler::new(rig.fleet.clone(), rig.picture().await);
+    let mut scheduler = Scheduler::new(rig.fleet.clone(), rig.picture().await, "test");
     let outcome = scheduler.place_batch(vec!["big".into()]).await;
     assert_eq!(outcome.failed, 1, "{outcome:?}");
     let record = rig.record("big").await;
@@ -245,4 +246,60 @@ async fn a_request_no_worker_can_take_fails_with_the_reason() {
          has 2000 and 4096"
     );
     assert_eq!(rig.free_cpu("w1").await, 2000);
+}
+
+#[tokio::test]
+async fn a_replica_that_dies_holding_a_batch_loses_none_of_it() {
+    let rig = rig(1, 4).await;
+    let push = |ids: Vec<String>| {
+        let fleet = rig.fleet.clone();
+        async move {
+            for id in ids {
+                fleet
+                    .state()
+                    .push(BACKLOG, id.as_bytes())
+                    .await
+                    .expect("push");
+            }
+        }
+    };
+    // One replica claims a batch and dies before settling it, having
+    // placed one request of it; another is alive and busy with its own.
+    claims::refresh(&rig.fleet, "dead", true)
+        .await
+        .expect("alive");
+    claims::refresh(&rig.fleet, "busy", true)
+        .await
+        .expect("alive");
+    push(rig.flood("d", 3).await).await;
+    let dead = Scheduler::new(rig.fleet.clone(), rig.picture().await, "dead");
+    assert_eq!(dead.pop_batch().await.expect("claim"), ["d0", "d1", "d2"]);
+    let mut placed = rig.record("d0").await;
+    placed.state = state::SCHEDULED.to_owned();
+    rig.fleet.put_container(&placed).await.expect("put");
+    push(rig.flood("b", 1).await).await;
+    let busy = Scheduler::new(rig.fleet.clone(), rig.picture().await, "busy");
+    assert_eq!(busy.pop_batch().await.expect("claim"), ["b0"]);
+    assert_eq!(rig.fleet.state().queue_len(BACKLOG).await.expect("len"), 0);
+
+    // While the dead replica still counts as alive, nothing moves.
+    assert_eq!(claims::recover(&rig.fleet).await.expect("recover"), 0);
+    claims::forget(&rig.fleet, "dead").await.expect("gone");
+    assert_eq!(claims::recover(&rig.fleet).await.expect("recover"), 2);
+    let held = |replica: &str| {
+        let fleet = rig.fleet.clone();
+        let list = claims::claims_of(replica);
+        async move { fleet.state().claimed(&list).await.expect("claims") }
+    };
+    assert!(held("dead").await.is_empty());
+    assert_eq!(held("busy").await, [b"b0"]);
+
+    // Another replica places what the dead one held, once.
+    let mut live = Scheduler::new(rig.fleet.clone(), rig.picture().await, "live");
+    let ids = live.pop_batch().await.expect("claim");
+    assert_eq!(ids, ["d1", "d2"]);
+    assert_eq!(live.place_batch(ids).await.placed, 2);
+    assert!(held("live").await.is_empty());
+    assert_eq!(rig.sent_to("w1").await, ["d1", "d2"]);
+    assert_eq!(claims::recover(&rig.fleet).await.expect("recover"), 0);
 }

@@ -81,6 +81,40 @@ pub trait HotState: Send + Sync + 'static {
     /// without waiting; empty if it has none.
     async fn pop_many(&self, queue: &str, max: usize) -> Result<Vec<Vec<u8>>, StateError>;
 
+    /// Takes the head of `queue` into the claims queue `claims` in one
+    /// atomic step, waiting up to `wait` for one; None on timeout. An item
+    /// stays claimed until [`Self::unclaim`]: if its taker dies first,
+    /// another process finds it in `claims` ([`Self::claimed`]) and puts it
+    /// back, so nothing taken is lost.
+    async fn claim(
+        &self,
+        queue: &str,
+        claims: &str,
+        wait: Duration,
+    ) -> Result<Option<Vec<u8>>, StateError>;
+
+    /// Like [`Self::claim`] for up to `max` items, oldest first, without
+    /// waiting; empty if the queue has none.
+    async fn claim_many(
+        &self,
+        queue: &str,
+        claims: &str,
+        max: usize,
+    ) -> Result<Vec<Vec<u8>>, StateError>;
+
+    /// Takes one occurrence of each of `items` out of `claims` and, with
+    /// `requeue`, pushes each to the tail of that queue, in order, in one
+    /// atomic step (an item not claimed is still pushed).
+    async fn unclaim(
+        &self,
+        claims: &str,
+        items: &[Vec<u8>],
+        requeue: Option<&str>,
+    ) -> Result<(), StateError>;
+
+    /// The items of a claims queue, oldest first.
+    async fn claimed(&self, claims: &str) -> Result<Vec<Vec<u8>>, StateError>;
+
     /// Number of items in a queue.
     async fn queue_len(&self, queue: &str) -> Result<u64, StateError>;
 

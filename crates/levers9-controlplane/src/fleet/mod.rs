@@ -14,6 +14,7 @@
 //!   `container:<id>`: its output and events.
 
 pub mod attach;
+pub mod claims;
 pub mod demand;
 pub mod inbox;
 pub mod placement;

@@ -1,5 +1,7 @@
 //! Declares workers lost when they stop heartbeating, and the containers
-//! they held lost with them. One replica at a time does it, under a lease.
+//! they held lost with them; puts back in the backlog the requests of
+//! scheduler replicas that stopped ([`super::claims::recover`]). One
+//! replica at a time does it, under a lease.
 
 use tokio::sync::watch;
 
@@ -29,6 +31,9 @@ pub async fn run(fleet: Fleet, holder: String, mut stopped: watch::Receiver<bool
             Ok(true) => {
                 if let Err(error) = sweep(&fleet).await {
                     tracing::warn!(%error, "cannot check workers for heartbeats");
+                }
+                if let Err(error) = super::claims::recover(&fleet).await {
+                    tracing::warn!(%error, "cannot check stopped replicas for requests they held");
                 }
             }
             Ok(false) => {}

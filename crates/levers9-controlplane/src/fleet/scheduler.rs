@@ -18,7 +18,11 @@
 //! ```
 //!
 //! # Guarantees
-//! - A request is placed by one replica: popping the backlog is atomic.
+//! - A request is placed by one replica: taking from the backlog is atomic.
+//! - A request taken is not lost with its replica: each batch is claimed
+//!   (moved from the backlog to the replica's claims list in one step) and
+//!   settled when done; a dead replica's pending requests go back to the
+//!   backlog ([`super::claims`]).
 //! - No worker is overcommitted, whatever the replicas' pictures say: each
 //!   reservation of a batch is checked and taken atomically in the hot
 //!   state, and a refused one reports what the worker really has.
@@ -30,19 +34,19 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use levers9_api::v1::{
     controlplane_message, ControlplaneMessage, ObjectMount, RunContainer, StopContainer,
     VolumeMount,
 };
-use levers9_state::{Reservation, Write};
+use levers9_state::Reservation;
 use tokio::sync::watch;
 
 use super::placement::{self, Ask, Decision, Offer};
 use super::records::{state, ContainerRecord};
-use super::{inbox, view, Fleet, FreeCapacity};
+use super::{claims, inbox, view, Fleet, FreeCapacity};
 use crate::error::ApiError;
 
 /// The backlog queue.
@@ -72,22 +76,36 @@ pub struct Outcome {
     pub failed: usize,
 }
 
-/// Places backlog requests until `stopped` turns true.
-pub async fn run(fleet: Fleet, stopped: watch::Receiver<bool>) {
+/// Places backlog requests until `stopped` turns true, as replica
+/// `replica`.
+pub async fn run(fleet: Fleet, replica: String, stopped: watch::Receiver<bool>) {
     let (tx, mut picture) = watch::channel(Arc::new(Vec::new()));
     tokio::spawn(view::run(fleet.clone(), tx, stopped.clone()));
     // Decide nothing on an empty picture: wait for the first reading.
     if picture.changed().await.is_err() {
         return;
     }
-    let mut scheduler = Scheduler::new(fleet, picture);
+    let mut scheduler = Scheduler::new(fleet, picture, &replica);
+    let mut refreshed: Option<Instant> = None;
     loop {
         if *stopped.borrow() {
+            // Requests still claimed (put back later than the stop) go back
+            // at the next sweep of any replica.
+            if let Err(error) = claims::forget(&scheduler.fleet, &replica).await {
+                tracing::warn!(%error, "cannot say this scheduler stopped");
+            }
             return;
         }
-        // Not raced against the stop signal: a pop cancelled half-way could
-        // lose the request it took. The stop is seen within POP_WAIT.
-        let batch = match pop_batch(&scheduler.fleet).await {
+        if refreshed.is_none_or(|at| at.elapsed() >= claims::ALIVE_TTL / 6) {
+            match claims::refresh(&scheduler.fleet, &replica, refreshed.is_none()).await {
+                Ok(()) => refreshed = Some(Instant::now()),
+                Err(error) => tracing::warn!(%error, "cannot say this scheduler is alive"),
+            }
+        }
+        // Not raced against the stop signal: a claim cancelled half-way
+        // could leave its request claimed until this replica counts as
+        // dead. The stop is seen within POP_WAIT.
+        let batch = match scheduler.pop_batch().await {
             Ok(batch) => batch,
             Err(error) => {
                 tracing::warn!(%error, "cannot read the backlog");
@@ -97,24 +115,6 @@ pub async fn run(fleet: Fleet, stopped: watch::Receiver<bool>) {
         };
         scheduler.place_batch(batch).await;
     }
-}
-
-/// Takes up to [`BATCH`] request ids from the backlog, waiting up to a
-/// second for the first; empty if none came.
-pub async fn pop_batch(fleet: &Fleet) -> Result<Vec<String>, ApiError> {
-    let Some(first) = fleet.state().pop(BACKLOG, POP_WAIT).await? else {
-        return Ok(Vec::new());
-    };
-    let mut batch = vec![first];
-    match fleet.state().pop_many(BACKLOG, BATCH - 1).await {
-        Ok(more) => batch.extend(more),
-        // The first is out of the backlog already: place it, not lose it.
-        Err(error) => tracing::warn!(%error, "cannot read the rest of the backlog"),
-    }
-    Ok(batch
-        .into_iter()
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-        .collect())
 }
 
 /// Orders requests round-robin by workspace, each workspace's in the
@@ -158,6 +158,8 @@ pub struct Scheduler {
     /// When this scheduler last read the fleet itself, before failing a
     /// request on what the picture showed.
     read_at: DateTime<Utc>,
+    /// Its claims list ([`claims::claims_of`]).
+    claims: String,
 }
 
 /// What a pass over a batch has done so far.
@@ -179,20 +181,41 @@ struct Decided {
 
 impl Scheduler {
     /// A scheduler deciding on the readings `picture` publishes.
-    pub fn new(fleet: Fleet, picture: watch::Receiver<Arc<Vec<Offer>>>) -> Self {
+    pub fn new(fleet: Fleet, picture: watch::Receiver<Arc<Vec<Offer>>>, replica: &str) -> Self {
         let offers = picture.borrow().as_ref().clone();
         Self {
             fleet,
             picture,
             offers,
             read_at: DateTime::<Utc>::MIN_UTC,
+            claims: claims::claims_of(replica),
         }
+    }
+
+    /// Claims up to [`BATCH`] request ids from the backlog, waiting up to a
+    /// second for the first; empty if none came.
+    pub async fn pop_batch(&self) -> Result<Vec<String>, ApiError> {
+        let state = self.fleet.state();
+        let Some(first) = state.claim(BACKLOG, &self.claims, POP_WAIT).await? else {
+            return Ok(Vec::new());
+        };
+        let mut batch = vec![first];
+        match state.claim_many(BACKLOG, &self.claims, BATCH - 1).await {
+            Ok(more) => batch.extend(more),
+            // The first is claimed already: place it, not strand it.
+            Err(error) => tracing::warn!(%error, "cannot read the rest of the backlog"),
+        }
+        Ok(batch
+            .into_iter()
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .collect())
     }
 
     /// Places a batch of requests by id, fairly; see the module's state
     /// machine. Those that must wait go back to the backlog.
     pub async fn place_batch(&mut self, ids: Vec<String>) -> Outcome {
         let mut pass = Pass::default();
+        let taken = ids.clone();
         let requests = self.pending(ids, &mut pass).await;
         if self.picture.has_changed().unwrap_or(false) {
             self.offers = self.picture.borrow_and_update().as_ref().clone();
@@ -207,8 +230,35 @@ impl Scheduler {
         }
         pass.back.extend(undecided.into_iter().map(|c| c.id));
         pass.outcome.requeued = pass.back.len();
-        requeue_later(self.fleet.clone(), pass.back);
+        self.settle(taken, pass.back).await;
         pass.outcome
+    }
+
+    /// Drops the batch's settled requests from this replica's claims, and
+    /// puts those in `back` from its claims into the backlog after
+    /// [`RETRY_DELAY`]. A failure leaves them claimed: the reaper puts
+    /// back what is still pending once this replica is gone.
+    async fn settle(&self, taken: Vec<String>, back: Vec<String>) {
+        let waiting: HashSet<&String> = back.iter().collect();
+        let done: Vec<Vec<u8>> = taken
+            .iter()
+            .filter(|id| !waiting.contains(id))
+            .map(|id| id.clone().into_bytes())
+            .collect();
+        if let Err(error) = self.fleet.state().unclaim(&self.claims, &done, None).await {
+            tracing::warn!(%error, requests = done.len(), "cannot settle a batch's claims");
+        }
+        if back.is_empty() {
+            return;
+        }
+        let (fleet, claims) = (self.fleet.clone(), self.claims.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(RETRY_DELAY).await;
+            let items: Vec<Vec<u8>> = back.iter().map(|id| id.clone().into_bytes()).collect();
+            if let Err(error) = fleet.state().unclaim(&claims, &items, Some(BACKLOG)).await {
+                tracing::error!(%error, requests = back.len(), container_ids = ?back, "cannot put requests back in the backlog");
+            }
+        });
     }
 
     /// The records of the requests still pending, in one round trip.
@@ -443,27 +493,6 @@ fn ask(c: &ContainerRecord) -> Ask {
         gpu_types: c.gpu_types.clone(),
         gpus: if has_gpus { i64::from(c.gpu_count) } else { 0 },
     }
-}
-
-/// Puts requests back at the end of the backlog after [`RETRY_DELAY`], all
-/// in one round trip.
-fn requeue_later(fleet: Fleet, ids: Vec<String>) {
-    if ids.is_empty() {
-        return;
-    }
-    tokio::spawn(async move {
-        tokio::time::sleep(RETRY_DELAY).await;
-        let writes: Vec<Write> = ids
-            .iter()
-            .map(|id| Write::Push {
-                queue: BACKLOG.to_owned(),
-                value: id.clone().into_bytes(),
-            })
-            .collect();
-        if let Err(error) = fleet.state().write_batch(&writes).await {
-            tracing::error!(%error, requests = ids.len(), container_ids = ?ids, "cannot put requests back in the backlog");
-        }
-    });
 }
 
 /// Marks a container failed for `reason` and tells followers.

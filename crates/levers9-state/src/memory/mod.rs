@@ -217,6 +217,71 @@ impl HotState for MemoryState {
         Ok(popped)
     }
 
+    // In one process a claim needs no atomicity across a crash: the claims
+    // die with the process that holds them.
+    async fn claim(
+        &self,
+        queue: &str,
+        claims: &str,
+        wait: Duration,
+    ) -> Result<Option<Vec<u8>>, StateError> {
+        let item = self.pop(queue, wait).await?;
+        if let Some(item) = &item {
+            self.push(claims, item).await?;
+        }
+        Ok(item)
+    }
+
+    async fn claim_many(
+        &self,
+        queue: &str,
+        claims: &str,
+        max: usize,
+    ) -> Result<Vec<Vec<u8>>, StateError> {
+        let items = self.pop_many(queue, max).await?;
+        let mut queues = self.inner.queues.lock().await;
+        if !items.is_empty() {
+            let claimed = queues.entry(claims.to_owned()).or_default();
+            claimed.items.extend(items.iter().cloned());
+        }
+        Ok(items)
+    }
+
+    async fn unclaim(
+        &self,
+        claims: &str,
+        items: &[Vec<u8>],
+        requeue: Option<&str>,
+    ) -> Result<(), StateError> {
+        let mut queues = self.inner.queues.lock().await;
+        if let Some(claimed) = queues.get_mut(claims) {
+            for item in items {
+                if let Some(at) = claimed.items.iter().position(|c| c == item) {
+                    claimed.items.remove(at);
+                }
+            }
+            if claimed.items.is_empty() {
+                forget_if_idle(&mut queues, claims);
+            }
+        }
+        if let Some(queue) = requeue {
+            if !items.is_empty() {
+                let q = queues.entry(queue.to_owned()).or_default();
+                q.items.extend(items.iter().cloned());
+                q.pushed.notify_one();
+            }
+        }
+        Ok(())
+    }
+
+    async fn claimed(&self, claims: &str) -> Result<Vec<Vec<u8>>, StateError> {
+        let queues = self.inner.queues.lock().await;
+        Ok(queues
+            .get(claims)
+            .map(|q| q.items.iter().cloned().collect())
+            .unwrap_or_default())
+    }
+
     async fn queue_len(&self, queue: &str) -> Result<u64, StateError> {
         let queues = self.inner.queues.lock().await;
         let len = queues.get(queue).map_or(0, |q| q.items.len());

@@ -59,6 +59,8 @@ impl RedisState {
             release_lease: Script::new(RELEASE_LEASE),
             try_reserve_batch: Script::new(TRY_RESERVE_BATCH),
             release: Script::new(RELEASE),
+            claim_many: Script::new(super::claims::CLAIM_MANY),
+            unclaim: Script::new(super::claims::UNCLAIM),
         })
     }
 }

@@ -12,6 +12,7 @@ use crate::{HotState, Reservation, Reserve, StateError, Write};
 
 mod batch;
 mod capacity;
+mod claims;
 mod collections;
 mod connect;
 mod queue;
@@ -63,6 +64,8 @@ pub struct RedisState {
     release_lease: Script,
     try_reserve_batch: Script,
     release: Script,
+    claim_many: Script,
+    unclaim: Script,
 }
 
 impl RedisState {
@@ -207,6 +210,37 @@ impl HotState for RedisState {
 
     async fn pop_many(&self, queue: &str, max: usize) -> Result<Vec<Vec<u8>>, StateError> {
         self.pop_up_to(queue, max).await
+    }
+
+    async fn claim(
+        &self,
+        queue: &str,
+        claims: &str,
+        wait: Duration,
+    ) -> Result<Option<Vec<u8>>, StateError> {
+        self.claim_one(queue, claims, wait).await
+    }
+
+    async fn claim_many(
+        &self,
+        queue: &str,
+        claims: &str,
+        max: usize,
+    ) -> Result<Vec<Vec<u8>>, StateError> {
+        self.claim_up_to(queue, claims, max).await
+    }
+
+    async fn unclaim(
+        &self,
+        claims: &str,
+        items: &[Vec<u8>],
+        requeue: Option<&str>,
+    ) -> Result<(), StateError> {
+        self.settle(claims, items, requeue).await
+    }
+
+    async fn claimed(&self, claims: &str) -> Result<Vec<Vec<u8>>, StateError> {
+        self.claims_of(claims).await
     }
 
     async fn queue_len(&self, queue: &str) -> Result<u64, StateError> {

@@ -1,9 +1,9 @@
-//! Blocking pops, on pooled connections of their own.
+//! Blocking pops and claims, on pooled connections of their own.
 
 use std::time::Duration;
 
 use ::redis::aio::MultiplexedConnection;
-use ::redis::AsyncConnectionConfig;
+use ::redis::{AsyncConnectionConfig, Cmd, FromRedisValue};
 
 use super::{
     deadline, millis, RedisState, COMMAND_TIMEOUT, CONNECT_TIMEOUT, IDLE_BLOCKING_CONNECTIONS,
@@ -17,23 +17,62 @@ impl RedisState {
         key: &str,
         wait: Duration,
     ) -> Result<Option<Vec<u8>>, StateError> {
+        let popped: Option<(Vec<u8>, Vec<u8>)> = self
+            .blocking(wait, |seconds| {
+                let mut command = ::redis::cmd("BLPOP");
+                command.arg(key).arg(seconds);
+                command
+            })
+            .await?;
+        Ok(popped.map(|(_, value)| value))
+    }
+
+    /// BLMOVE from the head of `from` to the tail of `to`, for up to `wait`
+    /// (which must not be zero), on a pooled connection.
+    pub(super) async fn move_blocking(
+        &self,
+        from: &str,
+        to: &str,
+        wait: Duration,
+    ) -> Result<Option<Vec<u8>>, StateError> {
+        self.blocking(wait, |seconds| {
+            let mut command = ::redis::cmd("BLMOVE");
+            command
+                .arg(from)
+                .arg(to)
+                .arg("LEFT")
+                .arg("RIGHT")
+                .arg(seconds);
+            command
+        })
+        .await
+    }
+
+    /// Runs the blocking command `command(seconds)` on a pooled connection.
+    async fn blocking<T: FromRedisValue>(
+        &self,
+        wait: Duration,
+        command: impl Fn(f64) -> Cmd,
+    ) -> Result<T, StateError> {
+        // Fractional seconds (Redis >= 6); 0 would mean forever.
+        let command = command(millis(wait) as f64 / 1000.0);
         let pooled = self.blocking.lock().await.pop();
-        let (conn, popped) = match pooled {
-            Some(mut conn) => match self.blocking_pop(&mut conn, key, wait).await {
+        let (conn, answer) = match pooled {
+            Some(mut conn) => match blocking_query(&mut conn, &command, wait).await {
                 // The server may have closed an idle pooled connection; a
-                // dropped connection served no BLPOP, so one retry on a fresh
-                // connection cannot pop an item twice.
+                // dropped connection served no command, so one retry on a
+                // fresh connection cannot take an item twice.
                 Err(StateError::Redis(e)) if e.is_connection_dropped() || e.is_io_error() => {
                     let mut conn = self.blocking_connection().await?;
-                    let popped = self.blocking_pop(&mut conn, key, wait).await?;
-                    (conn, popped)
+                    let answer = blocking_query(&mut conn, &command, wait).await?;
+                    (conn, answer)
                 }
-                popped => (conn, popped?),
+                answer => (conn, answer?),
             },
             None => {
                 let mut conn = self.blocking_connection().await?;
-                let popped = self.blocking_pop(&mut conn, key, wait).await?;
-                (conn, popped)
+                let answer = blocking_query(&mut conn, &command, wait).await?;
+                (conn, answer)
             }
         };
         let mut idle = self.blocking.lock().await;
@@ -41,7 +80,7 @@ impl RedisState {
         if idle.len() < IDLE_BLOCKING_CONNECTIONS {
             idle.push(conn);
         }
-        Ok(popped)
+        Ok(answer)
     }
 
     async fn blocking_connection(&self) -> Result<MultiplexedConnection, StateError> {
@@ -57,24 +96,12 @@ impl RedisState {
         )
         .await
     }
+}
 
-    async fn blocking_pop(
-        &self,
-        conn: &mut MultiplexedConnection,
-        key: &str,
-        wait: Duration,
-    ) -> Result<Option<Vec<u8>>, StateError> {
-        // BLPOP takes fractional seconds (Redis >= 6); 0 would mean forever.
-        let seconds = millis(wait) as f64 / 1000.0;
-        let popped: Option<(Vec<u8>, Vec<u8>)> = deadline(
-            "pop",
-            wait + COMMAND_TIMEOUT,
-            ::redis::cmd("BLPOP")
-                .arg(key)
-                .arg(seconds)
-                .query_async(conn),
-        )
-        .await?;
-        Ok(popped.map(|(_, value)| value))
-    }
+async fn blocking_query<T: FromRedisValue>(
+    conn: &mut MultiplexedConnection,
+    command: &Cmd,
+    wait: Duration,
+) -> Result<T, StateError> {
+    deadline("pop", wait + COMMAND_TIMEOUT, command.query_async(conn)).await
 }

@@ -16,6 +16,9 @@ pub use records::*;
 // The batch calls.
 mod batch;
 pub use batch::*;
+// Claims.
+mod claims;
+pub use claims::*;
 
 /// One `#[tokio::test]` per check below, each on a fresh state made by `$make().await`.
 macro_rules! hot_state_suite {
@@ -71,6 +74,8 @@ macro_rules! hot_state_suite {
             get_many_reads_each_key_in_order,
             write_batch_applies_every_write_in_order,
             pop_many_takes_up_to_max_oldest_first,
+            claimed_items_stay_until_unclaimed,
+            a_claim_waits_for_a_push,
         );
     };
     (@each $make:path; $($check:ident),+ $(,)?) => {

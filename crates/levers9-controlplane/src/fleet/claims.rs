@@ -1,0 +1,93 @@
+//! What a scheduler replica holds of the backlog. A replica claims each
+//! batch it takes (moved from the backlog into its claims list in one
+//! step) and settles it once every request of the batch is placed, failed
+//! or put back. A replica that dies holding a batch stops refreshing its
+//! alive key; the reaper then puts its still-pending requests back in the
+//! backlog ([`recover`]), so a killed replica loses no request.
+
+use std::time::Duration;
+
+use super::records::state;
+use super::scheduler::BACKLOG;
+use super::Fleet;
+use crate::error::ApiError;
+
+/// The set of replicas that have run a scheduler.
+const SCHEDULERS: &str = "schedulers";
+/// How long a replica counts as alive after its last refresh: far beyond a
+/// batch's few seconds, so a slow batch is never taken from a live
+/// replica.
+pub const ALIVE_TTL: Duration = Duration::from_secs(30);
+
+/// The claims list of replica `replica`.
+pub fn claims_of(replica: &str) -> String {
+    format!("backlog-claims:{replica}")
+}
+
+fn alive_key(replica: &str) -> String {
+    format!("scheduler-alive:{replica}")
+}
+
+/// Says replica `replica` is alive for another [`ALIVE_TTL`]; the first
+/// call also lists it for [`recover`].
+pub async fn refresh(fleet: &Fleet, replica: &str, first: bool) -> Result<(), ApiError> {
+    if first {
+        fleet.state().set_add(SCHEDULERS, replica).await?;
+    }
+    fleet
+        .state()
+        .set_with_ttl(&alive_key(replica), b"", ALIVE_TTL)
+        .await?;
+    Ok(())
+}
+
+/// Says replica `replica` stopped: what it still holds is put back by the
+/// next [`recover`], without waiting for [`ALIVE_TTL`].
+pub async fn forget(fleet: &Fleet, replica: &str) -> Result<(), ApiError> {
+    fleet.state().delete(&alive_key(replica)).await?;
+    Ok(())
+}
+
+/// Puts the pending requests that replicas no longer alive held back in
+/// the backlog; what they held and had settled in part (placed, failed) is
+/// only dropped. Returns how many requests went back.
+pub async fn recover(fleet: &Fleet) -> Result<usize, ApiError> {
+    let mut requeued = 0;
+    for replica in fleet.state().set_members(SCHEDULERS).await? {
+        if fleet.state().get(&alive_key(&replica)).await?.is_some() {
+            continue;
+        }
+        let claims = claims_of(&replica);
+        let held = fleet.state().claimed(&claims).await?;
+        if held.is_empty() {
+            fleet.state().set_remove(SCHEDULERS, &replica).await?;
+            continue;
+        }
+        let ids: Vec<String> = held
+            .iter()
+            .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+            .collect();
+        let records = fleet.containers(&ids).await?;
+        let (mut pending, mut settled) = (Vec::new(), Vec::new());
+        for (bytes, record) in held.into_iter().zip(records) {
+            match record? {
+                Some(c) if c.state == state::PENDING => pending.push(bytes),
+                _ => settled.push(bytes),
+            }
+        }
+        fleet.state().unclaim(&claims, &settled, None).await?;
+        fleet
+            .state()
+            .unclaim(&claims, &pending, Some(BACKLOG))
+            .await?;
+        if !pending.is_empty() {
+            tracing::warn!(
+                replica,
+                requests = pending.len(),
+                "a stopped replica held container requests: back in the backlog"
+            );
+        }
+        requeued += pending.len();
+    }
+    Ok(requeued)
+}
