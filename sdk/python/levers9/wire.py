@@ -23,6 +23,9 @@ MAX_HEADER_BYTES = 1024 * 1024
 # Bodies are arguments and results, which gRPC already caps at 256 MiB on
 # the way in; leave room for pickling overhead.
 MAX_BODY_BYTES = 1024 * 1024 * 1024
+# Bodies up to this size are copied behind their prefix and sent with it;
+# larger ones are sent as they are rather than copied.
+_JOIN_BELOW = 64 * 1024
 
 
 class WireError(Exception):
@@ -38,9 +41,12 @@ def encode_frame(header: dict, body: bytes = b"") -> Tuple[bytes, bytes]:
 def write_frame(sock, header: dict, body: bytes = b"") -> None:
     """Sends one frame on a socket; callers sharing a socket hold a lock around it."""
     prefix, body = encode_frame(header, body)
+    if len(body) <= _JOIN_BELOW:
+        # One send: the peer wakes once for a small frame, not twice.
+        sock.sendall(prefix + body)
+        return
     sock.sendall(prefix)
-    if body:
-        sock.sendall(body)
+    sock.sendall(body)
 
 
 def read_frame(stream: BinaryIO) -> Optional[Tuple[dict, bytes]]:
