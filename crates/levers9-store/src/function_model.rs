@@ -71,7 +71,7 @@ pub struct NewTask {
     pub created_at: DateTime<Utc>,
 }
 
-/// An attempt of a task starting, for [`FunctionStore::start_tasks`](crate::FunctionStore::start_tasks).
+/// An attempt of a task starting, for [`FunctionStore::move_tasks`](crate::FunctionStore::move_tasks).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskStart {
     /// The task.
@@ -86,7 +86,7 @@ pub struct TaskStart {
     pub at: DateTime<Utc>,
 }
 
-/// A task ending, for [`FunctionStore::finish_tasks`](crate::FunctionStore::finish_tasks).
+/// A task ending, for [`FunctionStore::move_tasks`](crate::FunctionStore::move_tasks).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskEnd {
     /// The task.
@@ -97,6 +97,40 @@ pub struct TaskEnd {
     pub message: String,
     /// When it ended.
     pub at: DateTime<Utc>,
+}
+
+/// A task going back for another attempt, for
+/// [`FunctionStore::move_tasks`](crate::FunctionStore::move_tasks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskRetry<'a> {
+    /// The task.
+    pub task_id: &'a str,
+    /// Why its attempt failed.
+    pub message: &'a str,
+}
+
+/// Task transitions written in one transaction, in this order: starts,
+/// retries, ends (each task at most once among the starts, and among the
+/// ends).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TaskMoves<'a> {
+    /// Attempts that started.
+    pub starts: &'a [TaskStart],
+    /// Tasks going back for another attempt.
+    pub retries: &'a [TaskRetry<'a>],
+    /// Tasks that ended.
+    pub ends: &'a [TaskEnd],
+}
+
+/// How many tasks each part of a [`TaskMoves`] changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TasksMoved {
+    /// Tasks marked running.
+    pub started: u64,
+    /// Tasks marked for retry.
+    pub retried: u64,
+    /// Tasks ended.
+    pub ended: u64,
 }
 
 /// One invocation of a stub and where it stands.

@@ -38,7 +38,7 @@ macro_rules! unfinished {
 pub(crate) mod attempts;
 pub(crate) mod deployments;
 mod moves;
-pub(crate) use moves::{finish_tasks, retry_task, start_tasks};
+pub(crate) use moves::move_tasks;
 
 /// Tasks per INSERT statement. Each binds 5 values, so a statement binds 2,500,
 /// far under the limits of Postgres (65,535) and the bundled SQLite (32,766), while
@@ -306,21 +306,38 @@ where
     if tasks.is_empty() {
         return Ok(());
     }
+    // One statement is atomic by itself: a single `.remote()` saves the
+    // BEGIN and COMMIT round trips on its way to the worker.
+    if tasks.len() <= TASKS_PER_INSERT {
+        return insert_task_chunk(pool, tasks).await;
+    }
     let mut tx = pool.begin().await?;
     for chunk in tasks.chunks(TASKS_PER_INSERT) {
-        let text = insert_tasks_text(chunk.len());
-        let mut insert = sqlx::query(&text);
-        for task in chunk {
-            insert = insert
-                .bind(task.id.as_str())
-                .bind(task.workspace_id.as_str())
-                .bind(task.stub_id.as_str())
-                .bind(task.function_name.as_str())
-                .bind(at_rest(task.created_at));
-        }
-        insert.execute(&mut *tx).await.map_err(task_insert_error)?;
+        insert_task_chunk(&mut *tx, chunk).await?;
     }
     tx.commit().await?;
+    Ok(())
+}
+
+async fn insert_task_chunk<'e, DB, E>(executor: E, chunk: &[NewTask]) -> Result<(), StoreError>
+where
+    DB: Database,
+    E: Executor<'e, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+{
+    let text = insert_tasks_text(chunk.len());
+    let mut insert = sqlx::query(&text);
+    for task in chunk {
+        insert = insert
+            .bind(task.id.as_str())
+            .bind(task.workspace_id.as_str())
+            .bind(task.stub_id.as_str())
+            .bind(task.function_name.as_str())
+            .bind(at_rest(task.created_at));
+    }
+    insert.execute(executor).await.map_err(task_insert_error)?;
     Ok(())
 }
 

@@ -10,8 +10,8 @@ use chrono::{DateTime, Utc};
 
 use crate::error::StoreError;
 use crate::function_model::{
-    AttemptRecord, DeploymentRecord, NewDeployment, NewTask, StubRecord, TaskEnd, TaskRecord,
-    TaskStart,
+    AttemptRecord, DeploymentRecord, NewDeployment, NewTask, StubRecord, TaskEnd, TaskMoves,
+    TaskRecord, TaskRetry, TaskStart, TasksMoved,
 };
 use crate::function_sql;
 use crate::postgres::PostgresStore;
@@ -93,20 +93,47 @@ pub trait FunctionStore: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<TaskRecord>, StoreError>;
 
-    /// Attempts start: state "running", attempts, container and worker set,
-    /// started_at set if unset — for each task that is not final (each task at
-    /// most once in `starts`); returns how many changed.
-    async fn start_tasks(&self, starts: &[TaskStart]) -> Result<u64, StoreError>;
+    /// Task transitions in one transaction (see [`TaskMoves`]), each only
+    /// for a task that is not final, so a late result, retry or start never
+    /// overwrites a cancel:
+    /// - a start sets state "running", attempts, container and worker, and
+    ///   started_at if unset, and opens an attempt row (closing one left
+    ///   open, as handed back unfinished);
+    /// - a retry sets state "retry" and the message, and closes the attempt;
+    /// - an end sets a final state (complete, error, timeout or cancelled),
+    ///   message and ended_at, and closes the attempt.
+    ///
+    /// NotFinalState, changing nothing, if an end's state is not final.
+    async fn move_tasks(&self, moves: &TaskMoves<'_>) -> Result<TasksMoved, StoreError>;
 
-    /// Back to the queue for another attempt: state "retry", message set — only if not
-    /// final; true if it changed.
-    async fn retry_task(&self, task_id: &str, message: &str) -> Result<bool, StoreError>;
+    /// Starts attempts as [`FunctionStore::move_tasks`] does; returns how many changed.
+    async fn start_tasks(&self, starts: &[TaskStart]) -> Result<u64, StoreError> {
+        let moves = TaskMoves {
+            starts,
+            ..TaskMoves::default()
+        };
+        Ok(self.move_tasks(&moves).await?.started)
+    }
 
-    /// Ends tasks: final state (complete, error, timeout or cancelled), message,
-    /// ended_at — for each task not final already, so a late result cannot overwrite
-    /// a cancel (each task at most once in `ends`); returns how many changed.
-    /// NotFinalState, changing nothing, if a state is not final.
-    async fn finish_tasks(&self, ends: &[TaskEnd]) -> Result<u64, StoreError>;
+    /// Sends a task back for another attempt as [`FunctionStore::move_tasks`]
+    /// does; true if it changed.
+    async fn retry_task(&self, task_id: &str, message: &str) -> Result<bool, StoreError> {
+        let retries = [TaskRetry { task_id, message }];
+        let moves = TaskMoves {
+            retries: &retries,
+            ..TaskMoves::default()
+        };
+        Ok(self.move_tasks(&moves).await?.retried == 1)
+    }
+
+    /// Ends tasks as [`FunctionStore::move_tasks`] does; returns how many changed.
+    async fn finish_tasks(&self, ends: &[TaskEnd]) -> Result<u64, StoreError> {
+        let moves = TaskMoves {
+            ends,
+            ..TaskMoves::default()
+        };
+        Ok(self.move_tasks(&moves).await?.ended)
+    }
 
     /// The attempts of a task, oldest first (the caller checked the task's
     /// workspace).
@@ -212,14 +239,8 @@ macro_rules! function_store_impl {
             ) -> Result<Vec<TaskRecord>, StoreError> {
                 function_sql::list_tasks(&self.$reader, workspace_id, limit).await
             }
-            async fn start_tasks(&self, starts: &[TaskStart]) -> Result<u64, StoreError> {
-                function_sql::start_tasks(&self.$writer, starts).await
-            }
-            async fn retry_task(&self, task_id: &str, message: &str) -> Result<bool, StoreError> {
-                function_sql::retry_task(&self.$writer, task_id, message).await
-            }
-            async fn finish_tasks(&self, ends: &[TaskEnd]) -> Result<u64, StoreError> {
-                function_sql::finish_tasks(&self.$writer, ends).await
+            async fn move_tasks(&self, moves: &TaskMoves<'_>) -> Result<TasksMoved, StoreError> {
+                function_sql::move_tasks(&self.$writer, moves).await
             }
             async fn task_attempts(&self, task_id: &str) -> Result<Vec<AttemptRecord>, StoreError> {
                 function_sql::attempts::list(&self.$reader, task_id).await

@@ -21,7 +21,7 @@ mod sqlite;
 pub use error::StoreError;
 pub use function_model::{
     task_state, AttemptRecord, DeploymentRecord, NewDeployment, NewTask, StubRecord, TaskEnd,
-    TaskRecord, TaskStart,
+    TaskMoves, TaskRecord, TaskRetry, TaskStart, TasksMoved,
 };
 pub use functions::FunctionStore;
 pub use machines::{

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgSslMode};
+use sqlx::Connection;
 
 use crate::error::StoreError;
 
@@ -14,6 +15,9 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 /// How long a call waits for a pooled connection before failing, so an exhausted
 /// pool or an unreachable server surfaces as an error instead of a hang.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A pooled connection idle this long is pinged before it is handed out.
+const PING_IDLE: Duration = Duration::from_secs(1);
 
 /// Records kept in PostgreSQL.
 #[derive(Debug, Clone)]
@@ -71,6 +75,19 @@ impl PostgresStore {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(ACQUIRE_TIMEOUT)
+            // sqlx pings every connection it hands out by default: a round
+            // trip before each transaction, a fifth of a warm function
+            // call's. Only a connection idle for a while is pinged; a dead
+            // one that slips through fails its statement and is dropped.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= PING_IDLE {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_with(options)
             .await?;
         // The migrator keeps sqlx's default `locking = true`: it holds a Postgres advisory

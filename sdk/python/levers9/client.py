@@ -10,6 +10,7 @@ import threading
 from typing import Dict, Iterable, Optional, Tuple
 
 import grpc
+import grpc.experimental
 
 from .config import Target, resolve_target
 from .errors import AuthError, ConfigError, ControlplaneError, ControlplaneUnavailable, Levers9Error
@@ -32,6 +33,10 @@ _CHANNEL_OPTIONS = [
     ("grpc.keepalive_timeout_ms", 20_000),
     ("grpc.keepalive_permit_without_calls", 0),
     ("grpc.http2.max_pings_without_data", 0),
+    # Server-streaming calls (Call, WaitTask) read on the caller's thread
+    # rather than grpc's channel spin thread, which a sequence of calls
+    # would start anew for each one.
+    (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1),
 ]
 
 
@@ -70,6 +75,10 @@ class Client:
     def run(self, requests: Iterable):
         """Opens the bidirectional Run stream; no deadline, since functions run for long."""
         return self._stub.Run(iter(requests), metadata=self._metadata)
+
+    def call_one(self, request):
+        """Opens a Call: one input, its events back; no deadline, since functions run for long."""
+        return self._stub.Call(request, metadata=self._metadata)
 
     def wait_task(self, task_id: str, timeout: Optional[float]):
         return self._stub.WaitTask(

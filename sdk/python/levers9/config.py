@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Dict, Mapping, Optional, Tuple
 
 from .errors import ConfigError
 
@@ -53,18 +54,42 @@ def config_path(environ: Mapping[str, str]) -> str:
     return os.path.join(home, ".levers9", "config.toml")
 
 
+# The parsed config file, keyed by (path, mtime, size): a `.remote()` looks
+# the target up on every call, and parsing the TOML each time was a large
+# part of a warm call's client CPU. An edited file has a new mtime or size;
+# as git does with its index, a file changed in the last seconds is read
+# again, since two writes within one timestamp tick share an mtime.
+_RACY_NS = 2_000_000_000
+_parsed: Dict[str, Tuple[Tuple[int, int, int], Optional[dict]]] = {}
+
+
 def _load_toml(path: str) -> Optional[dict]:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        st = None
+    version = None
+    if st is not None and time.time_ns() - st.st_mtime_ns > _RACY_NS:
+        version = (st.st_ino, st.st_mtime_ns, st.st_size)
+    cached = _parsed.get(path)
+    if version is not None and cached is not None and cached[0] == version:
+        return cached[1]
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on 3.9/3.10 only
         import tomli as tomllib
     try:
         with open(path, "rb") as f:
-            return tomllib.load(f)
+            parsed = tomllib.load(f)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as e:  # TOMLDecodeError is a ValueError
         raise ConfigError(f"{path} is not a readable CLI config ({e}): fix it, or recreate it with `levers9 config create NAME`") from e
+    if version is not None:
+        _parsed[path] = (version, parsed)
+    return parsed
 
 
 def _env(environ: Mapping[str, str], name: str) -> Optional[str]:

@@ -1,7 +1,9 @@
-"""Calling a stub: the Run stream (remote, map), spawn and waiting for a task.
+"""Calling a stub: Call (remote), the Run stream (map), spawn and waiting for a task.
 
 # Guarantees
-- One Run stream per `remote` or `map` call. The first request is RunStart;
+- One `remote` is one Call (start and input in its request, events back);
+  no request stream, so no thread of grpc's per call.
+- One Run stream per `map` call. The first request is RunStart;
   inputs follow as RunInput with their position as index; the stream is
   half-closed after the last input.
 - At most `MAX_IN_FLIGHT` inputs are sent whose result has not arrived: the
@@ -98,6 +100,40 @@ class _Requests:
                 self.call.cancel()
 
 
+def _follow(client: Client, method: str, call, requests: Optional[_Requests], cancellation: Optional[Cancellation]):
+    """Yields (index, TaskOutcome) from a Run or Call's events, printing output."""
+    if cancellation is not None:
+        cancellation.attach(call)
+    printer = OutputPrinter()
+    completed = False
+    try:
+        for event in call:
+            kind = event.WhichOneof("kind")
+            if kind == "result":
+                if requests is not None:
+                    requests.slots.release()
+                printer.task_done(event.result.task_id)
+                yield event.result.index, event.result
+            elif kind == "output":
+                printer.output(event.output)
+            elif kind == "retrying":
+                printer.retrying(event.retrying)
+            # "accepted" only names the task; nothing to do with it here.
+        completed = True
+    except grpc.RpcError as e:
+        if requests is not None and requests.error is not None:
+            raise requests.error from None
+        if cancellation is not None and cancellation.cancelled:
+            raise TaskCancelled("the call was cancelled by the caller") from None
+        raise client.translate(e, method) from None
+    finally:
+        if requests is not None:
+            requests.finished.set()
+        if not completed:
+            call.cancel()
+        printer.close()
+
+
 def stream_results(
     client: Client,
     stub_id: str,
@@ -109,36 +145,15 @@ def stream_results(
     requests = _Requests(stub_id, payloads, max_in_flight)
     call = client.run(requests)
     requests.call = call
-    if cancellation is not None:
-        cancellation.attach(call)
-    printer = OutputPrinter()
     received = 0
-    completed = False
+    events = _follow(client, "Run", call, requests, cancellation)
     try:
-        for event in call:
-            kind = event.WhichOneof("kind")
-            if kind == "result":
-                requests.slots.release()
-                received += 1
-                printer.task_done(event.result.task_id)
-                yield event.result.index, event.result
-            elif kind == "output":
-                printer.output(event.output)
-            elif kind == "retrying":
-                printer.retrying(event.retrying)
-            # "accepted" only names the task; nothing to do with it here.
-        completed = True
-    except grpc.RpcError as e:
-        if requests.error is not None:
-            raise requests.error from None
-        if cancellation is not None and cancellation.cancelled:
-            raise TaskCancelled("the call was cancelled by the caller") from None
-        raise client.translate(e, "Run") from None
+        for result in events:
+            received += 1
+            yield result
     finally:
-        requests.finished.set()
-        if not completed:
-            call.cancel()
-        printer.close()
+        # Leaving early cancels the call now, not when garbage-collected.
+        events.close()
     if requests.error is not None:
         raise requests.error
     if received < requests.sent:
@@ -148,12 +163,17 @@ def stream_results(
 
 
 def run_one(client: Client, stub_id: str, payload: bytes, cancellation: Optional[Cancellation] = None):
-    """One input: the return value, or the exception raised."""
+    """One input, in one Call: the return value, or the exception raised."""
+    call = client.call_one(pb.CallRequest(start=pb.RunStart(stub_id=stub_id), input=pb.RunInput(payload=payload)))
     outcome = None
-    for _, result in stream_results(client, stub_id, iter([payload]), cancellation):
-        outcome = result
+    events = _follow(client, "Call", call, None, cancellation)
+    try:
+        for _, result in events:
+            outcome = result
+    finally:
+        events.close()
     if outcome is None:
-        raise ControlplaneError("the controlplane ended the Run stream without a result")
+        raise ControlplaneError("the controlplane ended the Call without a result")
     ok, value = outcome_value(outcome)
     if ok:
         return value

@@ -161,6 +161,11 @@ class FakeFunctionService(function_pb2_grpc.FunctionServiceServicer):
             if not context.is_active():
                 return
 
+    def Call(self, request, context):
+        # A Call is a Run of one input that came whole in its request.
+        requests = iter([pb.RunRequest(start=request.start), pb.RunRequest(input=request.input)])
+        yield from self.Run(requests, context)
+
     def SpawnTask(self, request, context):
         self._authorize(context)
         task_id = f"task-{uuid.uuid4().hex[:8]}"

@@ -83,3 +83,15 @@ def say(text):
 @function(concurrency=50)
 def identity(x):
     return x
+
+
+@function
+def announce_then_sleep(seconds):
+    print(f"task {os.environ['LEVERS9_TASK_ID']} started", flush=True)
+    time.sleep(seconds)
+    return seconds
+
+
+if __name__ == "__main__":
+    # test_remote.py interrupts this caller with Ctrl-C (SIGINT).
+    announce_then_sleep.remote(120)

@@ -7,6 +7,10 @@ LEVERS9_TEST_CONTROLPLANE_TLS optional); skipped otherwise. The functions are in
 
 import asyncio
 import os
+import re
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -91,6 +95,28 @@ def test_a_spawned_call_can_be_awaited_or_cancelled():
         call.get(timeout=60)
     with pytest.raises(TimeoutError):
         app.sleep_for.spawn(30).get(timeout=1)
+
+
+def test_ctrl_c_in_the_caller_cancels_its_task():
+    caller = subprocess.Popen(
+        [sys.executable, app.__file__],
+        cwd=os.path.dirname(app.__file__),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = caller.stdout.readline()
+        match = re.match(r"task (\S+) started", line)
+        assert match, f"the caller printed {line!r}; stderr: {caller.stderr.read() if caller.poll() is not None else ''}"
+        caller.send_signal(signal.SIGINT)
+        _, stderr = caller.communicate(timeout=30)
+    finally:
+        caller.kill()
+    assert caller.returncode != 0
+    assert "KeyboardInterrupt" in stderr
+    with pytest.raises(levers9.TaskCancelled):
+        levers9.FunctionCall.from_id(match.group(1)).get(timeout=60)
 
 
 def test_50_mb_argument_and_result_round_trip():

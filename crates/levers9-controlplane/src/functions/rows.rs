@@ -3,7 +3,9 @@
 //! Starting and ending tasks is off every caller's path (callers follow the
 //! hot state), so the dispatcher queues these writes and one task applies
 //! them, as many as have gathered per statement: a map of thousands of
-//! inputs costs a few statements a second rather than two per input.
+//! inputs costs a few statements a second rather than two per input. A
+//! batch is one transaction, and a batch waits a moment to gather
+//! more (see [`gather`]), so a short call's start and end are one.
 //!
 //! Per task the writes keep their order. A batch applies its starts, then
 //! its retries, then its ends, so it holds at most one start per task and
@@ -13,15 +15,21 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::Utc;
-use levers9_store::{FunctionStore, TaskEnd, TaskStart};
+use levers9_store::{FunctionStore, TaskEnd, TaskMoves, TaskRetry, TaskStart};
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
 use crate::error::ApiError;
 
 /// Writes applied per batch, at most.
 const BATCH: usize = 2_000;
+/// How long starts wait for an end to share their transaction, at most.
+const START_HOLD: Duration = Duration::from_millis(20);
+/// How long an end waits for more writes to share its transaction.
+const END_HOLD: Duration = Duration::from_millis(5);
 
 enum Write {
     Start(TaskStart),
@@ -100,8 +108,34 @@ impl RowWriter {
 async fn apply(store: Arc<dyn FunctionStore>, mut rx: mpsc::UnboundedReceiver<Write>) {
     let mut writes = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut writes, BATCH).await > 0 {
+        gather(&mut rx, &mut writes).await;
         for batch in Batch::split(std::mem::take(&mut writes)) {
             batch.apply(store.as_ref()).await;
+        }
+    }
+}
+
+/// Waits a moment for more writes to join `writes` (at least one): starts
+/// up to [`START_HOLD`] for an end, so a short task's start and end share
+/// one transaction, and ends [`END_HOLD`] for more of their kind, so a map
+/// writes many rows per transaction.
+async fn gather(rx: &mut mpsc::UnboundedReceiver<Write>, writes: &mut Vec<Write>) {
+    let is_end = |w: &Write| matches!(w, Write::End { .. });
+    let mut deadline = Instant::now() + START_HOLD;
+    let mut ending = writes.iter().any(is_end);
+    if ending {
+        deadline = Instant::now() + END_HOLD;
+    }
+    while writes.len() < BATCH {
+        let seen = writes.len();
+        let room = BATCH - seen;
+        let more = rx.recv_many(writes, room);
+        if !matches!(tokio::time::timeout_at(deadline, more).await, Ok(n) if n > 0) {
+            return;
+        }
+        if !ending && writes[seen..].iter().any(is_end) {
+            ending = true;
+            deadline = deadline.min(Instant::now() + END_HOLD);
         }
     }
 }
@@ -158,19 +192,29 @@ impl Batch {
     }
 
     async fn apply(self, store: &dyn FunctionStore) {
-        let mut failure = None;
-        if let Err(error) = store.start_tasks(&self.starts).await {
-            tracing::warn!(%error, tasks = self.starts.len(), "cannot mark tasks running");
-        }
-        for (task_id, message) in &self.retries {
-            if let Err(error) = store.retry_task(task_id, message).await {
-                tracing::warn!(%error, %task_id, "cannot mark a task for retry");
+        let retries: Vec<TaskRetry> = self
+            .retries
+            .iter()
+            .map(|(task_id, message)| TaskRetry { task_id, message })
+            .collect();
+        let moves = TaskMoves {
+            starts: &self.starts,
+            retries: &retries,
+            ends: &self.ends,
+        };
+        let failure = match store.move_tasks(&moves).await {
+            Ok(_) => None,
+            Err(error) => {
+                tracing::error!(
+                    %error,
+                    starts = self.starts.len(),
+                    retries = retries.len(),
+                    ends = self.ends.len(),
+                    "cannot record task starts and ends"
+                );
+                Some(error.to_string())
             }
-        }
-        if let Err(error) = store.finish_tasks(&self.ends).await {
-            tracing::error!(%error, tasks = self.ends.len(), "cannot record the end of tasks");
-            failure = Some(error.to_string());
-        }
+        };
         for done in self.waiting {
             let _ = done.send(failure.clone().map_or(Ok(()), Err));
         }

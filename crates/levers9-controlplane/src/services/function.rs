@@ -3,15 +3,17 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
+use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use levers9_api::v1::{
-    function_service_server::FunctionService, run_event, run_request, CancelTaskRequest,
-    CancelTaskResponse, DeployRequest, DeployResponse, GetDeploymentRequest, GetDeploymentResponse,
-    GetObjectRequest, GetObjectResponse, GetOrCreateStubRequest, GetOrCreateStubResponse,
-    GetStubRequest, GetStubResponse, GetTaskRequest, GetTaskResponse, HeadObjectRequest,
-    HeadObjectResponse, ListDeploymentsRequest, ListDeploymentsResponse, ListStubsRequest,
-    ListStubsResponse, ListTasksRequest, ListTasksResponse, PutObjectRequest, PutObjectResponse,
-    RunEvent, RunRequest, SpawnTaskRequest, SpawnTaskResponse, TaskOutcome, WaitTaskRequest,
+    function_service_server::FunctionService, run_event, run_request, CallRequest,
+    CancelTaskRequest, CancelTaskResponse, DeployRequest, DeployResponse, GetDeploymentRequest,
+    GetDeploymentResponse, GetObjectRequest, GetObjectResponse, GetOrCreateStubRequest,
+    GetOrCreateStubResponse, GetStubRequest, GetStubResponse, GetTaskRequest, GetTaskResponse,
+    HeadObjectRequest, HeadObjectResponse, ListDeploymentsRequest, ListDeploymentsResponse,
+    ListStubsRequest, ListStubsResponse, ListTasksRequest, ListTasksResponse, PutObjectRequest,
+    PutObjectResponse, RunEvent, RunRequest, RunStart, SpawnTaskRequest, SpawnTaskResponse,
+    TaskOutcome, WaitTaskRequest,
 };
 use levers9_store::{task_state, NewTask, StubRecord, TaskRecord, TokenType};
 use prost::Message;
@@ -75,6 +77,34 @@ impl FunctionApi {
             })?;
         self.shared.stubs.put(&stub);
         Ok(stub)
+    }
+
+    /// Turns `inbound`'s inputs into tasks of the stub `start` names and
+    /// streams their events back until each has a result.
+    async fn drive(
+        &self,
+        caller: &Caller,
+        start: RunStart,
+        inbound: BoxStream<'static, Result<RunRequest, Status>>,
+    ) -> Result<Response<EventStream>, Status> {
+        let stub = self.stub(caller, &start.stub_id).await?;
+        let (reply, events) = self.shared.fleet.tasks().open_reply().await?;
+        let (tx, rx) = mpsc::channel(256);
+        let api = FunctionApi {
+            shared: self.shared.clone(),
+        };
+        tokio::spawn(async move {
+            let mut run = RunDriver {
+                api,
+                stub,
+                reply,
+                report_accepted: start.report_accepted,
+                tx,
+                outstanding: std::collections::HashSet::new(),
+            };
+            run.drive(inbound, events.boxed()).await;
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
     async fn task(&self, caller: &Caller, task_id: &str) -> Result<TaskRecord, ApiError> {
@@ -394,24 +424,30 @@ impl FunctionService for FunctionApi {
             )
             .into());
         };
-        let stub = self.stub(&caller, &start.stub_id).await?;
-        let (reply, events) = self.shared.fleet.tasks().open_reply().await?;
-        let (tx, rx) = mpsc::channel(256);
-        let api = FunctionApi {
-            shared: self.shared.clone(),
+        self.drive(&caller, start, inbound.boxed()).await
+    }
+
+    type CallStream = EventStream;
+
+    async fn call(
+        &self,
+        request: Request<CallRequest>,
+    ) -> Result<Response<Self::CallStream>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let CallRequest {
+            start: Some(start),
+            input: Some(input),
+        } = request.into_inner()
+        else {
+            return Err(ApiError::InvalidArgument(
+                "a Call needs both a start naming the stub and an input".into(),
+            )
+            .into());
         };
-        tokio::spawn(async move {
-            let mut run = RunDriver {
-                api,
-                stub,
-                reply,
-                report_accepted: start.report_accepted,
-                tx,
-                outstanding: std::collections::HashSet::new(),
-            };
-            run.drive(inbound, events.boxed()).await;
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        let inbound = futures::stream::iter([Ok(RunRequest {
+            kind: Some(run_request::Kind::Input(input)),
+        })]);
+        self.drive(&caller, start, inbound.boxed()).await
     }
 
     async fn spawn_task(

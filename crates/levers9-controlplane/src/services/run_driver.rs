@@ -5,7 +5,7 @@ use levers9_api::v1::{run_event, run_request, RunEvent, RunInput, RunRequest, Ta
 use levers9_store::{task_state, StubRecord};
 use prost::Message;
 use tokio::sync::mpsc;
-use tonic::{Status, Streaming};
+use tonic::Status;
 
 use super::function::{event, new_task_id, FunctionApi};
 use crate::error::ApiError;
@@ -29,7 +29,7 @@ pub(super) struct RunDriver {
 impl RunDriver {
     pub(super) async fn drive(
         &mut self,
-        mut inbound: Streaming<RunRequest>,
+        mut inbound: futures::stream::BoxStream<'static, Result<RunRequest, Status>>,
         mut events: futures::stream::BoxStream<'static, Vec<u8>>,
     ) {
         let mut inputs_done = false;
@@ -38,15 +38,15 @@ impl RunDriver {
                 return;
             }
             tokio::select! {
-                message = inbound.message(), if !inputs_done => match message {
-                    Ok(Some(first)) => {
+                message = inbound.next(), if !inputs_done => match message {
+                    Some(Ok(first)) => {
                         let mut batch = vec![first];
                         // Take what else has arrived already, so a map
                         // becomes a few large writes rather than many small.
                         while batch.len() < BATCH {
-                            match inbound.message().now_or_never() {
-                                Some(Ok(Some(next))) => batch.push(next),
-                                Some(Ok(None)) => { inputs_done = true; break; }
+                            match inbound.next().now_or_never() {
+                                Some(Some(Ok(next))) => batch.push(next),
+                                Some(None) => { inputs_done = true; break; }
                                 _ => break,
                             }
                         }
@@ -56,8 +56,8 @@ impl RunDriver {
                             return;
                         }
                     }
-                    Ok(None) => inputs_done = true,
-                    Err(_) => {
+                    None => inputs_done = true,
+                    Some(Err(_)) => {
                         self.cancel_outstanding().await;
                         return;
                     }

@@ -12,7 +12,7 @@ use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
 use super::attempts::{self, REQUEUED, RETRIED};
 use super::values_text;
 use crate::error::StoreError;
-use crate::function_model::{task_state, TaskEnd, TaskStart};
+use crate::function_model::{task_state, TaskEnd, TaskMoves, TaskStart, TasksMoved};
 use crate::sql::at_rest;
 
 /// Tasks per UPDATE: 5 values each, far under both databases' limits.
@@ -45,12 +45,13 @@ fn end_text(rows: usize) -> String {
     )
 }
 
-/// Starts attempts of tasks that are not final (each task at most once);
-/// returns how many changed.
-pub(crate) async fn start_tasks<DB>(
+/// Applies `moves` in one transaction: its starts, then its retries, then
+/// its ends, each only to tasks that are not final. NotFinalState, changing
+/// nothing, if an end's state is not final.
+pub(crate) async fn move_tasks<DB>(
     pool: &Pool<DB>,
-    starts: &[TaskStart],
-) -> Result<u64, StoreError>
+    moves: &TaskMoves<'_>,
+) -> Result<TasksMoved, StoreError>
 where
     DB: Database,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
@@ -60,93 +61,77 @@ where
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
     (String,): for<'r> FromRow<'r, DB::Row>,
 {
-    if starts.is_empty() {
-        return Ok(0);
-    }
-    const HANDED_BACK: &str = "handed back unfinished: its container or worker went away";
-    let mut tx = pool.begin().await?;
-    let mut changed = 0;
-    for chunk in starts.chunks(TASKS_PER_UPDATE) {
-        let text = start_text(chunk.len());
-        let mut update = sqlx::query_as::<_, (String,)>(&text);
-        for start in chunk {
-            update = update
-                .bind(start.task_id.as_str())
-                .bind(i64::from(start.attempt))
-                .bind(start.container_id.as_str())
-                .bind(start.worker_id.as_str())
-                .bind(at_rest(start.at));
-        }
-        let started: Vec<(String,)> = update.fetch_all(&mut *tx).await?;
-        changed += started.len() as u64;
-        let started: Vec<&TaskStart> = chunk
-            .iter()
-            .filter(|s| started.iter().any(|(id,)| *id == s.task_id))
-            .collect();
-        let closes: Vec<attempts::AttemptEnd> = started
-            .iter()
-            .map(|s| (s.task_id.as_str(), s.at, REQUEUED, HANDED_BACK))
-            .collect();
-        attempts::close(&mut *tx, &closes).await?;
-        attempts::insert(&mut *tx, &started).await?;
-    }
-    tx.commit().await?;
-    Ok(changed)
-}
-
-/// Ends tasks that are not final (each task at most once); returns how many
-/// changed. NotFinalState, changing nothing, if a state is not final.
-pub(crate) async fn finish_tasks<DB>(pool: &Pool<DB>, ends: &[TaskEnd]) -> Result<u64, StoreError>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
-    if let Some(end) = ends.iter().find(|e| !task_state::is_final(&e.state)) {
+    if let Some(end) = moves.ends.iter().find(|e| !task_state::is_final(&e.state)) {
         return Err(StoreError::NotFinalState(end.state.clone()));
     }
-    if ends.is_empty() {
-        return Ok(0);
+    let mut moved = TasksMoved::default();
+    if moves.starts.is_empty() && moves.retries.is_empty() && moves.ends.is_empty() {
+        return Ok(moved);
     }
     let mut tx = pool.begin().await?;
-    let mut changed = 0;
-    for chunk in ends.chunks(TASKS_PER_UPDATE) {
-        let text = end_text(chunk.len());
-        let mut update = sqlx::query_as::<_, (String,)>(&text);
-        for end in chunk {
-            update = update
-                .bind(end.task_id.as_str())
-                .bind(end.state.as_str())
-                .bind(end.message.as_str())
-                .bind(at_rest(end.at));
-        }
-        changed += update.fetch_all(&mut *tx).await?.len() as u64;
-        let closes: Vec<attempts::AttemptEnd> = chunk
-            .iter()
-            .map(|e| {
-                (
-                    e.task_id.as_str(),
-                    e.at,
-                    e.state.as_str(),
-                    e.message.as_str(),
-                )
-            })
-            .collect();
-        attempts::close(&mut *tx, &closes).await?;
+    for chunk in moves.starts.chunks(TASKS_PER_UPDATE) {
+        moved.started += start_chunk(&mut *tx, chunk).await?;
+    }
+    for retry in moves.retries {
+        // RETURNING rather than a row count: the generic QueryResult has no rows_affected().
+        let changed: Option<(String,)> = sqlx::query_as(concat!(
+            "UPDATE tasks SET state = $2, message = $3 WHERE id = $1 AND ",
+            unfinished!(),
+            " RETURNING id"
+        ))
+        .bind(retry.task_id)
+        .bind(task_state::RETRY)
+        .bind(retry.message)
+        .fetch_optional(&mut *tx)
+        .await?;
+        moved.retried += u64::from(changed.is_some());
+        let close = (retry.task_id, Utc::now(), RETRIED, retry.message);
+        attempts::close(&mut *tx, &[close]).await?;
+    }
+    for chunk in moves.ends.chunks(TASKS_PER_UPDATE) {
+        moved.ended += end_chunk(&mut *tx, chunk).await?;
     }
     tx.commit().await?;
+    Ok(moved)
+}
+
+async fn start_chunk<DB>(conn: &mut DB::Connection, chunk: &[TaskStart]) -> Result<u64, StoreError>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    (String,): for<'r> FromRow<'r, DB::Row>,
+{
+    const HANDED_BACK: &str = "handed back unfinished: its container or worker went away";
+    let text = start_text(chunk.len());
+    let mut update = sqlx::query_as::<_, (String,)>(&text);
+    for start in chunk {
+        update = update
+            .bind(start.task_id.as_str())
+            .bind(i64::from(start.attempt))
+            .bind(start.container_id.as_str())
+            .bind(start.worker_id.as_str())
+            .bind(at_rest(start.at));
+    }
+    let started: Vec<(String,)> = update.fetch_all(&mut *conn).await?;
+    let changed = started.len() as u64;
+    let started: Vec<&TaskStart> = chunk
+        .iter()
+        .filter(|s| started.iter().any(|(id,)| *id == s.task_id))
+        .collect();
+    let closes: Vec<attempts::AttemptEnd> = started
+        .iter()
+        .map(|s| (s.task_id.as_str(), s.at, REQUEUED, HANDED_BACK))
+        .collect();
+    attempts::close(&mut *conn, &closes).await?;
+    attempts::insert(&mut *conn, &started).await?;
     Ok(changed)
 }
 
-/// Sends a task that is not final back for another attempt; true if it changed.
-pub(crate) async fn retry_task<DB>(
-    pool: &Pool<DB>,
-    task_id: &str,
-    message: &str,
-) -> Result<bool, StoreError>
+async fn end_chunk<DB>(conn: &mut DB::Connection, chunk: &[TaskEnd]) -> Result<u64, StoreError>
 where
     DB: Database,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
@@ -155,21 +140,29 @@ where
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
     (String,): for<'r> FromRow<'r, DB::Row>,
 {
-    let mut tx = pool.begin().await?;
-    // RETURNING rather than a row count: the generic QueryResult has no rows_affected().
-    let changed: Option<(String,)> = sqlx::query_as(concat!(
-        "UPDATE tasks SET state = $2, message = $3 WHERE id = $1 AND ",
-        unfinished!(),
-        " RETURNING id"
-    ))
-    .bind(task_id)
-    .bind(task_state::RETRY)
-    .bind(message)
-    .fetch_optional(&mut *tx)
-    .await?;
-    attempts::close(&mut *tx, &[(task_id, Utc::now(), RETRIED, message)]).await?;
-    tx.commit().await?;
-    Ok(changed.is_some())
+    let text = end_text(chunk.len());
+    let mut update = sqlx::query_as::<_, (String,)>(&text);
+    for end in chunk {
+        update = update
+            .bind(end.task_id.as_str())
+            .bind(end.state.as_str())
+            .bind(end.message.as_str())
+            .bind(at_rest(end.at));
+    }
+    let changed = update.fetch_all(&mut *conn).await?.len() as u64;
+    let closes: Vec<attempts::AttemptEnd> = chunk
+        .iter()
+        .map(|e| {
+            (
+                e.task_id.as_str(),
+                e.at,
+                e.state.as_str(),
+                e.message.as_str(),
+            )
+        })
+        .collect();
+    attempts::close(&mut *conn, &closes).await?;
+    Ok(changed)
 }
 
 #[cfg(test)]

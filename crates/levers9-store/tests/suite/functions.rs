@@ -3,8 +3,8 @@
 use chrono::{DateTime, Duration, Utc};
 use futures::future::join_all;
 use levers9_store::{
-    task_state, FunctionStore, NewTask, RecordStore, StoreError, StubRecord, TaskEnd, TaskRecord,
-    TaskStart,
+    task_state, FunctionStore, NewTask, RecordStore, StoreError, StubRecord, TaskEnd, TaskMoves,
+    TaskRecord, TaskRetry, TaskStart, TasksMoved,
 };
 use uuid::Uuid;
 
@@ -300,6 +300,90 @@ pub async fn many_tasks_start_and_end_in_one_call_and_finals_stay<
     assert_eq!(last.container_id, "c-2");
     assert_eq!(last.started_at, Some(at(10)));
     assert_eq!(last.ended_at, Some(at(20)));
+}
+
+pub async fn starts_retries_and_ends_move_together_or_not_at_all<S: RecordStore + FunctionStore>(
+    store: &S,
+) {
+    let ws = workspace(store, "team").await;
+    store.get_or_create_stub(stub(&ws, "stub-1")).await.unwrap();
+    let tasks: Vec<NewTask> = (0..3).map(|i| task(&ws, "stub-1", at(i))).collect();
+    store.insert_tasks(&tasks).await.unwrap();
+    let start_of = |task: &NewTask| TaskStart {
+        task_id: task.id.clone(),
+        attempt: 1,
+        container_id: "c".into(),
+        worker_id: "w".into(),
+        at: at(10),
+    };
+    let end_of = |task: &NewTask, state: &str| TaskEnd {
+        task_id: task.id.clone(),
+        state: state.into(),
+        message: String::new(),
+        at: at(20),
+    };
+    // The first task starts and ends in one move (a short call); the second
+    // starts and goes back for a retry; the third only starts.
+    let starts: Vec<TaskStart> = tasks.iter().map(start_of).collect();
+    let retries = [TaskRetry {
+        task_id: &tasks[1].id,
+        message: "worker lost",
+    }];
+    let bad_ends = [end_of(&tasks[0], task_state::RUNNING)];
+    let ends = [end_of(&tasks[0], task_state::COMPLETE)];
+
+    let refused = store
+        .move_tasks(&TaskMoves {
+            starts: &starts,
+            retries: &retries,
+            ends: &bad_ends,
+        })
+        .await
+        .unwrap_err();
+    let untouched = stored_task(store, &tasks[2].id).await;
+    let moved = store
+        .move_tasks(&TaskMoves {
+            starts: &starts,
+            retries: &retries,
+            ends: &ends,
+        })
+        .await
+        .unwrap();
+
+    assert!(
+        matches!(refused, StoreError::NotFinalState(_)),
+        "{refused:?}"
+    );
+    assert_eq!(
+        untouched.state,
+        task_state::PENDING,
+        "a refused move changes nothing"
+    );
+    assert_eq!(
+        moved,
+        TasksMoved {
+            started: 3,
+            retried: 1,
+            ended: 1
+        }
+    );
+    let states = [
+        stored_task(store, &tasks[0].id).await.state,
+        stored_task(store, &tasks[1].id).await.state,
+        stored_task(store, &tasks[2].id).await.state,
+    ];
+    assert_eq!(
+        states,
+        [task_state::COMPLETE, task_state::RETRY, task_state::RUNNING]
+    );
+    let attempts = store.task_attempts(&tasks[0].id).await.unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].outcome, task_state::COMPLETE);
+    assert_eq!(attempts[0].ended_at, Some(at(20)));
+    assert_eq!(
+        store.task_attempts(&tasks[1].id).await.unwrap()[0].outcome,
+        "retried"
+    );
 }
 
 pub async fn a_started_task_finishes_complete<S: RecordStore + FunctionStore>(store: &S) {

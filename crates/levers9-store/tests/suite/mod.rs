@@ -60,6 +60,7 @@ macro_rules! record_store_suite {
             another_workspace_cannot_read_a_task,
             a_started_task_finishes_complete,
             many_tasks_start_and_end_in_one_call_and_finals_stay,
+            starts_retries_and_ends_move_together_or_not_at_all,
             a_late_result_cannot_overwrite_a_cancel,
             a_retried_task_starts_again_with_more_attempts,
             unfinished_tasks_leave_out_final_ones,

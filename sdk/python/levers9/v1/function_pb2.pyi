@@ -169,6 +169,14 @@ class RunInput(_message.Message):
     payload: bytes
     def __init__(self, index: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
 
+class CallRequest(_message.Message):
+    __slots__ = ("start", "input")
+    START_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    start: RunStart
+    input: RunInput
+    def __init__(self, start: _Optional[_Union[RunStart, _Mapping]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ...) -> None: ...
+
 class RunEvent(_message.Message):
     __slots__ = ("accepted", "output", "retrying", "result")
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]

@@ -73,6 +73,11 @@ class FunctionServiceStub(object):
                 request_serializer=levers9_dot_v1_dot_function__pb2.RunRequest.SerializeToString,
                 response_deserializer=levers9_dot_v1_dot_function__pb2.RunEvent.FromString,
                 _registered_method=True)
+        self.Call = channel.unary_stream(
+                '/levers9.v1.FunctionService/Call',
+                request_serializer=levers9_dot_v1_dot_function__pb2.CallRequest.SerializeToString,
+                response_deserializer=levers9_dot_v1_dot_function__pb2.RunEvent.FromString,
+                _registered_method=True)
         self.SpawnTask = channel.unary_unary(
                 '/levers9.v1.FunctionService/SpawnTask',
                 request_serializer=levers9_dot_v1_dot_function__pb2.SpawnTaskRequest.SerializeToString,
@@ -176,6 +181,15 @@ class FunctionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Call(self, request, context):
+        """Run for one input, which the request carries whole: no request stream,
+        which costs a client a thread of its own (grpc Python), so one
+        `.remote()` is one call and its events.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SpawnTask(self, request, context):
         """Starts one call that outlives the caller's connection.
         """
@@ -270,6 +284,11 @@ def add_FunctionServiceServicer_to_server(servicer, server):
             'Run': grpc.stream_stream_rpc_method_handler(
                     servicer.Run,
                     request_deserializer=levers9_dot_v1_dot_function__pb2.RunRequest.FromString,
+                    response_serializer=levers9_dot_v1_dot_function__pb2.RunEvent.SerializeToString,
+            ),
+            'Call': grpc.unary_stream_rpc_method_handler(
+                    servicer.Call,
+                    request_deserializer=levers9_dot_v1_dot_function__pb2.CallRequest.FromString,
                     response_serializer=levers9_dot_v1_dot_function__pb2.RunEvent.SerializeToString,
             ),
             'SpawnTask': grpc.unary_unary_rpc_method_handler(
@@ -505,6 +524,33 @@ class FunctionService(object):
             target,
             '/levers9.v1.FunctionService/Run',
             levers9_dot_v1_dot_function__pb2.RunRequest.SerializeToString,
+            levers9_dot_v1_dot_function__pb2.RunEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Call(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/levers9.v1.FunctionService/Call',
+            levers9_dot_v1_dot_function__pb2.CallRequest.SerializeToString,
             levers9_dot_v1_dot_function__pb2.RunEvent.FromString,
             options,
             channel_credentials,
