@@ -39,6 +39,10 @@ class OutputRouter:
         # task end) cannot reorder its output.
         self._flush_lock = threading.Lock()
         self._stopped = threading.Event()
+        # Set when output is buffered: an idle runner's flusher sleeps
+        # rather than waking every interval (fifty times a second, in every
+        # warm container).
+        self._pending = threading.Event()
         self._flusher = threading.Thread(target=self._flush_periodically, name="levers9-output", daemon=True)
         self._flusher.start()
 
@@ -52,7 +56,11 @@ class OutputRouter:
     def end_task(self, task_id: str) -> None:
         """Stops attributing this thread's writes and sends what is buffered."""
         self._local.task_id = None
-        self.flush(task_id)
+        # Most tasks print nothing: no locks for them. A dict's truth is read
+        # atomically, and a buffer of this task can only be added by this
+        # thread, which is here.
+        if self._buffers:
+            self.flush(task_id)
 
     def capture(self, stream: str, data: bytes) -> None:
         task_id = self.current_task()
@@ -62,6 +70,7 @@ class OutputRouter:
             buffer = self._buffers.setdefault((task_id, stream), bytearray())
             buffer += data
             full = len(buffer) >= MAX_BUFFERED_BYTES
+        self._pending.set()
         if full:
             self.flush(task_id)
 
@@ -82,9 +91,16 @@ class OutputRouter:
 
     def stop(self) -> None:
         self._stopped.set()
+        self._pending.set()
 
     def _flush_periodically(self) -> None:
-        while not self._stopped.wait(FLUSH_INTERVAL_SECONDS):
+        while True:
+            self._pending.wait()
+            if self._stopped.wait(FLUSH_INTERVAL_SECONDS):
+                return
+            # Cleared before the flush: output buffered from now on sets it
+            # again and is sent by the next round.
+            self._pending.clear()
             self.flush()
 
 
