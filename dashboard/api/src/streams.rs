@@ -117,6 +117,10 @@ async fn task_events(
                     "traceback": outcome.traceback,
                 }))
         }
-        Some(run_event::Kind::Accepted(_)) | None => Ok(Event::default().comment("accepted")),
+        // Acceptances and batched results belong to Run streams; WaitTask
+        // sends neither.
+        Some(run_event::Kind::Accepted(_) | run_event::Kind::Results(_)) | None => {
+            Ok(Event::default().comment("accepted"))
+        }
     }))
 }

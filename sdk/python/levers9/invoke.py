@@ -5,7 +5,8 @@
   no request stream, so no thread of grpc's per call.
 - One Run stream per `map` call. The first request is RunStart;
   inputs follow as RunInput with their position as index; the stream is
-  half-closed after the last input.
+  half-closed after the last input. Results that are ready together come
+  several to an event (`batch_results`), so the caller wakes once for them.
 - At most `MAX_IN_FLIGHT` inputs are sent whose result has not arrived: the
   request iterator (run by gRPC on its own thread) waits for a free slot, so
   a huge or endless iterable is never pickled ahead into memory.
@@ -82,7 +83,7 @@ class _Requests:
         self.call = None
 
     def __iter__(self):
-        yield pb.RunRequest(start=pb.RunStart(stub_id=self._stub_id))
+        yield pb.RunRequest(start=pb.RunStart(stub_id=self._stub_id, batch_results=True))
         try:
             for index, payload in enumerate(self._payloads):
                 while not self.slots.acquire(timeout=_SLOT_POLL_SECONDS):
@@ -109,11 +110,13 @@ def _follow(client: Client, method: str, call, requests: Optional[_Requests], ca
     try:
         for event in call:
             kind = event.WhichOneof("kind")
-            if kind == "result":
-                if requests is not None:
-                    requests.slots.release()
-                printer.task_done(event.result.task_id)
-                yield event.result.index, event.result
+            if kind == "result" or kind == "results":
+                outcomes = [event.result] if kind == "result" else event.results.outcomes
+                for outcome in outcomes:
+                    if requests is not None:
+                        requests.slots.release()
+                    printer.task_done(outcome.task_id)
+                    yield outcome.index, outcome
             elif kind == "output":
                 printer.output(event.output)
             elif kind == "retrying":

@@ -94,14 +94,7 @@ impl FunctionApi {
             shared: self.shared.clone(),
         };
         tokio::spawn(async move {
-            let mut run = RunDriver {
-                api,
-                stub,
-                reply,
-                report_accepted: start.report_accepted,
-                tx,
-                outstanding: std::collections::HashSet::new(),
-            };
+            let mut run = RunDriver::new(api, stub, reply, &start, tx);
             run.drive(inbound, events.boxed()).await;
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))

@@ -1,7 +1,12 @@
 //! One Run stream of the FunctionService: inputs in, events out.
 
 use futures::{FutureExt, StreamExt};
-use levers9_api::v1::{run_event, run_request, RunEvent, RunInput, RunRequest, TaskAccepted};
+use std::collections::HashSet;
+
+use levers9_api::v1::{
+    run_event, run_request, RunEvent, RunInput, RunRequest, RunStart, TaskAccepted, TaskOutcome,
+    TaskOutcomes,
+};
 use levers9_store::{task_state, StubRecord};
 use prost::Message;
 use tokio::sync::mpsc;
@@ -14,19 +19,50 @@ use crate::functions::{DispatchEvent, Ticket};
 /// Inputs a Run stream turns into tasks in one batch, at most.
 const BATCH: usize = 500;
 
+/// Complete results sent in one event, at most.
+const RESULTS_PER_EVENT: usize = 256;
+/// Payload bytes of the results gathered for one event, at most (before
+/// the one that passes it).
+const RESULT_BYTES_PER_EVENT: usize = 1 << 20;
+
 /// One Run stream: inputs in, events out, its tasks cancelled if the
 /// caller goes away first.
 pub(super) struct RunDriver {
-    pub(super) api: FunctionApi,
-    pub(super) stub: StubRecord,
-    pub(super) reply: String,
-    pub(super) report_accepted: bool,
-    pub(super) tx: mpsc::Sender<Result<RunEvent, Status>>,
+    api: FunctionApi,
+    stub: StubRecord,
+    reply: String,
+    report_accepted: bool,
+    batch_results: bool,
+    tx: mpsc::Sender<Result<RunEvent, Status>>,
     /// Tasks without a result yet.
-    pub(super) outstanding: std::collections::HashSet<String>,
+    outstanding: HashSet<String>,
+    /// Complete results ready to go in the next event (batch_results).
+    ready: Vec<TaskOutcome>,
+    ready_bytes: usize,
 }
 
 impl RunDriver {
+    /// A driver for the stub `stub`, as `start` asks, whose events go to `tx`.
+    pub(super) fn new(
+        api: FunctionApi,
+        stub: StubRecord,
+        reply: String,
+        start: &RunStart,
+        tx: mpsc::Sender<Result<RunEvent, Status>>,
+    ) -> Self {
+        Self {
+            api,
+            stub,
+            reply,
+            report_accepted: start.report_accepted,
+            batch_results: start.batch_results,
+            tx,
+            outstanding: HashSet::new(),
+            ready: Vec::new(),
+            ready_bytes: 0,
+        }
+    }
+
     pub(super) async fn drive(
         &mut self,
         mut inbound: futures::stream::BoxStream<'static, Result<RunRequest, Status>>,
@@ -63,14 +99,28 @@ impl RunDriver {
                     }
                 },
                 bytes = events.next() => {
-                    let Some(bytes) = bytes else {
+                    // What else has arrived goes too, so results ready
+                    // together leave in one event.
+                    let mut next = bytes;
+                    let ended = loop {
+                        let Some(bytes) = next else { break true };
+                        if !self.forward(&bytes).await {
+                            self.cancel_outstanding().await;
+                            return;
+                        }
+                        match events.next().now_or_never() {
+                            Some(more) => next = more,
+                            None => break false,
+                        }
+                    };
+                    if !self.send_ready().await {
+                        self.cancel_outstanding().await;
+                        return;
+                    }
+                    if ended {
                         let _ = self.tx.send(Err(Status::unavailable(
                             "lost the hot state's event channel; call again",
                         ))).await;
-                        return;
-                    };
-                    if !self.forward(&bytes).await {
-                        self.cancel_outstanding().await;
                         return;
                     }
                 }
@@ -112,14 +162,15 @@ impl RunDriver {
         self.api.submit(&self.stub, inputs).await?;
         for (index, task_id) in accepted {
             let accepted = run_event::Kind::Accepted(TaskAccepted { index, task_id });
-            if self.tx.send(event(accepted)).await.is_err() {
+            if !self.send(accepted).await {
                 return Err(Status::cancelled("the caller went away"));
             }
         }
         Ok(())
     }
 
-    /// Sends one event on; false if the caller is gone.
+    /// Passes one event on (or keeps a complete result for the next
+    /// event); false if the caller is gone.
     async fn forward(&mut self, bytes: &[u8]) -> bool {
         let Ok(RunEvent { kind: Some(kind) }) = RunEvent::decode(bytes) else {
             return true;
@@ -132,11 +183,17 @@ impl RunDriver {
                 // A complete result comes with its payload from the
                 // worker's stream; other ends are notices to look up.
                 if notice.state == task_state::COMPLETE && !notice.payload.is_empty() {
-                    return self
-                        .tx
-                        .send(event(run_event::Kind::Result(notice)))
-                        .await
-                        .is_ok();
+                    if !self.batch_results {
+                        return self.send(run_event::Kind::Result(notice)).await;
+                    }
+                    self.ready_bytes += notice.payload.len();
+                    self.ready.push(notice);
+                    if self.ready.len() >= RESULTS_PER_EVENT
+                        || self.ready_bytes >= RESULT_BYTES_PER_EVENT
+                    {
+                        return self.send_ready().await;
+                    }
+                    return true;
                 }
                 match self.api.final_outcome(&notice).await {
                     Ok(outcome) => run_event::Kind::Result(outcome),
@@ -145,6 +202,28 @@ impl RunDriver {
             }
             other => other,
         };
+        // In the order they came: the results kept so far go first.
+        self.send_ready().await && self.send(kind).await
+    }
+
+    /// Sends the complete results kept for one event, if any.
+    async fn send_ready(&mut self) -> bool {
+        self.ready_bytes = 0;
+        match self.ready.len() {
+            0 => true,
+            1 => {
+                let outcome = self.ready.pop().unwrap_or_default();
+                self.send(run_event::Kind::Result(outcome)).await
+            }
+            _ => {
+                let outcomes = std::mem::take(&mut self.ready);
+                self.send(run_event::Kind::Results(TaskOutcomes { outcomes }))
+                    .await
+            }
+        }
+    }
+
+    async fn send(&self, kind: run_event::Kind) -> bool {
         self.tx.send(event(kind)).await.is_ok()
     }
 

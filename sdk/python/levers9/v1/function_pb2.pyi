@@ -154,12 +154,14 @@ class RunRequest(_message.Message):
     def __init__(self, start: _Optional[_Union[RunStart, _Mapping]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ...) -> None: ...
 
 class RunStart(_message.Message):
-    __slots__ = ("stub_id", "report_accepted")
+    __slots__ = ("stub_id", "report_accepted", "batch_results")
     STUB_ID_FIELD_NUMBER: _ClassVar[int]
     REPORT_ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    BATCH_RESULTS_FIELD_NUMBER: _ClassVar[int]
     stub_id: str
     report_accepted: bool
-    def __init__(self, stub_id: _Optional[str] = ..., report_accepted: bool = ...) -> None: ...
+    batch_results: bool
+    def __init__(self, stub_id: _Optional[str] = ..., report_accepted: bool = ..., batch_results: bool = ...) -> None: ...
 
 class RunInput(_message.Message):
     __slots__ = ("index", "payload")
@@ -178,16 +180,24 @@ class CallRequest(_message.Message):
     def __init__(self, start: _Optional[_Union[RunStart, _Mapping]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ...) -> None: ...
 
 class RunEvent(_message.Message):
-    __slots__ = ("accepted", "output", "retrying", "result")
+    __slots__ = ("accepted", "output", "retrying", "result", "results")
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     RETRYING_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
     accepted: TaskAccepted
     output: TaskOutputEvent
     retrying: TaskRetrying
     result: TaskOutcome
-    def __init__(self, accepted: _Optional[_Union[TaskAccepted, _Mapping]] = ..., output: _Optional[_Union[TaskOutputEvent, _Mapping]] = ..., retrying: _Optional[_Union[TaskRetrying, _Mapping]] = ..., result: _Optional[_Union[TaskOutcome, _Mapping]] = ...) -> None: ...
+    results: TaskOutcomes
+    def __init__(self, accepted: _Optional[_Union[TaskAccepted, _Mapping]] = ..., output: _Optional[_Union[TaskOutputEvent, _Mapping]] = ..., retrying: _Optional[_Union[TaskRetrying, _Mapping]] = ..., result: _Optional[_Union[TaskOutcome, _Mapping]] = ..., results: _Optional[_Union[TaskOutcomes, _Mapping]] = ...) -> None: ...
+
+class TaskOutcomes(_message.Message):
+    __slots__ = ("outcomes",)
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
+    outcomes: _containers.RepeatedCompositeFieldContainer[TaskOutcome]
+    def __init__(self, outcomes: _Optional[_Iterable[_Union[TaskOutcome, _Mapping]]] = ...) -> None: ...
 
 class TaskAccepted(_message.Message):
     __slots__ = ("index", "task_id")
