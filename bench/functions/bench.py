@@ -4,7 +4,8 @@ Run through scripts/bench-functions.sh, which starts the stack. Measures:
 - warm `.remote()` round trip (a container is already warm);
 - cold call: a new stub (so no warm container; the image is cached) to its
   first result, beside a raw `runc run … python3 -c pass` of the same image;
-- `.map` throughput over N trivial inputs on warm containers.
+- `.map` throughput over N trivial inputs: a first map, which also starts
+  the containers it needs, and a second on those warm containers.
 """
 
 import os
@@ -83,11 +84,14 @@ def main():
         row("raw runc run python3 -c pass", raw_runc(bundle))
     row("cold call (new container, image cached) to result", cold)
 
-    start = time.perf_counter()
-    results = list(echo.map(range(MAP_INPUTS)))
-    elapsed = time.perf_counter() - start
-    assert results == list(range(MAP_INPUTS)), "map returned wrong results"
-    print(f"| .map over {MAP_INPUTS} inputs | {MAP_INPUTS} | {MAP_INPUTS / elapsed:.0f} inputs/s | | {elapsed:.2f} s total |")
+    # The first map starts the containers its 1,000 inputs in flight ask
+    # for (one is warm), on the same cores; the second finds them warm.
+    for which in (".map, scaling up from one warm container,", ".map on the containers the first one started"):
+        start = time.perf_counter()
+        results = list(echo.map(range(MAP_INPUTS)))
+        elapsed = time.perf_counter() - start
+        assert results == list(range(MAP_INPUTS)), "map returned wrong results"
+        print(f"| {which} over {MAP_INPUTS} inputs | {MAP_INPUTS} | {MAP_INPUTS / elapsed:.0f} inputs/s | | {elapsed:.2f} s total |")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 //! file system, metadata in tables of its own in Postgres), a workspace
 //! without credentials stays on the shared file system and sees none of
 //! them, set-again credentials are what new mounts use (wrong ones fail
-//! the call naming the volume and what to do), and no juicefs process
-//! shows a key.
+//! the call naming the volume and what to do), a worker's dead mount of a
+//! workspace's file system is replaced, and no juicefs process shows a
+//! key.
 
 mod common;
 
@@ -13,8 +14,8 @@ use std::process::Command;
 
 use common::fleet::Worker;
 use common::juicefs::{
-    app, cli_ok, controlplane, juicefs_processes, ok, required, write_on_a_read_on_b, MetaRedis,
-    MountCleanup,
+    app, cli_ok, controlplane, juicefs_processes, kill_mount_and_wait, ok, required,
+    write_on_a_read_on_b, MetaRedis, MountCleanup,
 };
 use common::{text, with_token, Controlplane};
 use futures::TryStreamExt;
@@ -204,6 +205,20 @@ async fn a_workspace_with_its_own_storage_keeps_its_volumes_in_its_bucket() {
             assert!(!cmdline.contains(key), "pid {pid} shows a key: {cmdline}");
         }
     }
+
+    // Worker b's mount of A's file system dies: b lets it go and replaces
+    // its warm container, whose next start mounts A's file system again
+    // with the keys its run request brings.
+    kill_mount_and_wait(
+        &b,
+        &format!("/workspaces/{workspace_a}/"),
+        "stopping a container whose volume mount died",
+    )
+    .await;
+    assert_eq!(
+        ok(app(&cp, &admin, "read_text", r#"["hello.txt"]"#), &logs),
+        "from a"
+    );
 
     // Set again with a wrong key: the next mount (worker c's first
     // container) uses it, and the call says which volume and what to do.
