@@ -121,3 +121,25 @@ def test_an_unreadable_or_non_pem_ca_file_is_a_clear_error(home, tmp_path):
     not_pem = resolve_target({**home, "LEVERS9_CONTEXT": "private", "LEVERS9_CONTROLPLANE_CA": str(tmp_path / "ca.txt")})
     with pytest.raises(ConfigError, match="holds no PEM certificate"):
         Client(not_pem)
+
+
+def test_an_edited_config_file_is_read_again_even_within_one_tick(home):
+    path = os.path.join(home["HOME"], ".levers9", "config.toml")
+    assert resolve_target(home).token == "home-token"
+    # Same size, written at once: only the racy-window re-read sees it.
+    with open(path, "w") as f:
+        f.write(CONFIG.replace("home-token", "next-token"))
+    assert resolve_target(home).token == "next-token"
+    # An old file is parsed once, then kept while it stays the same...
+    os.utime(path, (1_000_000_000, 1_000_000_000))
+    first = resolve_target(home)
+    with open(path, "r+") as f:
+        text = f.read().replace("next-token", "last-token")
+        f.seek(0)
+        f.write(text)
+    os.utime(path, (1_000_000_000, 1_000_000_000))
+    # ...so a same-size rewrite that kept its mtime is not seen (as git's
+    # index would not), while a real edit, which moves the mtime, is.
+    assert resolve_target(home).token == first.token == "next-token"
+    os.utime(path, (1_000_000_100, 1_000_000_100))
+    assert resolve_target(home).token == "last-token"
