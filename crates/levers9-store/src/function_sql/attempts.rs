@@ -6,7 +6,7 @@ use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
 
 use super::values_text;
 use crate::error::StoreError;
-use crate::function_model::{AttemptRecord, TaskStart};
+use crate::function_model::{AttemptRecord, TaskEnd, TaskStart};
 use crate::sql::at_rest;
 
 /// An attempt's end: task, when, outcome, message.
@@ -81,6 +81,43 @@ where
             .bind(start.container_id.as_str())
             .bind(start.worker_id.as_str())
             .bind(at_rest(start.at));
+    }
+    executor.execute(insert).await?;
+    Ok(())
+}
+
+/// Records attempts that started and ended together, closed.
+pub(crate) async fn insert_closed<'e, DB, E>(
+    executor: E,
+    runs: &[(&TaskStart, &TaskEnd)],
+) -> Result<(), StoreError>
+where
+    DB: Database,
+    E: Executor<'e, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+{
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let text = format!(
+        "INSERT INTO task_attempts (task_id, attempt, container_id, worker_id, started_at, \
+         ended_at, outcome, message) VALUES {} ON CONFLICT DO NOTHING",
+        values_text(runs.len(), 8)
+    );
+    let mut insert = sqlx::query::<DB>(&text);
+    for (start, end) in runs {
+        insert = insert
+            .bind(start.task_id.as_str())
+            .bind(i64::from(start.attempt))
+            .bind(start.container_id.as_str())
+            .bind(start.worker_id.as_str())
+            .bind(at_rest(start.at))
+            .bind(at_rest(end.at))
+            .bind(end.state.as_str())
+            .bind(end.message.as_str());
     }
     executor.execute(insert).await?;
     Ok(())

@@ -384,6 +384,33 @@ pub async fn starts_retries_and_ends_move_together_or_not_at_all<S: RecordStore 
         store.task_attempts(&tasks[1].id).await.unwrap()[0].outcome,
         "retried"
     );
+
+    // The third task's attempt was handed back unfinished; it starts again
+    // elsewhere and ends in one move: the open attempt is closed as such.
+    let again = [TaskStart {
+        container_id: "c2".into(),
+        at: at(15),
+        ..start_of(&tasks[2])
+    }];
+    let moved = store
+        .move_tasks(&TaskMoves {
+            starts: &again,
+            ends: &[end_of(&tasks[2], task_state::COMPLETE)],
+            ..TaskMoves::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!((moved.started, moved.ended), (1, 1));
+    let attempts = store.task_attempts(&tasks[2].id).await.unwrap();
+    let seen: Vec<(&str, &str)> = attempts
+        .iter()
+        .map(|a| (a.container_id.as_str(), a.outcome.as_str()))
+        .collect();
+    assert_eq!(seen, [("c", "requeued"), ("c2", task_state::COMPLETE)]);
+    assert_eq!(
+        stored_task(store, &tasks[2].id).await.state,
+        task_state::COMPLETE
+    );
 }
 
 pub async fn a_started_task_finishes_complete<S: RecordStore + FunctionStore>(store: &S) {
