@@ -28,9 +28,9 @@ pub(crate) fn close_text(rows: usize) -> String {
 
 pub(crate) fn insert_text(rows: usize) -> String {
     format!(
-        "INSERT INTO task_attempts (task_id, attempt, container_id, worker_id, started_at) \
-         VALUES {} ON CONFLICT DO NOTHING",
-        values_text(rows, 5)
+        "INSERT INTO task_attempts (task_id, attempt, container_id, worker_id, started_at, \
+         ended_at, outcome, message) VALUES {} ON CONFLICT DO NOTHING",
+        values_text(rows, 8)
     )
 }
 
@@ -59,37 +59,14 @@ where
     Ok(())
 }
 
-/// Records the attempts that started.
-pub(crate) async fn insert<'e, DB, E>(executor: E, starts: &[&TaskStart]) -> Result<(), StoreError>
-where
-    DB: Database,
-    E: Executor<'e, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-{
-    if starts.is_empty() {
-        return Ok(());
-    }
-    let text = insert_text(starts.len());
-    let mut insert = sqlx::query::<DB>(&text);
-    for start in starts {
-        insert = insert
-            .bind(start.task_id.as_str())
-            .bind(i64::from(start.attempt))
-            .bind(start.container_id.as_str())
-            .bind(start.worker_id.as_str())
-            .bind(at_rest(start.at));
-    }
-    executor.execute(insert).await?;
-    Ok(())
-}
+/// An attempt to record: its start, and its end when it started and ended
+/// in one batch (it is then recorded closed).
+pub(crate) type NewAttempt<'a> = (&'a TaskStart, Option<&'a TaskEnd>);
 
-/// Records attempts that started and ended together, closed.
-pub(crate) async fn insert_closed<'e, DB, E>(
+/// Records attempts, open or (with an end) closed.
+pub(crate) async fn insert<'e, DB, E>(
     executor: E,
-    runs: &[(&TaskStart, &TaskEnd)],
+    rows: &[NewAttempt<'_>],
 ) -> Result<(), StoreError>
 where
     DB: Database,
@@ -97,27 +74,24 @@ where
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
     for<'q> i64: Encode<'q, DB> + Type<DB>,
     for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<DateTime<Utc>>: Encode<'q, DB> + Type<DB>,
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
 {
-    if runs.is_empty() {
+    if rows.is_empty() {
         return Ok(());
     }
-    let text = format!(
-        "INSERT INTO task_attempts (task_id, attempt, container_id, worker_id, started_at, \
-         ended_at, outcome, message) VALUES {} ON CONFLICT DO NOTHING",
-        values_text(runs.len(), 8)
-    );
+    let text = insert_text(rows.len());
     let mut insert = sqlx::query::<DB>(&text);
-    for (start, end) in runs {
+    for (start, end) in rows {
         insert = insert
             .bind(start.task_id.as_str())
             .bind(i64::from(start.attempt))
             .bind(start.container_id.as_str())
             .bind(start.worker_id.as_str())
             .bind(at_rest(start.at))
-            .bind(at_rest(end.at))
-            .bind(end.state.as_str())
-            .bind(end.message.as_str());
+            .bind(end.map(|e| at_rest(e.at)))
+            .bind(end.map_or("", |e| e.state.as_str()))
+            .bind(end.map_or("", |e| e.message.as_str()));
     }
     executor.execute(insert).await?;
     Ok(())

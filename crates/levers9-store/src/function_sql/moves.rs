@@ -81,6 +81,7 @@ where
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
     for<'q> i64: Encode<'q, DB> + Type<DB>,
     for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<DateTime<Utc>>: Encode<'q, DB> + Type<DB>,
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
     (String,): for<'r> FromRow<'r, DB::Row>,
 {
@@ -152,6 +153,7 @@ where
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
     for<'q> i64: Encode<'q, DB> + Type<DB>,
     for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<DateTime<Utc>>: Encode<'q, DB> + Type<DB>,
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
     (String,): for<'r> FromRow<'r, DB::Row>,
 {
@@ -167,14 +169,14 @@ where
     }
     let started: Vec<(String,)> = update.fetch_all(&mut *conn).await?;
     let changed = started.len() as u64;
-    let started: Vec<&TaskStart> = chunk
+    let started: Vec<attempts::NewAttempt> = chunk
         .iter()
-        .copied()
         .filter(|s| started.iter().any(|(id,)| *id == s.task_id))
+        .map(|s| (*s, None))
         .collect();
     let closes: Vec<attempts::AttemptEnd> = started
         .iter()
-        .map(|s| (s.task_id.as_str(), s.at, REQUEUED, HANDED_BACK))
+        .map(|(s, _)| (s.task_id.as_str(), s.at, REQUEUED, HANDED_BACK))
         .collect();
     attempts::close(&mut *conn, &closes).await?;
     attempts::insert(&mut *conn, &started).await?;
@@ -191,6 +193,7 @@ where
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
     for<'q> i64: Encode<'q, DB> + Type<DB>,
     for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<DateTime<Utc>>: Encode<'q, DB> + Type<DB>,
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
     (String,): for<'r> FromRow<'r, DB::Row>,
 {
@@ -208,17 +211,17 @@ where
             .bind(at_rest(end.at));
     }
     let changed: Vec<(String,)> = update.fetch_all(&mut *conn).await?;
-    let ran: Vec<(&TaskStart, &TaskEnd)> = chunk
+    let ran: Vec<attempts::NewAttempt> = chunk
         .iter()
-        .copied()
         .filter(|(s, _)| changed.iter().any(|(id,)| *id == s.task_id))
+        .map(|(s, e)| (*s, Some(*e)))
         .collect();
     let closes: Vec<attempts::AttemptEnd> = ran
         .iter()
         .map(|(s, _)| (s.task_id.as_str(), s.at, REQUEUED, HANDED_BACK))
         .collect();
     attempts::close(&mut *conn, &closes).await?;
-    attempts::insert_closed(&mut *conn, &ran).await?;
+    attempts::insert(&mut *conn, &ran).await?;
     Ok(changed.len() as u64)
 }
 
