@@ -1,8 +1,8 @@
 //! One Run stream of the FunctionService: inputs in, events out.
 
-use futures::{FutureExt, StreamExt};
 use std::collections::HashSet;
 
+use futures::{FutureExt, StreamExt};
 use levers9_api::v1::{
     run_event, run_request, RunEvent, RunInput, RunRequest, RunStart, TaskAccepted, TaskOutcome,
     TaskOutcomes,
