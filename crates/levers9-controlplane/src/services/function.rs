@@ -40,7 +40,7 @@ pub struct FunctionApi {
     pub(super) shared: Arc<Shared>,
 }
 
-type EventStream = Pin<Box<dyn Stream<Item = Result<RunEvent, Status>> + Send>>;
+pub(super) type EventStream = Pin<Box<dyn Stream<Item = Result<RunEvent, Status>> + Send>>;
 
 impl FunctionApi {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
@@ -89,15 +89,11 @@ impl FunctionApi {
     ) -> Result<Response<EventStream>, Status> {
         let stub = self.stub(caller, &start.stub_id).await?;
         let (reply, events) = self.shared.fleet.tasks().open_reply().await?;
-        let (tx, rx) = mpsc::channel(256);
         let api = FunctionApi {
             shared: self.shared.clone(),
         };
-        tokio::spawn(async move {
-            let mut run = RunDriver::new(api, stub, reply, &start, tx);
-            run.drive(inbound, events.boxed()).await;
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        let stream = RunDriver::spawn(api, stub, reply, &start, inbound, events.boxed());
+        Ok(Response::new(stream))
     }
 
     async fn task(&self, caller: &Caller, task_id: &str) -> Result<TaskRecord, ApiError> {

@@ -10,9 +10,10 @@ use levers9_api::v1::{
 use levers9_store::{task_state, StubRecord};
 use prost::Message;
 use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
-use super::function::{event, new_task_id, FunctionApi};
+use super::function::{event, new_task_id, EventStream, FunctionApi};
 use crate::error::ApiError;
 use crate::functions::{DispatchEvent, Ticket};
 
@@ -42,15 +43,20 @@ pub(super) struct RunDriver {
 }
 
 impl RunDriver {
-    /// A driver for the stub `stub`, as `start` asks, whose events go to `tx`.
-    pub(super) fn new(
+    /// Drives a Run or Call of the stub `stub`, as `start` asks, on a task
+    /// of its own: `inbound`'s inputs become tasks, `events` (the reply
+    /// channel `reply`) their results. The stream returned carries what
+    /// the caller gets.
+    pub(super) fn spawn(
         api: FunctionApi,
         stub: StubRecord,
         reply: String,
         start: &RunStart,
-        tx: mpsc::Sender<Result<RunEvent, Status>>,
-    ) -> Self {
-        Self {
+        inbound: futures::stream::BoxStream<'static, Result<RunRequest, Status>>,
+        events: futures::stream::BoxStream<'static, Vec<u8>>,
+    ) -> EventStream {
+        let (tx, rx) = mpsc::channel(256);
+        let mut run = Self {
             api,
             stub,
             reply,
@@ -60,10 +66,12 @@ impl RunDriver {
             outstanding: HashSet::new(),
             ready: Vec::new(),
             ready_bytes: 0,
-        }
+        };
+        tokio::spawn(async move { run.drive(inbound, events).await });
+        Box::pin(ReceiverStream::new(rx))
     }
 
-    pub(super) async fn drive(
+    async fn drive(
         &mut self,
         mut inbound: futures::stream::BoxStream<'static, Result<RunRequest, Status>>,
         mut events: futures::stream::BoxStream<'static, Vec<u8>>,
