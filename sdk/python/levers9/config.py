@@ -54,7 +54,7 @@ def config_path(environ: Mapping[str, str]) -> str:
     return os.path.join(home, ".levers9", "config.toml")
 
 
-# The parsed config file, keyed by (path, mtime, size): a `.remote()` looks
+# The parsed config file, kept while its inode, mtime and size stay: a `.remote()` looks
 # the target up on every call, and parsing the TOML each time was a large
 # part of a warm call's client CPU. An edited file has a new mtime or size;
 # as git does with its index, a file changed in the last seconds is read
