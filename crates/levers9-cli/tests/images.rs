@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use common::fleet::{python_image, Worker};
 use common::sdk::{controlplane, pytest};
-use common::{backend_env, free_port, text, with_token, Backend, Controlplane, SECRET};
+use common::{
+    backend_env, free_port, objects_bucket_env, text, with_token, Backend, Controlplane, SECRET,
+};
 use levers9_api::v1::ListContainersRequest;
 
 #[tokio::test]
@@ -150,12 +152,16 @@ async fn a_build_outlives_the_replica_that_started_it() {
     });
 }
 
-/// Two controlplane replicas on one fresh Postgres database and Redis
-/// prefix, pushing images to the test registry.
+/// Two controlplane replicas on one fresh Postgres database, Redis prefix
+/// and objects bucket prefix, pushing images to the test registry. The
+/// bucket is what the docs ask of replicas: a build container started by
+/// one replica fetches its objects through the other, which holds the
+/// worker's stream.
 fn replicas() -> (Controlplane, Controlplane) {
     let image = python_image();
     let (registry, name) = image.split_once('/').expect("image has a registry");
     let mut env = backend_env(Backend::Servers);
+    env.extend(objects_bucket_env("image-replicas"));
     for (k, v) in [
         ("LEVERS9_BOOTSTRAP_SECRET", SECRET),
         ("LEVERS9_BASE_IMAGE_REGISTRY", registry),

@@ -1,8 +1,7 @@
 //! The controlplane binary on S3-compatible workspace storage (SeaweedFS,
 //! started by scripts/test-servers.sh): code objects go through the
 //! FunctionService into the bucket, and bad keys stop the start with a
-//! message that names the setting and not the key. Skipped, saying so,
-//! only when LEVERS9_TEST_S3_ENDPOINT is unset.
+//! message that names the setting and not the key.
 
 mod common;
 
@@ -18,50 +17,9 @@ use tonic::Code;
 const ZIP: &[u8] = b"PK\x03\x04 levers9 objects_s3 end-to-end zip";
 const ZIP_DIGEST: &str = "sha256:1e0a8c45f306acf802101f3ab162d19ef4c184b9f4f1a5aef81357ad4653b8b3";
 
-/// The LEVERS9_WORKSPACE_* environment for the test bucket under a fresh
-/// prefix, or `None` (after saying so) when no server is given.
-fn s3_env(test: &str) -> Option<Vec<(String, String)>> {
-    let Ok(endpoint) = std::env::var("LEVERS9_TEST_S3_ENDPOINT") else {
-        eprintln!(
-            "skipped {test}: LEVERS9_TEST_S3_ENDPOINT is unset (run it with scripts/test-servers.sh)"
-        );
-        return None;
-    };
-    let var = |name: &str| {
-        std::env::var(name).unwrap_or_else(|_| {
-            panic!("LEVERS9_TEST_S3_ENDPOINT is set but {name} is not: scripts/test-servers.sh sets both")
-        })
-    };
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_nanos();
-    Some(vec![
-        ("LEVERS9_WORKSPACE_S3_ENDPOINT".into(), endpoint),
-        (
-            "LEVERS9_WORKSPACE_BUCKET".into(),
-            var("LEVERS9_TEST_S3_BUCKET"),
-        ),
-        (
-            "LEVERS9_WORKSPACE_PREFIX".into(),
-            format!("e2e/{test}-{}-{nanos}/", std::process::id()),
-        ),
-        (
-            "LEVERS9_WORKSPACE_ACCESS_KEY_ID".into(),
-            var("LEVERS9_TEST_S3_ACCESS_KEY_ID"),
-        ),
-        (
-            "LEVERS9_WORKSPACE_SECRET_ACCESS_KEY".into(),
-            var("LEVERS9_TEST_S3_SECRET_ACCESS_KEY"),
-        ),
-    ])
-}
-
 #[tokio::test]
 async fn code_objects_go_to_the_bucket_through_the_controlplane() {
-    let Some(s3) = s3_env("through-the-controlplane") else {
-        return;
-    };
+    let s3 = common::objects_bucket_env("through-the-controlplane");
     let secret = s3
         .iter()
         .find(|(k, _)| k == "LEVERS9_WORKSPACE_SECRET_ACCESS_KEY")
@@ -132,9 +90,7 @@ async fn code_objects_go_to_the_bucket_through_the_controlplane() {
 
 #[tokio::test]
 async fn wrong_s3_keys_stop_the_start_with_a_message_that_names_the_setting() {
-    let Some(mut env) = s3_env("wrong-keys") else {
-        return;
-    };
+    let mut env = common::objects_bucket_env("wrong-keys");
     let secret = "e2e-wrong-secret-access-key-0123456789";
     for (key, value) in env.iter_mut() {
         if key == "LEVERS9_WORKSPACE_SECRET_ACCESS_KEY" {

@@ -84,6 +84,35 @@ pub fn database_url(env: &[(String, String)]) -> String {
     )
 }
 
+/// Environment that puts a controlplane's workspace objects (code and SDK
+/// zips) in the test bucket under a fresh prefix. Replicas given the same
+/// environment share their objects, as the local directory cannot.
+pub fn objects_bucket_env(label: &str) -> Vec<(String, String)> {
+    let prefix = format!("e2e/{label}-{}/", uuid_like());
+    [
+        (
+            "LEVERS9_WORKSPACE_S3_ENDPOINT",
+            required("LEVERS9_TEST_S3_ENDPOINT"),
+        ),
+        (
+            "LEVERS9_WORKSPACE_BUCKET",
+            required("LEVERS9_TEST_S3_BUCKET"),
+        ),
+        ("LEVERS9_WORKSPACE_PREFIX", prefix),
+        (
+            "LEVERS9_WORKSPACE_ACCESS_KEY_ID",
+            required("LEVERS9_TEST_S3_ACCESS_KEY_ID"),
+        ),
+        (
+            "LEVERS9_WORKSPACE_SECRET_ACCESS_KEY",
+            required("LEVERS9_TEST_S3_SECRET_ACCESS_KEY"),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
 fn required(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
         panic!(
