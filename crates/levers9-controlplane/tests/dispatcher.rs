@@ -317,10 +317,16 @@ async fn a_failed_attempt_is_retried_within_the_budget_then_fails() {
         (second.task_id.as_str(), second.attempt),
         (task.as_str(), 2)
     );
-    // An input the container never ran goes back without using an attempt.
+    // An input the container never ran goes back without using an attempt,
+    // to another container: one that lost an input is on its way out.
     rig.finish(&second, "lost", "container gone").await;
+    let replacement = rig.place().await;
+    rig.tell(DispatchEvent::RunnerReady {
+        container_id: replacement.clone(),
+    })
+    .await;
     let again = rig.input().await;
-    assert_eq!(again.attempt, 2);
+    assert_eq!((again.attempt, &again.container_id), (2, &replacement));
     rig.finish(&again, "error", "ValueError: boom").await;
     match next_event(&mut events).await {
         run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::ERROR),
@@ -328,6 +334,61 @@ async fn a_failed_attempt_is_retried_within_the_budget_then_fails() {
     }
     let row = rig.row(&task, task_state::ERROR).await;
     assert_eq!(row.attempts, 2);
+}
+
+/// A warm container of a fast function is sent its next input before it
+/// finished the last (a buffer in its runner's queue); one of a slow
+/// function is not, and a new container takes the queued input.
+#[tokio::test]
+async fn fast_functions_get_their_next_input_early_and_slow_ones_wait() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (_, _events) = rig.submit(&stub).await;
+    let container = rig.place().await;
+    rig.tell(DispatchEvent::RunnerReady {
+        container_id: container.clone(),
+    })
+    .await;
+    let input = rig.input().await;
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    let (_, _a) = rig.submit(&stub).await;
+    let (_, _b) = rig.submit(&stub).await;
+    let a = rig.input().await;
+    let b = rig.input().await;
+    assert_eq!(
+        (&a.container_id, &b.container_id),
+        (&container, &container),
+        "the second input went to the busy container's buffer"
+    );
+
+    let slow = rig
+        .stub(StubConfig {
+            keep_warm_seconds: 60,
+            ..StubConfig::default()
+        })
+        .await;
+    let (_, _events) = rig.submit(&slow).await;
+    let busy = rig.place().await;
+    rig.tell(DispatchEvent::RunnerReady {
+        container_id: busy.clone(),
+    })
+    .await;
+    let input = rig.input().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    let (_, _a) = rig.submit(&slow).await;
+    let (_, _b) = rig.submit(&slow).await;
+    assert_eq!(rig.input().await.container_id, busy);
+    let another = rig.place().await;
+    rig.tell(DispatchEvent::RunnerReady {
+        container_id: another.clone(),
+    })
+    .await;
+    assert_eq!(
+        rig.input().await.container_id,
+        another,
+        "the queued input waited for a container with a free slot"
+    );
 }
 
 #[tokio::test]

@@ -8,12 +8,18 @@
 //! One runner connection per container, for the container's life: the
 //! runner is the container's main process, so once its connection ends the
 //! container is on its way out, and later inputs are reported lost.
+//!
+//! The controlplane may send a container more inputs than its
+//! `concurrency` (a short buffer, so a fast function never waits a round
+//! trip for its next input). They all go to the runner, whose threads take
+//! them in order: each time a running input ends, the oldest waiting one
+//! starts, and so does its timer here.
 
 mod auth;
 mod connection;
 mod wire;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
@@ -94,6 +100,8 @@ pub struct ContainerServer {
 
 struct Shared {
     container_id: String,
+    /// Inputs the runner runs at once (`LEVERS9_CONCURRENCY`).
+    concurrency: usize,
     events: mpsc::Sender<WorkerMessage>,
     stop: StopContainer,
     auth: ServerAuth,
@@ -117,8 +125,11 @@ struct State {
     connection: Connection,
     /// Inputs that came before the runner said hello, in order.
     queued: Vec<TaskInput>,
-    /// Inputs given to the runner and not finished, with their timers.
+    /// Inputs given to the runner and running, with their timers.
     running: HashMap<String, Option<JoinHandle<()>>>,
+    /// Inputs given to the runner while all its threads were busy, oldest
+    /// first, with their timeouts (ms): waiting in its queue.
+    waiting: VecDeque<(String, u64)>,
     outcome: RunnerOutcome,
     /// The connection's reader and writer, aborted at shutdown.
     connection_tasks: Vec<JoinHandle<()>>,
@@ -146,7 +157,8 @@ impl ContainerServer {
     /// created; the caller mounts it into the container and removes it when
     /// the container is gone). What the runner says is reported on
     /// `events`; `stop` is called when an input times out; `auth` checks
-    /// the runner's credential. `state_dir` is only named in errors.
+    /// the runner's credential. The runner runs `concurrency` inputs at
+    /// once. `state_dir` is only named in errors.
     ///
     /// # Errors
     /// A bad id, a socket path too long for the kernel, or a filesystem
@@ -158,6 +170,7 @@ impl ContainerServer {
         events: mpsc::Sender<WorkerMessage>,
         stop: StopContainer,
         auth: ServerAuth,
+        concurrency: usize,
     ) -> Result<ContainerServer, BindError> {
         use std::os::unix::fs::PermissionsExt;
 
@@ -193,6 +206,7 @@ impl ContainerServer {
             .map_err(io(&socket))?;
         let shared = Arc::new(Shared {
             container_id: container_id.to_owned(),
+            concurrency: concurrency.max(1),
             events,
             stop,
             auth,
@@ -200,6 +214,7 @@ impl ContainerServer {
                 connection: Connection::Waiting,
                 queued: Vec::new(),
                 running: HashMap::new(),
+                waiting: VecDeque::new(),
                 outcome: RunnerOutcome::default(),
                 connection_tasks: Vec::new(),
             }),
@@ -256,14 +271,14 @@ impl ContainerServer {
             for task in state.connection_tasks.drain(..) {
                 task.abort();
             }
-            (std::mem::take(&mut state.queued), state.outcome.clone())
+            (state.never_started(), state.outcome.clone())
         };
         self.accept.abort();
-        for input in queued {
+        for task_id in queued {
             self.shared
                 .report(lost(
                     &self.shared.container_id,
-                    &input.task_id,
+                    &task_id,
                     "its container has ended",
                 ))
                 .await;
@@ -295,6 +310,24 @@ fn lost(container_id: &str, task_id: &str, why: &str) -> WorkerMessage {
     }))
 }
 
+impl State {
+    /// Whether the runner has the input, running or waiting.
+    fn runs(&self, task_id: &str) -> bool {
+        self.running.contains_key(task_id) || self.waiting.iter().any(|(id, _)| id == task_id)
+    }
+
+    /// Takes the inputs the runner never started: those waiting for its
+    /// hello, then those waiting in its queue.
+    fn never_started(&mut self) -> Vec<String> {
+        let queued = std::mem::take(&mut self.queued).into_iter();
+        let waiting = std::mem::take(&mut self.waiting).into_iter();
+        queued
+            .map(|input| input.task_id)
+            .chain(waiting.map(|(task_id, _)| task_id))
+            .collect()
+    }
+}
+
 impl Shared {
     fn state(&self) -> MutexGuard<'_, State> {
         // Each critical section is a few map and queue operations.
@@ -317,7 +350,8 @@ impl Shared {
         });
     }
 
-    /// Sends an input to a runner that said hello, and starts its timer.
+    /// Sends an input to a runner that said hello, and starts its timer if
+    /// a thread of the runner is free to take it.
     fn deliver(self: &Arc<Self>, state: &mut State, input: TaskInput) {
         let Connection::Open { writer, .. } = &state.connection else {
             return self.report_lost(&input.task_id, "the function runner is not connected");
@@ -333,18 +367,43 @@ impl Shared {
         if writer.send(frame).is_err() {
             return self.report_lost(&input.task_id, "the function runner has disconnected");
         }
-        let timer = (input.timeout_ms > 0).then(|| {
-            tokio::spawn(time_out(
-                Arc::downgrade(self),
-                input.task_id.clone(),
-                input.timeout_ms,
-            ))
-        });
-        if let Some(Some(previous)) = state.running.insert(input.task_id, timer) {
+        if state.running.len() < self.concurrency {
+            self.start(state, input.task_id, input.timeout_ms);
+        } else {
+            state.waiting.push_back((input.task_id, input.timeout_ms));
+        }
+    }
+
+    /// The runner started an input: its timer starts.
+    fn start(self: &Arc<Self>, state: &mut State, task_id: String, timeout_ms: u64) {
+        let timer = (timeout_ms > 0)
+            .then(|| tokio::spawn(time_out(Arc::downgrade(self), task_id.clone(), timeout_ms)));
+        if let Some(Some(previous)) = state.running.insert(task_id, timer) {
             // The same task again (a retry on this container): the new
             // attempt gets the whole timeout.
             previous.abort();
         }
+    }
+
+    /// An input ended: out of the runner's hands. The thread it freed takes
+    /// the oldest waiting input, which starts now. False if the input was
+    /// not the runner's (it timed out, or was never sent).
+    fn end(self: &Arc<Self>, state: &mut State, task_id: &str) -> bool {
+        if let Some(timer) = state.running.remove(task_id) {
+            if let Some(timer) = timer {
+                timer.abort();
+            }
+        } else if let Some(at) = state.waiting.iter().position(|(id, _)| id == task_id) {
+            state.waiting.remove(at);
+        } else {
+            return false;
+        }
+        if state.running.len() < self.concurrency {
+            if let Some((next, timeout_ms)) = state.waiting.pop_front() {
+                self.start(state, next, timeout_ms);
+            }
+        }
+        true
     }
 }
 

@@ -22,6 +22,8 @@ use crate::security::{SecurityMetrics, SecurityPolicy, Subject};
 
 /// The variable the controlplane names a function container's stub in.
 const STUB_ID_VARIABLE: &str = "LEVERS9_STUB_ID";
+/// How many inputs the function runner runs at once; 1 when unset.
+const CONCURRENCY_VARIABLE: &str = "LEVERS9_CONCURRENCY";
 
 /// The CPU any container may use while the worker has it idle, whatever
 /// it reserved (more if it reserved more).
@@ -92,6 +94,16 @@ fn event(container_id: &str, state: &str) -> ContainerEvent {
         state: state.to_owned(),
         ..Default::default()
     }
+}
+
+/// What the runner of a function container will take at once, as its
+/// environment tells it.
+fn concurrency(request: &RunContainer) -> usize {
+    request
+        .env
+        .get(CONCURRENCY_VARIABLE)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
 }
 
 fn message(kind: worker_message::Kind) -> WorkerMessage {
@@ -230,7 +242,7 @@ impl Supervisor {
         // early is queued rather than lost.
         let server = request
             .container_server
-            .then(|| self.bind_server(self.subject(&request)));
+            .then(|| self.bind_server(self.subject(&request), concurrency(&request)));
         let this = self.clone();
         tokio::spawn(async move {
             let id = request.container_id.clone();

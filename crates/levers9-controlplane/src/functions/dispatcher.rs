@@ -12,9 +12,11 @@
 //! A container of a stub is `starting` (requested from the scheduler) until
 //! its runner says it is ready, then `warm` with `concurrency` slots. An
 //! input goes to the warm container with the fewest free slots (packing
-//! keeps the others idle, so they scale to zero), and when none has a slot
-//! new containers are requested, up to the stub's `max_containers`. A warm
-//! container with nothing to do for `keep_warm_seconds` is stopped.
+//! keeps the others idle, so they scale to zero); when none has a slot, a
+//! fast function's input may wait in a container's short buffer, and new
+//! containers are requested, up to the stub's `max_containers`, unless the
+//! warm ones will finish the queue first ([`pace`]). A warm container with
+//! nothing to do for `keep_warm_seconds` is stopped.
 //!
 //! Everything here is in memory and changed by one loop, so there are no
 //! races between deciding and doing; what it does to the outside (store
@@ -34,13 +36,14 @@ use tokio::sync::watch;
 
 mod drain;
 mod events;
+mod pace;
+mod stops;
 mod upkeep;
 
 use super::rows::RowWriter;
 use super::spec::{self, StubSpec};
 use super::{task_reply, DispatchEvent, TaskState, Ticket};
 use crate::error::ApiError;
-use crate::fleet::records::state as container_state;
 use crate::fleet::scheduler::{send_stop, BACKLOG};
 use crate::fleet::Fleet;
 
@@ -61,6 +64,9 @@ struct Warm {
     idle_since: Instant,
     /// Its worker drains: no new inputs; stopped once idle.
     draining: bool,
+    /// It lost an input (its runner is gone): no new inputs; its end
+    /// follows.
+    lost: bool,
 }
 
 struct Stub {
@@ -68,7 +74,9 @@ struct Stub {
     spec: StubSpec,
     queue: VecDeque<String>,
     warm: BTreeMap<String, Warm>,
-    starting: BTreeSet<String>,
+    /// Containers asked for, with when.
+    starting: BTreeMap<String, Instant>,
+    pace: pace::Pace,
 }
 
 /// What the worker's stream did with an attempt's end before telling the
@@ -91,6 +99,8 @@ struct Held {
     /// Attempts started.
     attempt: u32,
     container: Option<String>,
+    /// When it was sent to its container.
+    sent: Option<Instant>,
 }
 
 /// What the dispatcher needs from the rest of the controlplane.
@@ -113,6 +123,7 @@ struct Dispatcher {
     container_stub: HashMap<String, String>,
     /// Workers draining: containers there take no new inputs.
     draining: BTreeSet<String>,
+    starts: pace::StartTime,
 }
 
 /// Runs the dispatcher whenever this replica holds the lease, until
@@ -143,6 +154,7 @@ pub async fn run(parts: Parts, holder: String, stopped: watch::Receiver<bool>) {
             held: HashMap::new(),
             container_stub: HashMap::new(),
             draining: BTreeSet::new(),
+            starts: pace::StartTime::default(),
         };
         if let Err(error) = dispatcher.recover().await {
             tracing::error!(%error, "cannot take over unfinished tasks");
@@ -234,7 +246,8 @@ impl Dispatcher {
                 spec,
                 queue: VecDeque::new(),
                 warm: BTreeMap::new(),
-                starting: BTreeSet::new(),
+                starting: BTreeMap::new(),
+                pace: pace::Pace::default(),
             },
         );
         Ok(true)
@@ -275,6 +288,7 @@ impl Dispatcher {
                 ticket,
                 attempt,
                 container: None,
+                sent: None,
             },
         );
     }
@@ -295,11 +309,14 @@ impl Dispatcher {
             .map(|c| c.worker_id)
             .unwrap_or_default();
         if let Some(stub) = self.stubs.get_mut(&stub_id) {
-            stub.starting.remove(container_id);
+            if let Some(requested) = stub.starting.remove(container_id) {
+                self.starts.ready(requested);
+            }
             stub.warm.insert(
                 container_id.to_owned(),
                 Warm {
                     draining: self.draining.contains(&worker_id),
+                    lost: false,
                     worker_id,
                     in_flight: BTreeSet::new(),
                     idle_since: Instant::now(),
@@ -309,20 +326,24 @@ impl Dispatcher {
         self.pump(&stub_id).await
     }
 
-    /// Hands queued inputs to warm containers with free slots, then asks
-    /// for containers for what is left.
+    /// Hands queued inputs to warm containers with free slots (or room in
+    /// their buffer), then asks for containers for what is left.
     async fn pump(&mut self, stub_id: &str) -> Result<(), ApiError> {
         let Some(stub) = self.stubs.get_mut(stub_id) else {
             return Ok(());
         };
         let slots = stub.spec.concurrency as usize;
+        let room = slots + stub.pace.buffer(slots);
         let timeout_ms = u64::from(stub.spec.timeout_seconds) * 1000;
         while let Some(task_id) = stub.queue.front().cloned() {
-            let Some((container_id, warm)) = stub
-                .warm
-                .iter_mut()
-                .filter(|(_, w)| !w.draining && w.in_flight.len() < slots)
+            let open = stub.warm.iter_mut().filter(|(_, w)| !w.draining && !w.lost);
+            let (free, buffering): (Vec<_>, Vec<_>) = open
+                .filter(|(_, w)| w.in_flight.len() < room)
+                .partition(|(_, w)| w.in_flight.len() < slots);
+            let Some((container_id, warm)) = free
+                .into_iter()
                 .max_by_key(|(_, w)| w.in_flight.len())
+                .or_else(|| buffering.into_iter().min_by_key(|(_, w)| w.in_flight.len()))
             else {
                 break;
             };
@@ -332,6 +353,7 @@ impl Dispatcher {
             };
             held.attempt += 1;
             held.container = Some(container_id.clone());
+            held.sent = Some(Instant::now());
             warm.in_flight.insert(task_id.clone());
             let input = ControlplaneMessage {
                 kind: Some(controlplane_message::Kind::TaskInput(TaskInput {
@@ -351,11 +373,13 @@ impl Dispatcher {
         }
         let queued = stub.queue.len();
         let coming = stub.starting.len() * slots;
-        let serving = stub.warm.values().filter(|w| !w.draining).count();
-        if queued <= coming {
-            return Ok(());
-        }
-        let wanted = (queued - coming).div_ceil(slots);
+        let serving = stub.warm.values().filter(|w| !w.draining && !w.lost);
+        let (serving, held) = serving.fold((0, 0), |(n, h), w| (n + 1, h + w.in_flight.len()));
+        let waiting = queued.saturating_sub(coming);
+        let wanted = waiting.div_ceil(slots);
+        let wanted = stub
+            .pace
+            .worth_starting(wanted, waiting, held, self.starts.expected());
         let total = serving + stub.starting.len();
         let room = (stub.spec.max_containers as usize)
             .saturating_sub(total)
@@ -369,7 +393,7 @@ impl Dispatcher {
                 .push(BACKLOG, container.id.as_bytes())
                 .await?;
             tracing::info!(container_id = %container.id, stub_id, function = %stub.record.function_name, "function container requested");
-            stub.starting.insert(container.id.clone());
+            stub.starting.insert(container.id.clone(), Instant::now());
             self.container_stub.insert(container.id, stub_id.to_owned());
         }
         Ok(())
@@ -407,6 +431,11 @@ impl Dispatcher {
             return Ok(());
         };
         let stub_id = held.stub_id.clone();
+        if let (Some(sent), Some(stub)) = (held.sent, self.stubs.get_mut(&stub_id)) {
+            if state != "lost" {
+                stub.pace.ended(sent);
+            }
+        }
         match state {
             task_state::COMPLETE => {
                 let recorded = if delivered {
@@ -417,6 +446,13 @@ impl Dispatcher {
                 self.publish_end(&held.ticket, task_state::COMPLETE, "", recorded);
             }
             "lost" => {
+                if let Some(warm) = self
+                    .stubs
+                    .get_mut(&stub_id)
+                    .and_then(|s| s.warm.get_mut(container_id))
+                {
+                    warm.lost = true;
+                }
                 let attempt = held.attempt.saturating_sub(1);
                 self.queue(&stub_id, held.ticket, attempt, true);
             }
@@ -494,98 +530,5 @@ impl Dispatcher {
                 tracing::error!(%error, %task_id, "cannot record the end of a task");
             }
         });
-    }
-
-    async fn ended(&mut self, container_id: &str) -> Result<(), ApiError> {
-        let Some(stub_id) = self.container_stub.remove(container_id) else {
-            return Ok(());
-        };
-        let reason = match self.parts.fleet.container(container_id).await? {
-            Some(c) if c.state == container_state::EXITED && c.message.is_empty() => {
-                format!("its container exited with code {}", c.exit_code)
-            }
-            Some(c) if !c.message.is_empty() => c.message,
-            _ => "its container ended".to_owned(),
-        };
-        let Some(stub) = self.stubs.get_mut(&stub_id) else {
-            return Ok(());
-        };
-        let function = stub.record.function_name.clone();
-        let mut handed_back = false;
-        let (never_started, in_flight): (Vec<String>, Vec<String>) =
-            if stub.starting.remove(container_id) {
-                // Nothing else can take the queue: say why rather than
-                // retry a container that will fail the same way.
-                let hopeless = stub.warm.is_empty() && stub.starting.is_empty();
-                let queued = if hopeless {
-                    stub.queue.drain(..).collect()
-                } else {
-                    Vec::new()
-                };
-                (queued, Vec::new())
-            } else if let Some(warm) = stub.warm.remove(container_id) {
-                handed_back = warm.draining;
-                (Vec::new(), warm.in_flight.into_iter().collect())
-            } else {
-                (Vec::new(), Vec::new())
-            };
-        let message = format!("the container for {function} failed to start: {reason}");
-        for task_id in never_started {
-            if let Some(held) = self.held.remove(&task_id) {
-                self.publish_end(&held.ticket, task_state::ERROR, &message, Recorded::Nothing);
-            }
-        }
-        for task_id in in_flight {
-            let Some(held) = self.held.remove(&task_id) else {
-                continue;
-            };
-            if handed_back {
-                // Stopped by its worker's drain: the input did not fail,
-                // so it runs again without using an attempt.
-                let attempt = held.attempt.saturating_sub(1);
-                self.queue(&stub_id, held.ticket, attempt, true);
-            } else {
-                self.failed(held, task_state::ERROR, reason.clone(), Recorded::Nothing);
-            }
-        }
-        self.pump(&stub_id).await
-    }
-
-    async fn cancel(&mut self, task_id: &str) -> Result<(), ApiError> {
-        let Some(held) = self.held.remove(task_id) else {
-            return Ok(());
-        };
-        let stub_id = held.stub_id.clone();
-        let message = "cancelled by the caller";
-        self.publish_end(
-            &held.ticket,
-            task_state::CANCELLED,
-            message,
-            Recorded::Nothing,
-        );
-        let Some(container_id) = held.container else {
-            if let Some(stub) = self.stubs.get_mut(&stub_id) {
-                stub.queue.retain(|t| t != task_id);
-            }
-            return Ok(());
-        };
-        // The input runs in a thread that cannot be interrupted: the
-        // container goes, and its other inputs run again elsewhere.
-        self.container_stub.remove(&container_id);
-        let Some(warm) = self
-            .stubs
-            .get_mut(&stub_id)
-            .and_then(|s| s.warm.remove(&container_id))
-        else {
-            return Ok(());
-        };
-        send_stop(&self.parts.fleet, &warm.worker_id, &container_id).await?;
-        for other in warm.in_flight.iter().filter(|t| *t != task_id) {
-            if let Some(held) = self.held.remove(other) {
-                let attempt = held.attempt.saturating_sub(1);
-                self.queue(&stub_id, held.ticket, attempt, true);
-            }
-        }
-        self.pump(&stub_id).await
     }
 }

@@ -59,7 +59,7 @@ impl Shared {
                 self.state().outcome.init_error = Some(InitError { message, traceback });
             }
             FromRunner::Output { task_id, stream } => {
-                if !self.state().running.contains_key(&task_id) {
+                if !self.state().runs(&task_id) {
                     tracing::debug!(container_id = %self.container_id, %task_id, "output of a task that is not running; dropped");
                     return Ok(());
                 }
@@ -80,12 +80,9 @@ impl Shared {
                 message: text,
                 traceback,
             } => {
-                let Some(timer) = self.state().running.remove(&task_id) else {
+                if !self.end(&mut self.state(), &task_id) {
                     tracing::info!(container_id = %self.container_id, %task_id, "a result for a task that timed out or was never sent; ignored");
                     return Ok(());
-                };
-                if let Some(timer) = timer {
-                    timer.abort();
                 }
                 let result = TaskResult {
                     container_id: self.container_id.clone(),
@@ -172,17 +169,17 @@ async fn read_frames(shared: Arc<Shared>, read: OwnedReadHalf) {
         }
     };
     // Dropping the writer's sender ends the writer, which closes the socket
-    // with this task's read half. Inputs still waiting for a hello will
-    // never run here: they go back to the queue now, not when the
-    // container ends.
+    // with this task's read half. Inputs still waiting for a hello or in
+    // the runner's queue will never run here: they go back to the queue
+    // now, not when the container ends.
     let queued = {
         let mut state = shared.state();
         state.connection = Connection::Closed(why);
-        std::mem::take(&mut state.queued)
+        state.never_started()
     };
-    for input in queued {
+    for task_id in queued {
         shared
-            .report(lost(&shared.container_id, &input.task_id, why))
+            .report(lost(&shared.container_id, &task_id, why))
             .await;
     }
 }

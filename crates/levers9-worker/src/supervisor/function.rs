@@ -37,8 +37,13 @@ impl Supervisor {
     /// Binds the server of `subject`'s container and keeps it for the
     /// container's inputs; an input running past its timeout stops the
     /// container. It asks for a credential as the pool's
-    /// `containerServerAuth` says.
-    pub(super) fn bind_server(&self, subject: Subject) -> Result<Arc<ContainerServer>, String> {
+    /// `containerServerAuth` says. Its runner runs `concurrency` inputs at
+    /// once.
+    pub(super) fn bind_server(
+        &self,
+        subject: Subject,
+        concurrency: usize,
+    ) -> Result<Arc<ContainerServer>, String> {
         let container_id = subject.container_id.clone();
         let runtime = self.runtime.clone();
         let id = container_id.clone();
@@ -59,6 +64,7 @@ impl Supervisor {
             self.events.clone(),
             stop,
             auth,
+            concurrency,
         )
         .map(Arc::new)
         .map_err(|e| e.to_string())?;
@@ -341,6 +347,7 @@ mod tests {
                 Subject::default(),
                 crate::security::SecurityMetrics::default(),
             ),
+            1,
         )
         .unwrap();
         let (_, credential) = server.credential_env().expect("issued");

@@ -10,7 +10,9 @@ Contract with the worker (frames in `levers9.wire`):
    worker set it (its ``containerServerAuth``).
 2. For each ``input`` frame, run the function in a pool of
    ``LEVERS9_CONCURRENCY`` threads, send its ``output`` frames, then exactly
-   one ``result`` frame.
+   one ``result`` frame. Inputs that come while every thread is busy wait
+   and start in the order they came, each on the thread that just sent a
+   result: the worker starts their timeouts by that rule.
 3. Exit 0 when the worker closes the socket or on SIGTERM, without waiting
    for running inputs: nobody is left to receive their results.
 
