@@ -5,7 +5,8 @@ Run through scripts/bench-functions.sh, which starts the stack. Measures:
 - cold call: a new stub (so no warm container; the image is cached) to its
   first result, beside a raw `runc run … python3 -c pass` of the same image;
 - `.map` throughput over N trivial inputs: a first map, which also starts
-  the containers it needs, and a second on those warm containers.
+  the containers it needs, and a second on those warm containers; for a
+  function with `concurrency=100` and for one with the default (1).
 """
 
 import os
@@ -23,6 +24,11 @@ MAP_INPUTS = int(os.environ.get("LEVERS9_BENCH_MAP_INPUTS", "10000"))
 
 @function(keep_warm_seconds=300, concurrency=100)
 def echo(x):
+    return x
+
+
+@function(keep_warm_seconds=300)
+def echo_one_at_a_time(x):
     return x
 
 
@@ -86,12 +92,18 @@ def main():
 
     # The first map starts the containers its 1,000 inputs in flight ask
     # for (one is warm), on the same cores; the second finds them warm.
+    maps(echo, "")
+    echo_one_at_a_time.remote(0)
+    maps(echo_one_at_a_time, " (concurrency 1)")
+
+
+def maps(f, label):
     for which in (".map, scaling up from one warm container,", ".map on the containers the first one started"):
         start = time.perf_counter()
-        results = list(echo.map(range(MAP_INPUTS)))
+        results = list(f.map(range(MAP_INPUTS)))
         elapsed = time.perf_counter() - start
         assert results == list(range(MAP_INPUTS)), "map returned wrong results"
-        print(f"| {which} over {MAP_INPUTS} inputs | {MAP_INPUTS} | {MAP_INPUTS / elapsed:.0f} inputs/s | | {elapsed:.2f} s total |")
+        print(f"| {which}{label} over {MAP_INPUTS} inputs | {MAP_INPUTS} | {MAP_INPUTS / elapsed:.0f} inputs/s | | {elapsed:.2f} s total |")
 
 
 if __name__ == "__main__":
