@@ -167,6 +167,17 @@ impl Rig {
         id
     }
 
+    /// Plays the scheduler and the runner: the next requested container,
+    /// placed and ready for inputs.
+    async fn ready_container(&self) -> String {
+        let id = self.place().await;
+        self.tell(DispatchEvent::RunnerReady {
+            container_id: id.clone(),
+        })
+        .await;
+        id
+    }
+
     async fn no_container_requested(&self) {
         let popped = self
             .state
@@ -265,11 +276,7 @@ async fn a_warm_container_takes_the_next_input_without_a_new_container() {
     let rig = rig().await;
     let stub = rig.stub(StubConfig::default()).await;
     let (first, mut events) = rig.submit(&stub).await;
-    let container = rig.place().await;
-    rig.tell(DispatchEvent::RunnerReady {
-        container_id: container.clone(),
-    })
-    .await;
+    let container = rig.ready_container().await;
     let input = rig.input().await;
     assert_eq!((input.task_id.as_str(), input.attempt), (first.as_str(), 1));
     assert_eq!(input.container_id, container);
@@ -298,11 +305,7 @@ async fn a_failed_attempt_is_retried_within_the_budget_then_fails() {
         })
         .await;
     let (task, mut events) = rig.submit(&stub).await;
-    let container = rig.place().await;
-    rig.tell(DispatchEvent::RunnerReady {
-        container_id: container,
-    })
-    .await;
+    rig.ready_container().await;
     let first = rig.input().await;
     rig.finish(&first, "error", "ValueError: boom").await;
     match next_event(&mut events).await {
@@ -320,11 +323,7 @@ async fn a_failed_attempt_is_retried_within_the_budget_then_fails() {
     // An input the container never ran goes back without using an attempt,
     // to another container: one that lost an input is on its way out.
     rig.finish(&second, "lost", "container gone").await;
-    let replacement = rig.place().await;
-    rig.tell(DispatchEvent::RunnerReady {
-        container_id: replacement.clone(),
-    })
-    .await;
+    let replacement = rig.ready_container().await;
     let again = rig.input().await;
     assert_eq!((again.attempt, &again.container_id), (2, &replacement));
     rig.finish(&again, "error", "ValueError: boom").await;
@@ -344,11 +343,7 @@ async fn fast_functions_get_their_next_input_early_and_slow_ones_wait() {
     let rig = rig().await;
     let stub = rig.stub(StubConfig::default()).await;
     let (_, _events) = rig.submit(&stub).await;
-    let container = rig.place().await;
-    rig.tell(DispatchEvent::RunnerReady {
-        container_id: container.clone(),
-    })
-    .await;
+    let container = rig.ready_container().await;
     let input = rig.input().await;
     rig.finish(&input, task_state::COMPLETE, "").await;
     let (_, _a) = rig.submit(&stub).await;
@@ -368,22 +363,14 @@ async fn fast_functions_get_their_next_input_early_and_slow_ones_wait() {
         })
         .await;
     let (_, _events) = rig.submit(&slow).await;
-    let busy = rig.place().await;
-    rig.tell(DispatchEvent::RunnerReady {
-        container_id: busy.clone(),
-    })
-    .await;
+    let busy = rig.ready_container().await;
     let input = rig.input().await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     rig.finish(&input, task_state::COMPLETE, "").await;
     let (_, _a) = rig.submit(&slow).await;
     let (_, _b) = rig.submit(&slow).await;
     assert_eq!(rig.input().await.container_id, busy);
-    let another = rig.place().await;
-    rig.tell(DispatchEvent::RunnerReady {
-        container_id: another.clone(),
-    })
-    .await;
+    let another = rig.ready_container().await;
     assert_eq!(
         rig.input().await.container_id,
         another,
@@ -401,11 +388,7 @@ async fn an_idle_container_is_stopped_after_its_keep_warm_window() {
         })
         .await;
     let (_, _events) = rig.submit(&stub).await;
-    let container = rig.place().await;
-    rig.tell(DispatchEvent::RunnerReady {
-        container_id: container.clone(),
-    })
-    .await;
+    let container = rig.ready_container().await;
     let input = rig.input().await;
     rig.finish(&input, task_state::COMPLETE, "").await;
     match rig.inbox().await {
@@ -450,11 +433,7 @@ async fn a_cancelled_running_task_stops_its_container() {
     let rig = rig().await;
     let stub = rig.stub(StubConfig::default()).await;
     let (task, mut events) = rig.submit(&stub).await;
-    let container = rig.place().await;
-    rig.tell(DispatchEvent::RunnerReady {
-        container_id: container.clone(),
-    })
-    .await;
+    let container = rig.ready_container().await;
     rig.input().await;
     rig.tell(DispatchEvent::Cancel {
         task_id: task.clone(),
@@ -479,11 +458,7 @@ async fn a_draining_workers_inputs_are_handed_back_without_using_an_attempt() {
     let rig = rig().await;
     let stub = rig.stub(StubConfig::default()).await;
     let (task, mut events) = rig.submit(&stub).await;
-    let first = rig.place().await;
-    rig.tell(DispatchEvent::RunnerReady {
-        container_id: first.clone(),
-    })
-    .await;
+    let first = rig.ready_container().await;
     assert_eq!(rig.input().await.attempt, 1);
     rig.tell(DispatchEvent::Drain {
         worker_id: WORKER.into(),
@@ -509,11 +484,7 @@ async fn a_draining_workers_inputs_are_handed_back_without_using_an_attempt() {
         draining: false,
     })
     .await;
-    let second = rig.place().await;
-    rig.tell(DispatchEvent::RunnerReady {
-        container_id: second.clone(),
-    })
-    .await;
+    let second = rig.ready_container().await;
     let input = rig.input().await;
     assert_eq!((input.task_id.as_str(), input.attempt), (task.as_str(), 1));
     assert_eq!(input.container_id, second);
