@@ -336,14 +336,19 @@ impl Dispatcher {
         let room = slots + stub.pace.buffer(slots);
         let timeout_ms = u64::from(stub.spec.timeout_seconds) * 1000;
         while let Some(task_id) = stub.queue.front().cloned() {
-            let open = stub.warm.iter_mut().filter(|(_, w)| !w.draining && !w.lost);
-            let (free, buffering): (Vec<_>, Vec<_>) = open
-                .filter(|(_, w)| w.in_flight.len() < room)
-                .partition(|(_, w)| w.in_flight.len() < slots);
-            let Some((container_id, warm)) = free
-                .into_iter()
-                .max_by_key(|(_, w)| w.in_flight.len())
-                .or_else(|| buffering.into_iter().min_by_key(|(_, w)| w.in_flight.len()))
+            // A free slot first, in the fullest container (packing); else
+            // room in a buffer, in the emptiest.
+            let pick = stub
+                .warm
+                .iter()
+                .filter(|(_, w)| !w.draining && !w.lost && w.in_flight.len() < room)
+                .min_by_key(|(_, w)| match w.in_flight.len() {
+                    n if n < slots => (false, slots - n),
+                    n => (true, n),
+                })
+                .map(|(id, _)| id.clone());
+            let Some((container_id, warm)) =
+                pick.and_then(|id| stub.warm.get_mut(&id).map(|w| (id, w)))
             else {
                 break;
             };
@@ -369,7 +374,7 @@ impl Dispatcher {
                 .send_to_worker(&warm.worker_id, input)
                 .await?;
             self.rows
-                .start(&task_id, held.attempt, container_id, &warm.worker_id);
+                .start(&task_id, held.attempt, &container_id, &warm.worker_id);
         }
         let queued = stub.queue.len();
         let coming = stub.starting.len() * slots;
