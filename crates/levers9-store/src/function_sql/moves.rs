@@ -11,10 +11,10 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
 
-use super::attempts::{self, REQUEUED, RETRIED};
+use super::attempts::{self, NewAttempt, REQUEUED, RETRIED};
 use super::values_text;
 use crate::error::StoreError;
-use crate::function_model::{task_state, TaskEnd, TaskMoves, TaskStart, TasksMoved};
+use crate::function_model::{task_state, TaskEnd, TaskMoves, TasksMoved};
 use crate::sql::at_rest;
 
 /// Tasks per UPDATE: 8 values each at most, far under both databases'
@@ -99,14 +99,11 @@ where
         .filter(|e| !retried.contains(e.task_id.as_str()))
         .map(|e| (e.task_id.as_str(), e))
         .collect();
-    let (runs, starts): (Vec<&TaskStart>, Vec<&TaskStart>) = moves
+    let (runs, starts): (Vec<NewAttempt>, Vec<NewAttempt>) = moves
         .starts
         .iter()
-        .partition(|s| ending.contains_key(s.task_id.as_str()));
-    let runs: Vec<(&TaskStart, &TaskEnd)> = runs
-        .into_iter()
-        .filter_map(|s| Some((s, *ending.get(s.task_id.as_str())?)))
-        .collect();
+        .map(|s| (s, ending.get(s.task_id.as_str()).copied()))
+        .partition(|(_, end)| end.is_some());
     let ran: HashSet<&str> = runs.iter().map(|(s, _)| s.task_id.as_str()).collect();
     let ends: Vec<&TaskEnd> = moves
         .ends
@@ -116,7 +113,7 @@ where
 
     let mut tx = pool.begin().await?;
     for chunk in runs.chunks(TASKS_PER_UPDATE) {
-        let changed = run_chunk(&mut *tx, chunk).await?;
+        let changed = start_chunk(&mut *tx, chunk).await?;
         moved.started += changed;
         moved.ended += changed;
     }
@@ -146,46 +143,11 @@ where
     Ok(moved)
 }
 
-async fn start_chunk<DB>(conn: &mut DB::Connection, chunk: &[&TaskStart]) -> Result<u64, StoreError>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> Option<DateTime<Utc>>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
-    let text = start_text(chunk.len());
-    let mut update = sqlx::query_as::<_, (String,)>(&text);
-    for start in chunk {
-        update = update
-            .bind(start.task_id.as_str())
-            .bind(i64::from(start.attempt))
-            .bind(start.container_id.as_str())
-            .bind(start.worker_id.as_str())
-            .bind(at_rest(start.at));
-    }
-    let started: Vec<(String,)> = update.fetch_all(&mut *conn).await?;
-    let changed = started.len() as u64;
-    let started: Vec<attempts::NewAttempt> = chunk
-        .iter()
-        .filter(|s| started.iter().any(|(id,)| *id == s.task_id))
-        .map(|s| (*s, None))
-        .collect();
-    let closes: Vec<attempts::AttemptEnd> = started
-        .iter()
-        .map(|(s, _)| (s.task_id.as_str(), s.at, REQUEUED, HANDED_BACK))
-        .collect();
-    attempts::close(&mut *conn, &closes).await?;
-    attempts::insert(&mut *conn, &started).await?;
-    Ok(changed)
-}
-
-async fn run_chunk<DB>(
+/// Starts the chunk's tasks, and ends those whose row carries an end too
+/// (every row of a chunk does, or none): their attempts go in closed.
+async fn start_chunk<DB>(
     conn: &mut DB::Connection,
-    chunk: &[(&TaskStart, &TaskEnd)],
+    chunk: &[NewAttempt<'_>],
 ) -> Result<u64, StoreError>
 where
     DB: Database,
@@ -197,7 +159,12 @@ where
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
     (String,): for<'r> FromRow<'r, DB::Row>,
 {
-    let text = run_text(chunk.len());
+    let ending = chunk.first().is_some_and(|(_, end)| end.is_some());
+    let text = if ending {
+        run_text(chunk.len())
+    } else {
+        start_text(chunk.len())
+    };
     let mut update = sqlx::query_as::<_, (String,)>(&text);
     for (start, end) in chunk {
         update = update
@@ -205,23 +172,26 @@ where
             .bind(i64::from(start.attempt))
             .bind(start.container_id.as_str())
             .bind(start.worker_id.as_str())
-            .bind(at_rest(start.at))
-            .bind(end.state.as_str())
-            .bind(end.message.as_str())
-            .bind(at_rest(end.at));
+            .bind(at_rest(start.at));
+        if let Some(end) = end {
+            update = update
+                .bind(end.state.as_str())
+                .bind(end.message.as_str())
+                .bind(at_rest(end.at));
+        }
     }
     let changed: Vec<(String,)> = update.fetch_all(&mut *conn).await?;
-    let ran: Vec<attempts::NewAttempt> = chunk
+    let moved: Vec<NewAttempt> = chunk
         .iter()
         .filter(|(s, _)| changed.iter().any(|(id,)| *id == s.task_id))
-        .map(|(s, e)| (*s, Some(*e)))
+        .copied()
         .collect();
-    let closes: Vec<attempts::AttemptEnd> = ran
+    let closes: Vec<attempts::AttemptEnd> = moved
         .iter()
         .map(|(s, _)| (s.task_id.as_str(), s.at, REQUEUED, HANDED_BACK))
         .collect();
     attempts::close(&mut *conn, &closes).await?;
-    attempts::insert(&mut *conn, &ran).await?;
+    attempts::insert(&mut *conn, &moved).await?;
     Ok(changed.len() as u64)
 }
 
