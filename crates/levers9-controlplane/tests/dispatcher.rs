@@ -379,6 +379,52 @@ async fn fast_functions_get_their_next_input_early_and_slow_ones_wait() {
 }
 
 #[tokio::test]
+async fn a_request_still_waiting_for_a_worker_is_withdrawn_once_the_queue_is_empty() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (_, _a) = rig.submit(&stub).await;
+    let (_, _b) = rig.submit(&stub).await;
+    let first = rig.ready_container().await;
+    let waiting = String::from_utf8(
+        rig.state
+            .pop(BACKLOG, WAIT)
+            .await
+            .expect("pop")
+            .expect("a second container was requested for the second input"),
+    )
+    .expect("utf-8");
+    let input = rig.input().await;
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    // The second input goes to the first container; nothing is queued.
+    assert_eq!(rig.input().await.container_id, first);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let reason = loop {
+        let marks = rig
+            .fleet
+            .withdrawals(std::slice::from_ref(&waiting))
+            .await
+            .expect("read");
+        if let Some(Some(reason)) = marks.into_iter().next() {
+            break reason;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the request was not withdrawn"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        reason.starts_with("withdrawn before a worker took it"),
+        "{reason}"
+    );
+    assert_eq!(
+        rig.fleet.withdrawals(&[first]).await.expect("read"),
+        [None],
+        "a placed container is not withdrawn"
+    );
+}
+
+#[tokio::test]
 async fn an_idle_container_is_stopped_after_its_keep_warm_window() {
     let rig = rig().await;
     let stub = rig

@@ -1,6 +1,6 @@
 //! The scheduler's batches on the in-process hot state: fairness when room
 //! is short, two replicas deciding on stale pictures of the same workers,
-//! and a request that can never run. (The Redis script behind the batch
+//! a request that can never run, and one its owner withdrew. (The Redis script behind the batch
 //! reservation has its own two-replica test in levers9-state; the whole
 //! system on Redis is tested end to end in levers9-cli's `scheduling`.)
 
@@ -246,6 +246,33 @@ async fn a_request_no_worker_can_take_fails_with_the_reason() {
          has 2000 and 4096"
     );
     assert_eq!(rig.free_cpu("w1").await, 2000);
+}
+
+#[tokio::test]
+async fn a_withdrawn_request_fails_with_its_reason_and_takes_no_room() {
+    let rig = rig(1, 2).await;
+    let ids = rig.flood("x", 2).await;
+    rig.fleet
+        .withdraw(&ids[..1], "not needed any more")
+        .await
+        .expect("withdraw");
+    let mut scheduler = Scheduler::new(rig.fleet.clone(), rig.picture().await, "test");
+    let outcome = scheduler.place_batch(ids).await;
+    assert_eq!(
+        outcome,
+        Outcome {
+            placed: 1,
+            requeued: 0,
+            failed: 1
+        }
+    );
+    let withdrawn = rig.record("x0").await;
+    assert_eq!(
+        (withdrawn.state.as_str(), withdrawn.message.as_str()),
+        (state::FAILED, "not needed any more")
+    );
+    assert_eq!(rig.sent_to("w1").await, ["x1"]);
+    assert_eq!(rig.free_cpu("w1").await, 1000);
 }
 
 #[tokio::test]

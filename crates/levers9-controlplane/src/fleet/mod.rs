@@ -11,7 +11,9 @@
 //!   `worker-inbox:<id>` (requests for the replica holding that worker's
 //!   stream);
 //! - kv `container:<id>`: [`ContainerRecord`]; log and channel
-//!   `container:<id>`: its output and events.
+//!   `container:<id>`: its output and events;
+//! - kv `withdrawn:<id>`: why a request was withdrawn before it was placed
+//!   ([`withdrawals`]).
 
 pub mod attach;
 pub mod claims;
@@ -23,6 +25,7 @@ pub mod reaper;
 pub mod records;
 pub mod scheduler;
 pub mod view;
+mod withdrawals;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

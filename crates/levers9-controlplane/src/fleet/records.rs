@@ -3,6 +3,9 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use levers9_api::v1::{
+    controlplane_message, ControlplaneMessage, ObjectMount, RunContainer, VolumeMount,
+};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::error::ApiError;
@@ -152,6 +155,50 @@ impl ContainerRecord {
             ));
         }
         amounts
+    }
+
+    /// The run request sent to its worker once it is placed.
+    pub fn run_request(&self) -> ControlplaneMessage {
+        ControlplaneMessage {
+            kind: Some(controlplane_message::Kind::Run(RunContainer {
+                request_id: uuid::Uuid::now_v7().to_string(),
+                container_id: self.id.clone(),
+                image: self.image.clone(),
+                args: self.args.clone(),
+                env: self.env.clone().into_iter().collect(),
+                cpu_millicores: self.cpu_millicores,
+                memory_mib: self.memory_mib,
+                secret_names: self.secrets.clone(),
+                workspace_id: self.workspace_id.clone(),
+                gpu_type: self.gpu_type.clone(),
+                gpu_count: if self.gpu_type.is_empty() {
+                    0
+                } else {
+                    self.gpu_count
+                },
+                objects: self
+                    .objects
+                    .iter()
+                    .map(|(digest, target, unpack)| ObjectMount {
+                        digest: digest.clone(),
+                        target: target.clone(),
+                        unpack: *unpack,
+                    })
+                    .collect(),
+                container_server: self.container_server,
+                working_dir: self.working_dir.clone(),
+                volumes: self
+                    .volumes
+                    .iter()
+                    .map(|(name, mount_path)| VolumeMount {
+                        name: name.clone(),
+                        mount_path: mount_path.clone(),
+                    })
+                    .collect(),
+                host_network: self.host_network,
+                volume_storage: None,
+            })),
+        }
     }
 }
 

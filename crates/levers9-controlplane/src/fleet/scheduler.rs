@@ -14,6 +14,7 @@
 //!     │  │                            back in the backlog)
 //!     │  └── decide: Wait ── back in the backlog after RETRY_DELAY
 //!     │      (past PLACEMENT_DEADLINE ──▶ failed, "no worker … had room")
+//!     ├───── withdrawn by its owner ──▶ failed, with the owner's reason
 //!     └───── decide: Fail ──▶ failed, with the reason ("no pool offers GPU H200")
 //! ```
 //!
@@ -37,10 +38,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use levers9_api::v1::{
-    controlplane_message, ControlplaneMessage, ObjectMount, RunContainer, StopContainer,
-    VolumeMount,
-};
+use levers9_api::v1::{controlplane_message, ControlplaneMessage, StopContainer};
 use levers9_state::Reservation;
 use tokio::sync::watch;
 
@@ -52,7 +50,7 @@ use crate::error::ApiError;
 /// The backlog queue.
 pub const BACKLOG: &str = "backlog";
 /// How long a request may wait for room before it fails.
-const PLACEMENT_DEADLINE: Duration = Duration::from_secs(300);
+pub const PLACEMENT_DEADLINE: Duration = Duration::from_secs(300);
 /// How long a request that found no room waits before it is tried again.
 const RETRY_DELAY: Duration = Duration::from_millis(200);
 /// How long one pop of the backlog waits.
@@ -286,7 +284,36 @@ impl Scheduler {
                 }
             }
         }
-        pending
+        self.drop_withdrawn(pending, pass).await
+    }
+
+    /// Fails the requests their owners withdrew. If the marks cannot be
+    /// read, all are placed: a withdrawn container that runs is stopped by
+    /// its owner, which costs a start and loses nothing.
+    async fn drop_withdrawn(
+        &self,
+        pending: Vec<ContainerRecord>,
+        pass: &mut Pass,
+    ) -> Vec<ContainerRecord> {
+        if pending.is_empty() {
+            return pending;
+        }
+        let ids: Vec<String> = pending.iter().map(|c| c.id.clone()).collect();
+        let reasons = match self.fleet.withdrawals(&ids).await {
+            Ok(reasons) => reasons,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read which requests were withdrawn");
+                return pending;
+            }
+        };
+        let mut wanted = Vec::with_capacity(pending.len());
+        for (container, reason) in pending.into_iter().zip(reasons) {
+            match reason {
+                Some(reason) => self.fail(container, reason, pass).await,
+                None => wanted.push(container),
+            }
+        }
+        wanted
     }
 
     /// Decides each request on the picture, in order, taking each placement
@@ -429,7 +456,7 @@ impl Scheduler {
         }
         let runs = placed
             .iter()
-            .map(|c| (c.worker_id.clone(), run_message(c)))
+            .map(|c| (c.worker_id.clone(), c.run_request()))
             .collect();
         if let Err(error) = inbox::send_many(&self.fleet, runs).await {
             tracing::error!(%error, containers = placed.len(), "cannot send placed containers to their workers");
@@ -506,50 +533,6 @@ pub async fn fail(
     container.message = reason;
     fleet.put_container(container).await?;
     fleet.publish_end(&container.id).await
-}
-
-/// The run request of a placed container.
-fn run_message(c: &ContainerRecord) -> ControlplaneMessage {
-    ControlplaneMessage {
-        kind: Some(controlplane_message::Kind::Run(RunContainer {
-            request_id: uuid::Uuid::now_v7().to_string(),
-            container_id: c.id.clone(),
-            image: c.image.clone(),
-            args: c.args.clone(),
-            env: c.env.clone().into_iter().collect(),
-            cpu_millicores: c.cpu_millicores,
-            memory_mib: c.memory_mib,
-            secret_names: c.secrets.clone(),
-            workspace_id: c.workspace_id.clone(),
-            gpu_type: c.gpu_type.clone(),
-            gpu_count: if c.gpu_type.is_empty() {
-                0
-            } else {
-                c.gpu_count
-            },
-            objects: c
-                .objects
-                .iter()
-                .map(|(digest, target, unpack)| ObjectMount {
-                    digest: digest.clone(),
-                    target: target.clone(),
-                    unpack: *unpack,
-                })
-                .collect(),
-            container_server: c.container_server,
-            working_dir: c.working_dir.clone(),
-            volumes: c
-                .volumes
-                .iter()
-                .map(|(name, mount_path)| VolumeMount {
-                    name: name.clone(),
-                    mount_path: mount_path.clone(),
-                })
-                .collect(),
-            host_network: c.host_network,
-            volume_storage: None,
-        })),
-    }
 }
 
 /// Puts a stop request in the inbox of a container's worker.

@@ -15,8 +15,9 @@
 //! keeps the others idle, so they scale to zero); when none has a slot, a
 //! fast function's input may wait in a container's short buffer, and new
 //! containers are requested, up to the stub's `max_containers`, unless the
-//! warm ones will finish the queue first ([`pace`]). A warm container with
-//! nothing to do for `keep_warm_seconds` is stopped.
+//! warm ones will finish the queue first ([`pace`]). Requests still waiting
+//! for a worker when their stub's queue is empty are withdrawn. A warm
+//! container with nothing to do for `keep_warm_seconds` is stopped.
 //!
 //! Everything here is in memory and changed by one loop, so there are no
 //! races between deciding and doing; what it does to the outside (store
@@ -199,6 +200,7 @@ impl Dispatcher {
             if ticked.elapsed() >= TICK {
                 ticked = Instant::now();
                 self.stop_idle().await;
+                self.withdraw_unneeded().await;
             }
         }
     }

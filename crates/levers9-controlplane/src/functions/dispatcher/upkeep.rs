@@ -1,5 +1,6 @@
-//! The dispatcher's upkeep: stopping idle containers, and taking over
-//! unfinished tasks when this replica becomes the dispatcher.
+//! The dispatcher's upkeep: stopping idle containers, withdrawing requests
+//! for containers no longer needed, and taking over unfinished tasks when
+//! this replica becomes the dispatcher.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -8,8 +9,13 @@ use levers9_store::{task_state, TaskRecord};
 
 use super::{Dispatcher, Recorded, RECOVER_LIMIT};
 use crate::error::ApiError;
+use crate::fleet::records::state as container_state;
 use crate::fleet::scheduler::send_stop;
 use crate::functions::{task_reply, Ticket};
+
+/// How long a request of a stub with nothing queued may wait for a worker
+/// before it is withdrawn.
+const WITHDRAW_AFTER: Duration = Duration::from_secs(1);
 
 impl Dispatcher {
     /// Stops warm containers idle for their keep-warm window (scale to
@@ -37,6 +43,60 @@ impl Dispatcher {
             tracing::info!(%container_id, "stopping a function container after its keep-warm window");
             if let Err(error) = send_stop(&self.parts.fleet, &worker_id, &container_id).await {
                 tracing::warn!(%error, %container_id, "cannot stop an idle container");
+            }
+        }
+    }
+
+    /// Withdraws the requests of stubs whose queue is empty that no worker
+    /// has taken yet: the inputs they were asked for went to warm
+    /// containers, and a container placed later (when room frees, maybe
+    /// minutes later) would only hold room that other functions' cold
+    /// starts wait for. Requests already placed go on starting: they are
+    /// close to ready and stay warm for the next input. A request younger
+    /// than [`WITHDRAW_AFTER`] is left alone: a worker is likely about to
+    /// take it, and a queue that empties for a moment between a map's
+    /// batches may need it.
+    pub(super) async fn withdraw_unneeded(&mut self) {
+        let ids: Vec<String> = self
+            .stubs
+            .values()
+            .filter(|s| s.queue.is_empty())
+            .flat_map(|s| s.starting.iter())
+            .filter(|(_, requested)| requested.elapsed() >= WITHDRAW_AFTER)
+            .map(|(id, _)| id.clone())
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        let result = async {
+            let records = self.parts.fleet.containers(&ids).await?;
+            let waiting: Vec<String> = ids
+                .into_iter()
+                .zip(records)
+                .filter(|(_, r)| matches!(r, Ok(Some(c)) if c.state == container_state::PENDING))
+                .map(|(id, _)| id)
+                .collect();
+            if !waiting.is_empty() {
+                let reason = "withdrawn before a worker took it: its function's inputs \
+                              all went to containers already running";
+                self.parts.fleet.withdraw(&waiting, reason).await?;
+            }
+            Ok::<_, ApiError>(waiting)
+        }
+        .await;
+        let withdrawn = match result {
+            Ok(withdrawn) => withdrawn,
+            Err(error) => {
+                tracing::warn!(%error, "cannot withdraw unneeded container requests");
+                return;
+            }
+        };
+        for container_id in withdrawn {
+            if let Some(stub_id) = self.container_stub.remove(&container_id) {
+                if let Some(stub) = self.stubs.get_mut(&stub_id) {
+                    stub.starting.remove(&container_id);
+                }
+                tracing::info!(%container_id, %stub_id, "withdrew a function container request: its queue is empty");
             }
         }
     }
