@@ -4,12 +4,14 @@
 - One `remote` is one Call (start and input in its request, events back);
   no request stream, so no thread of grpc's per call.
 - One Run stream per `map` call. The first request is RunStart;
-  inputs follow as RunInput with their position as index; the stream is
-  half-closed after the last input. Results that are ready together come
+  inputs follow with their position as index, those ready together in one
+  RunInputs message (a lone one as RunInput); the stream is half-closed
+  after the last input. Results that are ready together come
   several to an event (`batch_results`), so the caller wakes once for them.
 - At most `MAX_IN_FLIGHT` inputs are sent whose result has not arrived: the
-  request iterator (run by gRPC on its own thread) waits for a free slot, so
-  a huge or endless iterable is never pickled ahead into memory.
+  thread that takes inputs from the caller's iterable waits for a free slot
+  before each, so a huge or endless iterable is never pickled ahead into
+  memory.
 - Output events are printed as they arrive; results are decoded as they
   arrive, in the order they finish.
 - Leaving early (an exception, Ctrl-C, a consumer dropping a `map`) cancels
@@ -18,6 +20,7 @@
 
 from __future__ import annotations
 
+import queue
 import threading
 from typing import Iterable, Iterator, Optional, Tuple
 
@@ -35,6 +38,10 @@ from .v1 import function_pb2 as pb
 MAX_IN_FLIGHT = 1000
 # How often a request thread waiting for a free slot checks whether the call ended.
 _SLOT_POLL_SECONDS = 0.2
+# One Run message carries at most this many inputs, and stops taking more
+# once its payloads reach this size (so one large input goes alone).
+_INPUTS_PER_MESSAGE = 256
+_INPUT_BYTES_PER_MESSAGE = 1 << 20
 
 
 class Cancellation:
@@ -71,19 +78,26 @@ def pickle_input(args: tuple, kwargs: dict) -> bytes:
 
 
 class _Requests:
-    """The request side of a Run stream; iterated by gRPC's request thread."""
+    """The request side of a Run stream; iterated by gRPC's request thread.
+
+    A thread of its own takes the inputs from the caller's iterable (which
+    may block) and pickles them, each once a slot is free; the request
+    thread sends whatever is ready in one message. A slow iterable's input
+    goes alone and at once; a fast one's go many to a message, which costs
+    the caller a fraction of what a message each would.
+    """
 
     def __init__(self, stub_id: str, payloads: Iterator[bytes], max_in_flight: int):
         self._stub_id = stub_id
         self._payloads = payloads
+        self._ready: "queue.SimpleQueue[Optional[pb.RunInput]]" = queue.SimpleQueue()
         self.slots = threading.Semaphore(max_in_flight)
         self.finished = threading.Event()
         self.error: Optional[BaseException] = None
         self.sent = 0
         self.call = None
 
-    def __iter__(self):
-        yield pb.RunRequest(start=pb.RunStart(stub_id=self._stub_id, batch_results=True))
+    def _take(self) -> None:
         try:
             for index, payload in enumerate(self._payloads):
                 while not self.slots.acquire(timeout=_SLOT_POLL_SECONDS):
@@ -91,14 +105,52 @@ class _Requests:
                         return
                 if self.finished.is_set():
                     return
-                yield pb.RunRequest(input=pb.RunInput(index=index, payload=payload))
-                self.sent += 1
+                self._ready.put(pb.RunInput(index=index, payload=payload))
         except Exception as e:
             # The caller's iterable or an unpicklable argument: gRPC would
             # swallow it, so keep it for the consumer and stop the call.
             self.error = e
             if self.call is not None:
                 self.call.cancel()
+        finally:
+            self._ready.put(None)
+
+    def _next_batch(self) -> Tuple[list, bool]:
+        """The inputs ready now (waiting for one), and whether they are the last."""
+        while True:
+            try:
+                first = self._ready.get(timeout=_SLOT_POLL_SECONDS)
+                break
+            except queue.Empty:
+                if self.finished.is_set():
+                    return [], True
+        if first is None:
+            return [], True
+        batch, size = [first], len(first.payload)
+        while len(batch) < _INPUTS_PER_MESSAGE and size < _INPUT_BYTES_PER_MESSAGE:
+            try:
+                item = self._ready.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                return batch, True
+            batch.append(item)
+            size += len(item.payload)
+        return batch, False
+
+    def __iter__(self):
+        yield pb.RunRequest(start=pb.RunStart(stub_id=self._stub_id, batch_results=True))
+        threading.Thread(target=self._take, name="levers9-map-inputs", daemon=True).start()
+        last = False
+        while not last:
+            batch, last = self._next_batch()
+            if self.finished.is_set():
+                return
+            if len(batch) == 1:
+                yield pb.RunRequest(input=batch[0])
+            elif batch:
+                yield pb.RunRequest(inputs=pb.RunInputs(inputs=batch))
+            self.sent += len(batch)
 
 
 def _follow(client: Client, method: str, call, requests: Optional[_Requests], cancellation: Optional[Cancellation]):

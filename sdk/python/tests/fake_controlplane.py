@@ -92,14 +92,15 @@ class FakeFunctionService(function_pb2_grpc.FunctionServiceServicer):
 
     def _read_inputs(self, request_iterator, start, events, state, lock, finish):
         for request in request_iterator:
-            item = request.input
-            task_id = f"task-{uuid.uuid4().hex[:8]}"
-            with lock:
-                state["sent"] += 1
-                self.max_in_flight = max(self.max_in_flight, state["sent"] - state["done"])
-            events.put(pb.RunEvent(accepted=pb.TaskAccepted(index=item.index, task_id=task_id)))
-            future = self._pool.submit(self._execute, start.stub_id, item.index, task_id, item.payload)
-            future.add_done_callback(finish)
+            items = [request.input] if request.WhichOneof("kind") == "input" else request.inputs.inputs
+            for item in items:
+                task_id = f"task-{uuid.uuid4().hex[:8]}"
+                with lock:
+                    state["sent"] += 1
+                    self.max_in_flight = max(self.max_in_flight, state["sent"] - state["done"])
+                events.put(pb.RunEvent(accepted=pb.TaskAccepted(index=item.index, task_id=task_id)))
+                future = self._pool.submit(self._execute, start.stub_id, item.index, task_id, item.payload)
+                future.add_done_callback(finish)
 
     # -- FunctionService ---------------------------------------------------------
 

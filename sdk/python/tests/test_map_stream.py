@@ -1,16 +1,22 @@
-"""The Run stream logic of map without a network: bounded in-flight inputs, the
-client's own cost per input, and cancellation when the consumer leaves early."""
+"""The Run stream logic of map without a network: bounded in-flight inputs,
+inputs ready together sent in one message, a slow iterable's input sent at
+once, and cancellation when the consumer leaves early."""
 
 import queue
 import threading
 import time
 
+import cloudpickle
 import pytest
 
 pytest.importorskip("grpc")
 
 from levers9 import invoke  # noqa: E402
 from levers9.v1 import function_pb2 as pb  # noqa: E402
+
+
+def _inputs(request):
+    return [request.input] if request.WhichOneof("kind") == "input" else list(request.inputs.inputs)
 
 
 class LoopbackCall:
@@ -25,6 +31,7 @@ class LoopbackCall:
         self.cancelled = threading.Event()
         self.max_unanswered = 0
         self.received = 0
+        self.messages = 0
         self._hold = hold
         self._held = []
         self._lock = threading.Lock()
@@ -35,13 +42,15 @@ class LoopbackCall:
         for request in requests:
             if self.cancelled.is_set():
                 return
-            event = pb.RunEvent(result=pb.TaskOutcome(index=request.input.index, state="complete", payload=request.input.payload))
-            with self._lock:
-                self.received += 1
-                self._held.append(event)
-                self.max_unanswered = max(self.max_unanswered, len(self._held))
-                if len(self._held) > self._hold:
-                    self._flush()
+            self.messages += 1
+            for item in _inputs(request):
+                event = pb.RunEvent(result=pb.TaskOutcome(index=item.index, state="complete", payload=item.payload))
+                with self._lock:
+                    self.received += 1
+                    self._held.append(event)
+                    self.max_unanswered = max(self.max_unanswered, len(self._held))
+                    if len(self._held) > self._hold:
+                        self._flush()
         with self._lock:
             self._flush()
         self._events.put(None)
@@ -112,3 +121,37 @@ def test_leaving_a_map_early_cancels_the_call():
     assert next(results) == ((0,), {})
     results.close()
     assert client.calls[0].cancelled.is_set()
+
+
+def test_inputs_ready_together_go_in_one_message():
+    client = LoopbackClient()
+    assert list(_map(client, 2000)) == [((i,), {}) for i in range(2000)]
+    call = client.calls[0]
+    assert call.received == 2000
+    assert call.messages < 200, f"{call.messages} messages for 2000 inputs"
+
+
+def test_a_slow_iterable_does_not_hold_back_the_inputs_before_it():
+    client = LoopbackClient()
+    second = threading.Event()
+
+    def inputs():
+        yield cloudpickle.dumps(((0,), {}))
+        second.wait(timeout=10)
+        yield cloudpickle.dumps(((1,), {}))
+
+    results = invoke.run_many(client, "stub-1", inputs(), order_outputs=True, return_exceptions=False)
+    assert next(results) == ((0,), {}), "the first input waited for the second"
+    second.set()
+    assert list(results) == [((1,), {})]
+
+
+def test_an_iterable_that_raises_fails_the_map_with_its_error():
+    client = LoopbackClient()
+
+    def inputs():
+        yield cloudpickle.dumps(((0,), {}))
+        raise ValueError("the caller's iterable broke")
+
+    with pytest.raises(ValueError, match="the caller's iterable broke"):
+        list(invoke.run_many(client, "stub-1", inputs(), order_outputs=True, return_exceptions=False))

@@ -1,15 +1,17 @@
 //! One Run stream of the FunctionService: inputs in, events out.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use levers9_api::v1::{
-    run_event, run_request, RunEvent, RunInput, RunRequest, RunStart, TaskAccepted, TaskOutcome,
-    TaskOutcomes,
+    run_event, run_request, RunEvent, RunInput, RunInputs, RunRequest, RunStart, TaskAccepted,
+    TaskOutcome, TaskOutcomes,
 };
 use levers9_store::{task_state, StubRecord};
 use prost::Message;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
@@ -17,7 +19,8 @@ use super::function::{event, new_task_id, EventStream, FunctionApi};
 use crate::error::ApiError;
 use crate::functions::{DispatchEvent, Ticket};
 
-/// Inputs a Run stream turns into tasks in one batch, at most.
+/// Inputs a Run stream turns into tasks in one batch, at most (a batch
+/// takes whole requests, so it may pass this by one request's inputs).
 const BATCH: usize = 500;
 
 /// Complete results sent in one event, at most.
@@ -25,6 +28,14 @@ const RESULTS_PER_EVENT: usize = 256;
 /// Payload bytes of the results gathered for one event, at most (before
 /// the one that passes it).
 const RESULT_BYTES_PER_EVENT: usize = 1 << 20;
+/// While at least [`HOLD_ABOVE`] results are still to come, complete ones
+/// wait up to this long for more to share their event: a map's caller pays
+/// for each message it receives far more than for each result in it, and
+/// its freed slots then come back as one message of inputs, not many.
+const HOLD_FOR: Duration = Duration::from_millis(5);
+/// Results still to come above which ready ones are held ([`HOLD_FOR`]);
+/// below it each leaves at once, so a small map waits for nothing.
+const HOLD_ABOVE: usize = 64;
 
 /// One Run stream: inputs in, events out, its tasks cancelled if the
 /// caller goes away first.
@@ -77,19 +88,26 @@ impl RunDriver {
         mut events: futures::stream::BoxStream<'static, Vec<u8>>,
     ) {
         let mut inputs_done = false;
+        // When the results held for the next event must leave.
+        let mut flush_at: Option<Instant> = None;
         loop {
             if inputs_done && self.outstanding.is_empty() {
+                self.send_ready().await;
                 return;
             }
             tokio::select! {
                 message = inbound.next(), if !inputs_done => match message {
                     Some(Ok(first)) => {
+                        let mut count = input_count(&first);
                         let mut batch = vec![first];
                         // Take what else has arrived already, so a map
                         // becomes a few large writes rather than many small.
-                        while batch.len() < BATCH {
+                        while count < BATCH {
                             match inbound.next().now_or_never() {
-                                Some(Some(Ok(next))) => batch.push(next),
+                                Some(Some(Ok(next))) => {
+                                    count += input_count(&next);
+                                    batch.push(next);
+                                }
                                 Some(None) => { inputs_done = true; break; }
                                 _ => break,
                             }
@@ -121,14 +139,29 @@ impl RunDriver {
                             None => break false,
                         }
                     };
-                    if !self.send_ready().await {
-                        self.cancel_outstanding().await;
-                        return;
+                    if self.ready.is_empty() || self.outstanding.len() < HOLD_ABOVE {
+                        flush_at = None;
+                        if !self.send_ready().await {
+                            self.cancel_outstanding().await;
+                            return;
+                        }
+                    } else if flush_at.is_none() {
+                        flush_at = Some(Instant::now() + HOLD_FOR);
                     }
                     if ended {
+                        self.send_ready().await;
                         let _ = self.tx.send(Err(Status::unavailable(
                             "lost the hot state's event channel; call again",
                         ))).await;
+                        return;
+                    }
+                }
+                () = tokio::time::sleep_until(flush_at.unwrap_or_else(Instant::now)),
+                    if flush_at.is_some() =>
+                {
+                    flush_at = None;
+                    if !self.send_ready().await {
+                        self.cancel_outstanding().await;
                         return;
                     }
                 }
@@ -141,22 +174,28 @@ impl RunDriver {
     }
 
     async fn accept(&mut self, batch: Vec<RunRequest>) -> Result<(), Status> {
-        let mut inputs = Vec::with_capacity(batch.len());
+        let mut inputs = Vec::with_capacity(batch.iter().map(input_count).sum());
         for request in batch {
-            let Some(run_request::Kind::Input(RunInput { index, payload })) = request.kind else {
-                return Err(ApiError::InvalidArgument(
-                    "only inputs may follow the start of a Run stream".into(),
-                )
-                .into());
+            let given = match request.kind {
+                Some(run_request::Kind::Input(input)) => vec![input],
+                Some(run_request::Kind::Inputs(RunInputs { inputs })) => inputs,
+                _ => {
+                    return Err(ApiError::InvalidArgument(
+                        "only inputs may follow the start of a Run stream".into(),
+                    )
+                    .into())
+                }
             };
-            let task_id = new_task_id();
-            self.outstanding.insert(task_id.clone());
-            let ticket = Ticket {
-                task_id,
-                reply: self.reply.clone(),
-                index,
-            };
-            inputs.push((ticket, payload));
+            for RunInput { index, payload } in given {
+                let task_id = new_task_id();
+                self.outstanding.insert(task_id.clone());
+                let ticket = Ticket {
+                    task_id,
+                    reply: self.reply.clone(),
+                    index,
+                };
+                inputs.push((ticket, payload));
+            }
         }
         // Only callers that asked for task ids pay for a copy of them.
         let accepted: Vec<(u64, String)> = if self.report_accepted {
@@ -242,5 +281,14 @@ impl RunDriver {
                 tracing::warn!(%error, "cannot cancel the task of a caller that went away");
             }
         }
+    }
+}
+
+/// Inputs a request carries (a start carries none).
+fn input_count(request: &RunRequest) -> usize {
+    match &request.kind {
+        Some(run_request::Kind::Input(_)) => 1,
+        Some(run_request::Kind::Inputs(batch)) => batch.inputs.len(),
+        _ => 0,
     }
 }

@@ -146,12 +146,20 @@ class GetStubResponse(_message.Message):
     def __init__(self, stub: _Optional[_Union[Stub, _Mapping]] = ...) -> None: ...
 
 class RunRequest(_message.Message):
-    __slots__ = ("start", "input")
+    __slots__ = ("start", "input", "inputs")
     START_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
     start: RunStart
     input: RunInput
-    def __init__(self, start: _Optional[_Union[RunStart, _Mapping]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ...) -> None: ...
+    inputs: RunInputs
+    def __init__(self, start: _Optional[_Union[RunStart, _Mapping]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ..., inputs: _Optional[_Union[RunInputs, _Mapping]] = ...) -> None: ...
+
+class RunInputs(_message.Message):
+    __slots__ = ("inputs",)
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    inputs: _containers.RepeatedCompositeFieldContainer[RunInput]
+    def __init__(self, inputs: _Optional[_Iterable[_Union[RunInput, _Mapping]]] = ...) -> None: ...
 
 class RunStart(_message.Message):
     __slots__ = ("stub_id", "report_accepted", "batch_results")
