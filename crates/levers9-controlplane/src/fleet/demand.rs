@@ -22,6 +22,7 @@
 use std::time::Duration;
 
 use levers9_config::{PoolConfig, PoolScaling};
+use levers9_state::Write;
 
 use super::placement::Ask;
 use super::records::{state, ContainerRecord};
@@ -113,18 +114,15 @@ pub fn waiting_pool<'a>(
         .map(|(name, _)| name.as_str())
 }
 
-/// Notes that `container` found no room and waits.
-pub async fn note_waiting(fleet: &Fleet, ask: &Ask, container: &ContainerRecord) {
-    let Some(pool) = waiting_pool(ask, fleet.pools().configured()) else {
-        return;
-    };
-    if let Err(error) = fleet
-        .state()
-        .set_add(&waiting_set(pool), &container.id)
-        .await
-    {
-        tracing::warn!(%error, container_id = %container.id, pool, "cannot count a waiting request");
-    }
+/// The write that counts `container`, which found no room, in its pool's
+/// demand; None when no configured pool would take it. A scheduler pass
+/// writes those of its batch together.
+pub fn waiting_write(fleet: &Fleet, ask: &Ask, container: &ContainerRecord) -> Option<Write> {
+    let pool = waiting_pool(ask, fleet.pools().configured())?;
+    Some(Write::SetAdd {
+        set: waiting_set(pool),
+        member: container.id.clone(),
+    })
 }
 
 /// Reads `pool`'s demand. `asked` are the bounds a caller proposes for a

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use levers9_api::v1::{controlplane_message, ControlplaneMessage, StopContainer};
-use levers9_state::Reservation;
+use levers9_state::{Reservation, Write};
 use tokio::sync::watch;
 
 use super::placement::{self, Ask, Decision, Offer};
@@ -166,6 +166,8 @@ struct Pass {
     outcome: Outcome,
     /// Requests to put back in the backlog.
     back: Vec<String>,
+    /// Their pools' demand, counted in one write at the end.
+    waiting: Vec<Write>,
 }
 
 /// A request decided in memory, its reservation not yet made.
@@ -228,6 +230,11 @@ impl Scheduler {
         }
         pass.back.extend(undecided.into_iter().map(|c| c.id));
         pass.outcome.requeued = pass.back.len();
+        if !pass.waiting.is_empty() {
+            if let Err(error) = self.fleet.state().write_batch(&pass.waiting).await {
+                tracing::warn!(%error, requests = pass.waiting.len(), "cannot count waiting requests in their pools' demand");
+            }
+        }
         self.settle(taken, pass.back).await;
         pass.outcome
     }
@@ -471,7 +478,8 @@ impl Scheduler {
     /// No room now: back in the backlog (counted as its pool's demand), or
     /// failed past the deadline.
     async fn no_room(&self, ask: &Ask, container: ContainerRecord, pass: &mut Pass) {
-        super::demand::note_waiting(&self.fleet, ask, &container).await;
+        pass.waiting
+            .extend(super::demand::waiting_write(&self.fleet, ask, &container));
         let waited = Utc::now() - container.created_at;
         if waited.to_std().unwrap_or_default() <= PLACEMENT_DEADLINE {
             pass.back.push(container.id);

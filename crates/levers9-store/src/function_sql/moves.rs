@@ -181,9 +181,10 @@ where
         }
     }
     let changed: Vec<(String,)> = update.fetch_all(&mut *conn).await?;
+    let changed: HashSet<&str> = changed.iter().map(|(id,)| id.as_str()).collect();
     let moved: Vec<NewAttempt> = chunk
         .iter()
-        .filter(|(s, _)| changed.iter().any(|(id,)| *id == s.task_id))
+        .filter(|(s, _)| changed.contains(s.task_id.as_str()))
         .copied()
         .collect();
     let closes: Vec<attempts::AttemptEnd> = moved
