@@ -38,10 +38,12 @@ from .v1 import function_pb2 as pb
 MAX_IN_FLIGHT = 1000
 # How often a request thread waiting for a free slot checks whether the call ended.
 _SLOT_POLL_SECONDS = 0.2
-# One Run message carries at most this many inputs, and stops taking more
-# once its payloads reach this size (so one large input goes alone).
+# One Run message carries at most this many inputs, and at most this many
+# payload bytes unless it carries one input alone.
 _INPUTS_PER_MESSAGE = 256
 _INPUT_BYTES_PER_MESSAGE = 1 << 20
+# After the last input of a map.
+_END = object()
 
 
 class Cancellation:
@@ -90,7 +92,8 @@ class _Requests:
     def __init__(self, stub_id: str, payloads: Iterator[bytes], max_in_flight: int):
         self._stub_id = stub_id
         self._payloads = payloads
-        self._ready: "queue.SimpleQueue[Optional[pb.RunInput]]" = queue.SimpleQueue()
+        self._ready: queue.SimpleQueue = queue.SimpleQueue()  # RunInput, then _END
+        self._carry = None
         self.slots = threading.Semaphore(max_in_flight)
         self.finished = threading.Event()
         self.error: Optional[BaseException] = None
@@ -113,30 +116,31 @@ class _Requests:
             if self.call is not None:
                 self.call.cancel()
         finally:
-            self._ready.put(None)
+            self._ready.put(_END)
 
     def _next_batch(self) -> Tuple[list, bool]:
         """The inputs ready now (waiting for one), and whether they are the last."""
-        while True:
+        item, self._carry = self._carry, None
+        while item is None:
             try:
-                first = self._ready.get(timeout=_SLOT_POLL_SECONDS)
-                break
+                item = self._ready.get(timeout=_SLOT_POLL_SECONDS)
             except queue.Empty:
                 if self.finished.is_set():
                     return [], True
-        if first is None:
-            return [], True
-        batch, size = [first], len(first.payload)
-        while len(batch) < _INPUTS_PER_MESSAGE and size < _INPUT_BYTES_PER_MESSAGE:
+        batch, size = [], 0
+        while True:
+            if item is _END:
+                return batch, True
+            full = len(batch) == _INPUTS_PER_MESSAGE or size + len(item.payload) > _INPUT_BYTES_PER_MESSAGE
+            if batch and full:
+                self._carry = item  # the next message's first
+                return batch, False
+            batch.append(item)
+            size += len(item.payload)
             try:
                 item = self._ready.get_nowait()
             except queue.Empty:
-                break
-            if item is None:
-                return batch, True
-            batch.append(item)
-            size += len(item.payload)
-        return batch, False
+                return batch, False
 
     def __iter__(self):
         yield pb.RunRequest(start=pb.RunStart(stub_id=self._stub_id, batch_results=True))

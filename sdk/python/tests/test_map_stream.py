@@ -32,6 +32,7 @@ class LoopbackCall:
         self.max_unanswered = 0
         self.received = 0
         self.messages = 0
+        self.largest_batch_bytes = 0
         self._hold = hold
         self._held = []
         self._lock = threading.Lock()
@@ -43,7 +44,10 @@ class LoopbackCall:
             if self.cancelled.is_set():
                 return
             self.messages += 1
-            for item in _inputs(request):
+            items = _inputs(request)
+            if len(items) > 1:
+                self.largest_batch_bytes = max(self.largest_batch_bytes, sum(len(i.payload) for i in items))
+            for item in items:
                 event = pb.RunEvent(result=pb.TaskOutcome(index=item.index, state="complete", payload=item.payload))
                 with self._lock:
                     self.received += 1
@@ -155,3 +159,12 @@ def test_an_iterable_that_raises_fails_the_map_with_its_error():
 
     with pytest.raises(ValueError, match="the caller's iterable broke"):
         list(invoke.run_many(client, "stub-1", inputs(), order_outputs=True, return_exceptions=False))
+
+
+def test_inputs_share_a_message_only_up_to_a_mebibyte():
+    client = LoopbackClient()
+    sizes = [300_000, 300_000, 300_000, 300_000, 2_000_000, 10, 10]
+    inputs = (cloudpickle.dumps(((b"x" * n,), {})) for n in sizes)
+    results = list(invoke.run_many(client, "stub-1", inputs, order_outputs=True, return_exceptions=False))
+    assert [len(args[0]) for args, _ in results] == sizes
+    assert client.calls[0].largest_batch_bytes <= 1 << 20
