@@ -466,13 +466,24 @@ async fn a_second_host_joins_with_the_join_file_and_runs_a_container() {
         std::fs::metadata(&credential).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    let workers = text(&cli(&cp, home.path(), &admin, &["worker", "list"]).stdout);
-    assert!(
-        workers
+    // The early container is placed on the box as soon as it joins and holds
+    // its share until it exits: all of the box is free once it has run.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let workers = text(&cli(&cp, home.path(), &admin, &["worker", "list"]).stdout);
+        if workers
             .lines()
-            .any(|l| l.contains(&id) && l.contains("boxes") && l.contains("1000m/1000m")),
-        "{workers}"
-    );
+            .any(|l| l.contains(&id) && l.contains("boxes") && l.contains("1000m/1000m"))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the early container never gave its room back:\n{workers}\n{}",
+            box_log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 
     let out = cli(
         &cp,
