@@ -266,9 +266,14 @@ impl Scheduler {
         });
     }
 
-    /// The records of the requests still pending, in one round trip.
+    /// The records of the requests still pending, read with their owners'
+    /// withdrawals at once; withdrawn ones are failed here. If the marks
+    /// cannot be read, none counts as withdrawn: a withdrawn container that
+    /// runs is stopped by its owner, which costs a start and loses nothing.
     async fn pending(&self, ids: Vec<String>, pass: &mut Pass) -> Vec<ContainerRecord> {
-        let records = match self.fleet.containers(&ids).await {
+        let (records, marks) =
+            futures::join!(self.fleet.containers(&ids), self.fleet.withdrawals(&ids));
+        let records = match records {
             Ok(records) => records,
             Err(error) => {
                 tracing::warn!(%error, "cannot read a batch of requests; retrying");
@@ -276,12 +281,19 @@ impl Scheduler {
                 return Vec::new();
             }
         };
+        let marks = marks.unwrap_or_else(|error| {
+            tracing::warn!(%error, "cannot read which requests were withdrawn");
+            vec![None; ids.len()]
+        });
         let mut pending = Vec::with_capacity(ids.len());
         let mut seen = HashSet::with_capacity(ids.len());
-        for (id, record) in ids.into_iter().zip(records) {
+        for ((id, record), withdrawn) in ids.into_iter().zip(records).zip(marks) {
             match record {
                 Ok(Some(c)) if c.state == state::PENDING && seen.insert(id.clone()) => {
-                    pending.push(c)
+                    match withdrawn {
+                        Some(reason) => self.fail(c, reason, pass).await,
+                        None => pending.push(c),
+                    }
                 }
                 // Gone, placed already, or an id pushed twice (placed once).
                 Ok(_) => {}
@@ -291,36 +303,7 @@ impl Scheduler {
                 }
             }
         }
-        self.drop_withdrawn(pending, pass).await
-    }
-
-    /// Fails the requests their owners withdrew. If the marks cannot be
-    /// read, all are placed: a withdrawn container that runs is stopped by
-    /// its owner, which costs a start and loses nothing.
-    async fn drop_withdrawn(
-        &self,
-        pending: Vec<ContainerRecord>,
-        pass: &mut Pass,
-    ) -> Vec<ContainerRecord> {
-        if pending.is_empty() {
-            return pending;
-        }
-        let ids: Vec<String> = pending.iter().map(|c| c.id.clone()).collect();
-        let reasons = match self.fleet.withdrawals(&ids).await {
-            Ok(reasons) => reasons,
-            Err(error) => {
-                tracing::warn!(%error, "cannot read which requests were withdrawn");
-                return pending;
-            }
-        };
-        let mut wanted = Vec::with_capacity(pending.len());
-        for (container, reason) in pending.into_iter().zip(reasons) {
-            match reason {
-                Some(reason) => self.fail(container, reason, pass).await,
-                None => wanted.push(container),
-            }
-        }
-        wanted
+        pending
     }
 
     /// Decides each request on the picture, in order, taking each placement
