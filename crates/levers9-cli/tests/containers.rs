@@ -282,6 +282,38 @@ async fn stop_ends_a_running_container_and_leaves_nothing_behind() {
     );
 }
 
+/// A container still waiting for room is withdrawn when stopped: it fails
+/// with the reason, never runs once room frees up, and holds none of it.
+#[tokio::test]
+async fn stopping_a_waiting_container_withdraws_it() {
+    let (cp, admin, _worker) = stack(Backend::Embedded).await;
+    let holder = detached(
+        &cp,
+        &admin,
+        &["sh", "-c", "trap 'exit 143' TERM; sleep 100 & wait"],
+        1536,
+    )
+    .await;
+    wait_for_state(&cp, &admin, &holder, "running", Duration::from_secs(30)).await;
+    let waiting = detached(&cp, &admin, &["true"], 1024).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_for_state(&cp, &admin, &waiting, "pending", Duration::from_secs(1)).await;
+
+    let out = run_cli(&cp, &admin, &["container", "stop", &waiting]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stopped = wait_for_state(&cp, &admin, &waiting, "failed", Duration::from_secs(5)).await;
+    assert_eq!(stopped.message, "stopped before it started");
+
+    let out = run_cli(&cp, &admin, &["container", "stop", &holder]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    wait_for_state(&cp, &admin, &holder, "exited", Duration::from_secs(30)).await;
+    // All of the worker is free: the withdrawn request took none of it.
+    let whole = detached(&cp, &admin, &["true"], 2048).await;
+    wait_for_state(&cp, &admin, &whole, "exited", Duration::from_secs(30)).await;
+    let after = wait_for_state(&cp, &admin, &waiting, "failed", Duration::from_secs(1)).await;
+    assert!(after.worker_id.is_empty(), "it ran on {}", after.worker_id);
+}
+
 /// A worker killed with SIGKILL stops heartbeating: within its TTL it is
 /// declared lost, and so are its containers.
 #[tokio::test]

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
 use levers9_api::v1::{
@@ -27,6 +28,9 @@ use crate::Shared;
 const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 const DEFAULT_CPU_MILLICORES: u64 = 1000;
 const DEFAULT_MEMORY_MIB: u64 = 512;
+/// How long stopping a pending container waits for the scheduler to act
+/// (it reads its queue every pass, a fraction of a second).
+const STOP_PENDING_WAIT: Duration = Duration::from_secs(5);
 
 /// The ContainerService implementation.
 pub struct ContainerApi {
@@ -190,12 +194,7 @@ impl ContainerService for ContainerApi {
         let mut container = self.own(&caller, &request.get_ref().container_id).await?;
         let fleet = &self.shared.fleet;
         match container.state.as_str() {
-            state::PENDING => {
-                container.state = state::FAILED.to_owned();
-                container.message = "stopped before it started".into();
-                fleet.put_container(&container).await?;
-                fleet.publish_end(&container.id).await?;
-            }
+            state::PENDING => container = stop_pending(fleet, container).await?,
             s if state::is_final(s) => {}
             _ => send_stop(fleet, &container.worker_id, &container.id).await?,
         }
@@ -231,6 +230,40 @@ impl ContainerService for ContainerApi {
         let (tx, rx) = mpsc::channel(256);
         tokio::spawn(follow_logs(fleet, body.container_id, live, tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+}
+
+/// Withdraws a request no worker has taken yet and waits for the
+/// scheduler, the only writer of a pending record, to fail it. One it
+/// placed before seeing the mark is stopped on its worker instead. Past
+/// the wait, the record is returned still pending: the mark outlives any
+/// wait for room, so the scheduler fails it when it next reads it.
+async fn stop_pending(
+    fleet: &Fleet,
+    request: ContainerRecord,
+) -> Result<ContainerRecord, ApiError> {
+    fleet
+        .withdraw(
+            std::slice::from_ref(&request.id),
+            "stopped before it started",
+        )
+        .await?;
+    let deadline = Instant::now() + STOP_PENDING_WAIT;
+    loop {
+        let current = fleet
+            .container(&request.id)
+            .await?
+            .unwrap_or_else(|| request.clone());
+        match current.state.as_str() {
+            state::PENDING if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            s if s == state::PENDING || state::is_final(s) => return Ok(current),
+            _ => {
+                send_stop(fleet, &current.worker_id, &current.id).await?;
+                return Ok(current);
+            }
+        }
     }
 }
 
