@@ -118,6 +118,18 @@ pub fn juicefs_processes(dirs: &[&Path]) -> Vec<(u32, String)> {
     found
 }
 
+/// The lines of this process's mount table under `dir`, to show what a
+/// failed wait left mounted.
+fn mounts_under(dir: &Path) -> String {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let dir = dir.to_string_lossy();
+    table
+        .lines()
+        .filter(|line| line.contains(&*dir))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Unmounts (lazily) and stops whatever juicefs the test left under
 /// `dirs`, for a test that failed before its processes stopped cleanly.
 pub struct MountCleanup(pub Vec<PathBuf>);
@@ -238,12 +250,15 @@ pub async fn kill_mount_and_wait(worker: &Worker, filter: &str, noticed: &str) {
         let _ = Command::new("kill").arg("-9").args(&pids).status();
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // The worker looks every 5 s, and a stat of a hung mount may take 10 s.
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !worker.log().contains(noticed) {
         assert!(
             Instant::now() < deadline,
-            "the dead mount went unnoticed:\n{}",
-            worker.log()
+            "the dead mount went unnoticed:\n{}\njuicefs left: {:?}\nmounts:\n{}",
+            worker.log(),
+            juicefs_processes(&[dir.as_path()]),
+            mounts_under(&dir)
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
