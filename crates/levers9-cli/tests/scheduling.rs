@@ -213,7 +213,9 @@ async fn worker_ids(cp: &Controlplane, admin: &str) -> Vec<String> {
 }
 
 /// The caller: a function that sleeps and returns its attempt, called with
-/// `.remote()` or spawned and followed with `get()` across outages.
+/// `.remote()` or spawned and followed with `get()` across outages; or a
+/// map of six inputs that each want a whole core, printing the containers
+/// that ran them.
 const CALLER: &str = r#"
 import os, sys, time
 import levers9
@@ -224,8 +226,18 @@ def outlast(seconds):
     time.sleep(seconds)
     return "attempt " + os.environ["LEVERS9_TASK_ATTEMPT"]
 
+# A whole core each: the test's worker holds two.
+@function(cpu=1, memory="64Mi")
+def wide(seconds):
+    time.sleep(seconds)
+    return os.environ["LEVERS9_CONTAINER_ID"]
+
 if __name__ == "__main__":
     mode, seconds = sys.argv[1], float(sys.argv[2])
+    if mode == "map":
+        for container in sorted(set(wide.map([seconds] * 6))):
+            print("result:", container, flush=True)
+        sys.exit(0)
     if mode == "remote":
         print("result:", outlast.remote(seconds), flush=True)
         sys.exit(0)
@@ -560,4 +572,56 @@ async fn a_sigterm_drain_hands_the_input_back_without_using_an_attempt() {
         [(1, "requeued", true), (1, "complete", false)],
         "{attempts:?}"
     );
+}
+
+/// A map asks for a container per input, more than its worker holds. Once
+/// its queue is empty the requests no worker took are withdrawn: they fail
+/// with the reason, and none starts later to hold room nobody needs.
+#[tokio::test]
+async fn requests_a_finished_map_no_longer_needs_are_withdrawn() {
+    let cp = controlplane("{}\n", &[]);
+    let admin = cp.admin_token().await;
+    let (w, _) = worker(&cp, &admin).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let (child, token) = caller(&cp, &admin, dir.path(), &["map", "1"]).await;
+    let lines = finished(child, &[cp.log(), w.log()]);
+    let ran: Vec<String> = results(&lines)
+        .iter()
+        .map(|l| l.trim_start_matches("result: ").to_owned())
+        .collect();
+    assert!(
+        (1..=2).contains(&ran.len()),
+        "two containers fit the worker: {lines:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let containers = cp
+            .containers()
+            .await
+            .list_containers(with_token(
+                levers9_api::v1::ListContainersRequest {},
+                &token,
+            ))
+            .await
+            .expect("list containers")
+            .into_inner()
+            .containers;
+        let (used, others): (Vec<_>, Vec<_>) = containers
+            .iter()
+            .partition(|c| ran.contains(&c.container_id));
+        let withdrawn = others.iter().all(|c| {
+            c.state == "failed"
+                && c.worker_id.is_empty()
+                && c.message.starts_with("withdrawn before a worker took it")
+        });
+        if used.len() == ran.len() && !others.is_empty() && withdrawn {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the requests left over were not withdrawn: {containers:#?}\n{}",
+            cp.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
