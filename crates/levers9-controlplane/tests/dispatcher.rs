@@ -217,7 +217,8 @@ impl Rig {
 
     /// Plays the worker's stream reporting how an attempt ended.
     async fn finish(&self, input: &TaskInput, outcome: &str, message: &str) {
-        if outcome != "lost" {
+        // As the worker's stream does: neither ends the task.
+        if outcome != "lost" && outcome != task_state::CANCELLED {
             let stored = TaskOutcome {
                 task_id: input.task_id.clone(),
                 state: outcome.into(),
@@ -474,15 +475,25 @@ async fn a_container_that_cannot_start_fails_the_queue_with_the_reason() {
     rig.row(&task, task_state::ERROR).await;
 }
 
+/// A fast function's container holds inputs beyond its concurrency. One
+/// cancelled before its runner started it is dropped there, keeps its
+/// slot until the worker says so, and the container stays warm.
 #[tokio::test]
-async fn a_cancelled_running_task_stops_its_container() {
+async fn a_cancelled_input_its_runner_has_not_started_is_dropped_and_the_container_stays() {
     let rig = rig().await;
     let stub = rig.stub(StubConfig::default()).await;
-    let (task, mut events) = rig.submit(&stub).await;
+    let (_, _events) = rig.submit(&stub).await;
     let container = rig.ready_container().await;
-    rig.input().await;
+    let input = rig.input().await;
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    let (_, _a) = rig.submit(&stub).await;
+    let (waiting, mut events) = rig.submit(&stub).await;
+    let a = rig.input().await;
+    let b = rig.input().await;
+    assert_eq!((&b.task_id, &b.container_id), (&waiting, &container));
+
     rig.tell(DispatchEvent::Cancel {
-        task_id: task.clone(),
+        task_id: waiting.clone(),
     })
     .await;
     match next_event(&mut events).await {
@@ -490,10 +501,79 @@ async fn a_cancelled_running_task_stops_its_container() {
         other => panic!("expected the result, got {other:?}"),
     }
     match rig.inbox().await {
-        controlplane_message::Kind::Stop(stop) => assert_eq!(stop.container_id, container),
-        other => panic!("expected a stop, got {other:?}"),
+        controlplane_message::Kind::CancelInput(cancel) => {
+            assert_eq!(
+                (cancel.container_id, cancel.task_id),
+                (container.clone(), waiting.clone())
+            );
+        }
+        other => panic!("expected a cancel, got {other:?}"),
     }
-    rig.row(&task, task_state::CANCELLED).await;
+    rig.finish(&b, task_state::CANCELLED, "cancelled before it started")
+        .await;
+    rig.finish(&a, task_state::COMPLETE, "").await;
+    let (next, _) = rig.submit(&stub).await;
+    let input = rig.input().await;
+    assert_eq!((&input.task_id, &input.container_id), (&next, &container));
+    rig.no_container_requested().await;
+    rig.row(&waiting, task_state::CANCELLED).await;
+}
+
+/// A cancelled input that already runs cannot be interrupted: its worker
+/// stops the container, and the other input it held runs again elsewhere
+/// without using an attempt.
+#[tokio::test]
+async fn a_cancelled_input_already_running_stops_its_container_and_the_others_run_again() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (_, _events) = rig.submit(&stub).await;
+    let first = rig.ready_container().await;
+    let input = rig.input().await;
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    let (running, _) = rig.submit(&stub).await;
+    let (other, mut events) = rig.submit(&stub).await;
+    assert_eq!(rig.input().await.task_id, running);
+    assert_eq!(rig.input().await.task_id, other);
+
+    rig.tell(DispatchEvent::Cancel {
+        task_id: running.clone(),
+    })
+    .await;
+    match rig.inbox().await {
+        controlplane_message::Kind::CancelInput(cancel) => assert_eq!(cancel.task_id, running),
+        other => panic!("expected a cancel, got {other:?}"),
+    }
+    // The runner refused: the worker stopped the container.
+    let mut ended = rig
+        .fleet
+        .container(&first)
+        .await
+        .expect("get")
+        .expect("record");
+    ended.state = state::EXITED.into();
+    ended.exit_code = 143;
+    rig.fleet.put_container(&ended).await.expect("put");
+    rig.tell(DispatchEvent::ContainerEnded {
+        container_id: first.clone(),
+    })
+    .await;
+    let second = rig.ready_container().await;
+    let input = rig.input().await;
+    assert_eq!(
+        (
+            input.task_id.as_str(),
+            input.attempt,
+            input.container_id.as_str()
+        ),
+        (other.as_str(), 1, second.as_str())
+    );
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        other => panic!("expected the result without a retry, got {other:?}"),
+    }
+    rig.row(&running, task_state::CANCELLED).await;
+    rig.row(&other, task_state::COMPLETE).await;
 }
 
 /// A drained worker's container takes no new input; its input comes back

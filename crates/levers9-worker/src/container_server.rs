@@ -43,7 +43,8 @@ const OUTPUT_CHUNK: usize = 1 << 20;
 /// descriptors, say) before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
-/// Stops the container, for inputs that run past their timeout.
+/// Stops the container, for inputs that run past their timeout and
+/// cancelled ones that already run.
 pub type StopContainer = Arc<dyn Fn() + Send + Sync>;
 
 /// Why a container server could not be set up.
@@ -254,6 +255,34 @@ impl ContainerServer {
         }
     }
 
+    /// The caller no longer wants an input. One still waiting for the
+    /// runner's hello is dropped here; one the runner holds is cancelled
+    /// there, and the runner answers with a cancelled result (it had not
+    /// started) or a refusal (it runs, and the container is stopped). One
+    /// that already ended is left alone: its result is on its way.
+    pub fn cancel_input(&self, task_id: &str) {
+        let mut state = self.shared.state();
+        if let Some(at) = state.queued.iter().position(|i| i.task_id == task_id) {
+            state.queued.remove(at);
+            drop(state);
+            return self
+                .shared
+                .report_later(cancelled(&self.shared.container_id, task_id));
+        }
+        if !state.runs(task_id) {
+            return;
+        }
+        if let Connection::Open { writer, .. } = &state.connection {
+            let frame = wire::encode(
+                &serde_json::json!({"type": "cancel", "task_id": task_id}),
+                &[],
+            );
+            // A closed writer means the runner is gone: the input is
+            // reported lost with the others it held.
+            let _ = writer.send(frame);
+        }
+    }
+
     /// What the runner said so far.
     pub fn outcome(&self) -> RunnerOutcome {
         self.shared.state().outcome.clone()
@@ -310,6 +339,16 @@ fn lost(container_id: &str, task_id: &str, why: &str) -> WorkerMessage {
     }))
 }
 
+fn cancelled(container_id: &str, task_id: &str) -> WorkerMessage {
+    message(worker_message::Kind::TaskResult(TaskResult {
+        container_id: container_id.to_owned(),
+        task_id: task_id.to_owned(),
+        state: "cancelled".into(),
+        message: "cancelled before it started".into(),
+        ..TaskResult::default()
+    }))
+}
+
 impl State {
     /// Whether the runner has the input, running or waiting.
     fn runs(&self, task_id: &str) -> bool {
@@ -342,12 +381,15 @@ impl Shared {
 
     /// Reports from code that cannot wait (it holds the state, or is called
     /// from the session loop, which must not block).
-    fn report_lost(&self, task_id: &str, why: &str) {
+    fn report_later(&self, report: WorkerMessage) {
         let events = self.events.clone();
-        let report = lost(&self.container_id, task_id, why);
         tokio::spawn(async move {
             let _ = events.send(report).await;
         });
+    }
+
+    fn report_lost(&self, task_id: &str, why: &str) {
+        self.report_later(lost(&self.container_id, task_id, why));
     }
 
     /// Sends an input to a runner that said hello, and starts its timer if

@@ -171,6 +171,9 @@ async fn session(
                     Some(controlplane_message::Kind::TaskInput(input)) => {
                         supervisor.task_input(input);
                     }
+                    Some(controlplane_message::Kind::CancelInput(cancel)) => {
+                        supervisor.cancel_input(cancel);
+                    }
                     Some(controlplane_message::Kind::Registered(_)) | None => {}
                 }
             }

@@ -86,6 +86,12 @@ def identity(x):
 
 
 @function
+def nap(seconds):
+    time.sleep(seconds)
+    return os.environ["LEVERS9_CONTAINER_ID"]
+
+
+@function
 def announce_then_sleep(seconds):
     print(f"task {os.environ['LEVERS9_TASK_ID']} started", flush=True)
     time.sleep(seconds)

@@ -97,6 +97,23 @@ def test_a_spawned_call_can_be_awaited_or_cancelled():
         app.sleep_for.spawn(30).get(timeout=1)
 
 
+def test_cancelling_an_input_that_waits_in_its_container_keeps_the_container():
+    # After a few fast calls the controlplane sends the container more
+    # inputs than it runs at once; the extra one waits in its runner.
+    warm = {app.nap.remote(0) for _ in range(5)}
+    assert len(warm) == 1
+    running = app.nap.spawn(3)
+    time.sleep(0.5)
+    waiting = app.nap.spawn(0)
+    time.sleep(0.5)
+    waiting.cancel()
+    with pytest.raises(levers9.TaskCancelled):
+        waiting.get(timeout=60)
+    # The runner dropped the waiting input; the running one was not
+    # stopped and run again in another container.
+    assert running.get(timeout=60) == warm.pop()
+
+
 def test_ctrl_c_in_the_caller_cancels_its_task():
     caller = subprocess.Popen(
         [sys.executable, app.__file__],

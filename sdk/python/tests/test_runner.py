@@ -63,6 +63,11 @@ def attempt():
 def unpicklable():
     return threading.Lock()
 
+@function
+def nap(seconds):
+    time.sleep(seconds)
+    return seconds
+
 def plain(x):
     return x * 10
 
@@ -270,6 +275,26 @@ def test_an_import_failure_is_an_init_error(make_worker):
     assert header["type"] == "init_error"
     assert "ModuleNotFoundError" in header["message"]
     assert worker.process.wait(timeout=10) == 1
+
+
+def test_a_cancel_drops_a_waiting_input_and_is_refused_for_a_running_one(make_worker):
+    worker = make_worker("nap")
+    worker.read()
+    worker.send_input("t1", 1.0)
+    worker.send_input("t2", 0)
+    write_frame(worker.conn, {"type": "cancel", "task_id": "t2"}, b"")
+    header, body = worker.read()
+    assert (header["type"], header["task_id"], header["state"], body) == ("result", "t2", "cancelled", b"")
+    write_frame(worker.conn, {"type": "cancel", "task_id": "t1"}, b"")
+    assert worker.read() == ({"type": "cancel_refused", "task_id": "t1"}, b"")
+    header, body = worker.read()
+    assert (header["task_id"], header["state"], cloudpickle.loads(body)) == ("t1", "complete", 1.0)
+    # Ended or unknown: nothing to say; the next frame is the next input's.
+    write_frame(worker.conn, {"type": "cancel", "task_id": "t1"}, b"")
+    write_frame(worker.conn, {"type": "cancel", "task_id": "nobody"}, b"")
+    worker.send_input("t3", 0)
+    header, _ = worker.read()
+    assert (header["type"], header["task_id"], header["state"]) == ("result", "t3", "complete")
 
 
 def test_sigterm_exits_0_even_with_an_input_running(make_worker):

@@ -323,7 +323,9 @@ async fn task_result(
 ) -> Result<(), ApiError> {
     let ticket = stream.tickets.lock().remove(&result.task_id);
     let mut delivered = false;
-    if result.state != "lost" {
+    // A lost input runs again; a cancelled one was ended by the dispatcher
+    // when the caller cancelled it: neither is how the task ended.
+    if result.state != "lost" && result.state != task_state::CANCELLED {
         let outcome = TaskOutcome {
             index: ticket.as_ref().map_or(0, |t| t.index),
             task_id: result.task_id.clone(),

@@ -9,6 +9,9 @@
 //!     └──── lost ────────┘ (never ran: requeued, no attempt used)
 //!  any unfinished ──cancel──▶ cancelled
 //! ```
+//! A cancelled input that a container holds is dropped there if it has not
+//! started; one already running stops its container (a thread cannot be
+//! interrupted), and the container's other inputs run again elsewhere.
 //! A container of a stub is `starting` (requested from the scheduler) until
 //! its runner says it is ready, then `warm` with `concurrency` slots. An
 //! input goes to the warm container with the fewest free slots (packing
@@ -68,6 +71,11 @@ struct Warm {
     /// It lost an input (its runner is gone): no new inputs; its end
     /// follows.
     lost: bool,
+    /// Inputs cancelled while it held them. Each keeps its slot until the
+    /// worker says it is out (dropped before it started, or ended); if the
+    /// container ends first (its worker stops it when a cancelled input
+    /// already runs), its other inputs run again without using an attempt.
+    cancelled: BTreeSet<String>,
 }
 
 struct Stub {
@@ -321,6 +329,7 @@ impl Dispatcher {
                     lost: false,
                     worker_id,
                     in_flight: BTreeSet::new(),
+                    cancelled: BTreeSet::new(),
                     idle_since: Instant::now(),
                 },
             );
@@ -426,6 +435,21 @@ impl Dispatcher {
         self.held.remove(task_id)
     }
 
+    /// Frees the slot of a cancelled input once its worker says it is
+    /// out; its stub, if it was one.
+    fn release_cancelled(&mut self, container_id: &str, task_id: &str) -> Option<String> {
+        let stub_id = self.container_stub.get(container_id)?;
+        let warm = self.stubs.get_mut(stub_id)?.warm.get_mut(container_id)?;
+        if !warm.cancelled.remove(task_id) {
+            return None;
+        }
+        warm.in_flight.remove(task_id);
+        if warm.in_flight.is_empty() {
+            warm.idle_since = Instant::now();
+        }
+        Some(stub_id.clone())
+    }
+
     async fn finished(
         &mut self,
         container_id: &str,
@@ -434,6 +458,9 @@ impl Dispatcher {
         message: String,
         delivered: bool,
     ) -> Result<(), ApiError> {
+        if let Some(stub_id) = self.release_cancelled(container_id, task_id) {
+            return self.pump(&stub_id).await;
+        }
         let Some(held) = self.take_from(container_id, task_id) else {
             return Ok(());
         };

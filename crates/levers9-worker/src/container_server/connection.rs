@@ -95,6 +95,12 @@ impl Shared {
                 self.report(message(worker_message::Kind::TaskResult(result)))
                     .await;
             }
+            FromRunner::CancelRefused { task_id } => {
+                if self.state().runs(&task_id) {
+                    tracing::info!(container_id = %self.container_id, %task_id, "a cancelled input is already running and cannot be interrupted; stopping its container");
+                    (self.stop)();
+                }
+            }
             FromRunner::Unknown => {
                 tracing::debug!(container_id = %self.container_id, "a message of a kind this worker does not know; ignored");
             }

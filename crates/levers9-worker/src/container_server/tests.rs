@@ -526,4 +526,5 @@ async fn observe_logs_a_runner_without_the_credential_and_serves_it() {
     );
 }
 
+mod cancel;
 mod waiting;

@@ -59,6 +59,12 @@ pub enum FromRunner {
         #[serde(default)]
         traceback: String,
     },
+    /// A cancel came for a task the runner has already started: a thread
+    /// cannot be interrupted, so it runs on.
+    CancelRefused {
+        /// The task.
+        task_id: String,
+    },
     /// A kind this worker does not know: a newer SDK talking to an older
     /// worker. Ignored rather than refused, so the two can be upgraded
     /// apart (the SDK comes with each caller).
@@ -94,6 +100,8 @@ pub enum ResultState {
     Complete,
     /// It raised.
     Error,
+    /// It was cancelled before it started (an empty body).
+    Cancelled,
 }
 
 impl ResultState {
@@ -102,6 +110,7 @@ impl ResultState {
         match self {
             ResultState::Complete => "complete",
             ResultState::Error => "error",
+            ResultState::Cancelled => "cancelled",
         }
     }
 }

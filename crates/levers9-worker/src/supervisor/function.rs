@@ -8,7 +8,7 @@ use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 use levers9_api::v1::{
-    worker_message, ContainerEvent, ObjectMount, RunContainer, TaskInput, TaskResult,
+    worker_message, CancelInput, ContainerEvent, ObjectMount, RunContainer, TaskInput, TaskResult,
 };
 use levers9_runtime::{BindMount, ContainerSpec, Network};
 
@@ -19,8 +19,9 @@ use crate::security::Subject;
 
 /// Where the container server's directory appears in the container.
 pub const RUN_MOUNT: &str = "/levers9/run";
-/// How long a container whose input timed out gets between SIGTERM and
-/// SIGKILL: the function is stuck, so waiting only wastes the slot.
+/// How long a container whose input timed out (or was cancelled while
+/// running) gets between SIGTERM and SIGKILL: nobody wants what it does,
+/// so waiting only wastes the slot.
 const TIMEOUT_STOP_GRACE: Duration = Duration::from_secs(1);
 
 impl Supervisor {
@@ -36,9 +37,9 @@ impl Supervisor {
 
     /// Binds the server of `subject`'s container and keeps it for the
     /// container's inputs; an input running past its timeout stops the
-    /// container. It asks for a credential as the pool's
-    /// `containerServerAuth` says. Its runner runs `concurrency` inputs at
-    /// once.
+    /// container, as does a cancelled one already running. It asks for a
+    /// credential as the pool's `containerServerAuth` says. Its runner runs
+    /// `concurrency` inputs at once.
     pub(super) fn bind_server(
         &self,
         subject: Subject,
@@ -52,7 +53,7 @@ impl Supervisor {
             let id = id.clone();
             tokio::spawn(async move {
                 if let Err(error) = runtime.stop(&id, TIMEOUT_STOP_GRACE).await {
-                    tracing::warn!(container_id = %id, %error, "cannot stop a container whose input timed out");
+                    tracing::warn!(container_id = %id, %error, "cannot stop a container whose input timed out or was cancelled while running");
                 }
             });
         });
@@ -89,6 +90,15 @@ impl Supervisor {
             _ => {}
         }
         runner
+    }
+
+    /// Cancels an input given to one of this worker's containers; one
+    /// whose container is gone needs nothing (it was reported lost).
+    pub fn cancel_input(&self, cancel: CancelInput) {
+        let server = self.servers().get(&cancel.container_id).cloned();
+        if let Some(server) = server {
+            server.cancel_input(&cancel.task_id);
+        }
     }
 
     /// Hands an input to its container's runner. An input for a container

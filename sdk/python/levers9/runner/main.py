@@ -13,7 +13,11 @@ Contract with the worker (frames in `levers9.wire`):
    one ``result`` frame. Inputs that come while every thread is busy wait
    and start in the order they came, each on the thread that just sent a
    result: the worker starts their timeouts by that rule.
-3. Exit 0 when the worker closes the socket or on SIGTERM, without waiting
+3. For a ``cancel`` frame, drop the input if it has not started and send
+   its ``result`` with state ``cancelled`` (no body); if it runs already,
+   send ``cancel_refused`` (a thread cannot be interrupted: the worker
+   stops the container). A cancel for an input that ended is ignored.
+4. Exit 0 when the worker closes the socket or on SIGTERM, without waiting
    for running inputs: nobody is left to receive their results.
 
 ``LEVERS9_TASK_ID`` and ``LEVERS9_TASK_ATTEMPT`` (1 for the first try) are
@@ -154,6 +158,7 @@ def main() -> int:
 
 def serve(conn: Connection, router: capture.OutputRouter, pool, fn: Callable, name: str) -> None:
     """Reads frames until the worker closes the socket."""
+    held = _Held()
     while True:
         try:
             frame = wire.read_frame(conn.reader)
@@ -164,11 +169,43 @@ def serve(conn: Connection, router: capture.OutputRouter, pool, fn: Callable, na
             return
         header, body = frame
         if header["type"] == "input":
-            pool.submit(_run_task, conn, router, fn, name, header, body)
+            held.add(str(header.get("task_id", "")), pool.submit(_run_task, conn, router, fn, name, header, body))
+        elif header["type"] == "cancel":
+            held.cancel(conn, str(header.get("task_id", "")))
         else:
             # A newer worker may send more; an old runner ignores what it
             # does not know instead of dying.
             log(f"ignoring a frame of unknown type {header['type']!r}")
+
+
+class _Held:
+    """The inputs not yet ended, by task id, so a cancel finds its input."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._futures: dict = {}
+
+    def add(self, task_id: str, future) -> None:
+        with self._lock:
+            self._futures[task_id] = future
+        future.add_done_callback(lambda f: self._forget(task_id, f))
+
+    def _forget(self, task_id: str, future) -> None:
+        # A retry of the same task on this container may have taken the
+        # entry already.
+        with self._lock:
+            if self._futures.get(task_id) is future:
+                del self._futures[task_id]
+
+    def cancel(self, conn: Connection, task_id: str) -> None:
+        with self._lock:
+            future = self._futures.get(task_id)
+        if future is None:
+            return
+        if future.cancel():
+            conn.send({"type": "result", "task_id": task_id, "state": "cancelled", "message": "cancelled before it started"})
+        elif not future.done():
+            conn.send({"type": "cancel_refused", "task_id": task_id})
 
 
 def _run_task(conn: Connection, router: capture.OutputRouter, fn: Callable, name: str, header: dict, body: bytes):

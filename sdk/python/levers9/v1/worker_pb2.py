@@ -26,7 +26,7 @@ from levers9.v1 import volume_pb2 as levers9_dot_v1_dot_volume__pb2
 from levers9.v1 import workspace_pb2 as levers9_dot_v1_dot_workspace__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17levers9/v1/worker.proto\x12\nlevers9.v1\x1a\x17levers9/v1/volume.proto\x1a\x1alevers9/v1/workspace.proto\":\n\x03Gpu\x12\x10\n\x08gpu_type\x18\x01 \x01(\t\x12\x12\n\ndevice_ids\x18\x02 \x03(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\r\"U\n\x08\x43\x61pacity\x12\x16\n\x0e\x63pu_millicores\x18\x01 \x01(\x04\x12\x12\n\nmemory_mib\x18\x02 \x01(\x04\x12\x1d\n\x04gpus\x18\x03 \x03(\x0b\x32\x0f.levers9.v1.Gpu\"\xee\x02\n\rWorkerMessage\x12(\n\x08register\x18\x01 \x01(\x0b\x32\x14.levers9.v1.RegisterH\x00\x12*\n\theartbeat\x18\x02 \x01(\x0b\x32\x15.levers9.v1.HeartbeatH\x00\x12\x1e\n\x03\x61\x63k\x18\x03 \x01(\x0b\x32\x0f.levers9.v1.AckH\x00\x12+\n\x05\x65vent\x18\x04 \x01(\x0b\x32\x1a.levers9.v1.ContainerEventH\x00\x12#\n\x03log\x18\x05 \x01(\x0b\x32\x14.levers9.v1.LogChunkH\x00\x12/\n\x0crunner_ready\x18\x06 \x01(\x0b\x32\x17.levers9.v1.RunnerReadyH\x00\x12-\n\x0btask_output\x18\x07 \x01(\x0b\x32\x16.levers9.v1.TaskOutputH\x00\x12-\n\x0btask_result\x18\x08 \x01(\x0b\x32\x16.levers9.v1.TaskResultH\x00\x42\x06\n\x04kind\"#\n\x0bRunnerReady\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\"Q\n\nTaskOutput\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0e\n\x06stream\x18\x03 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\"w\n\nTaskResult\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12\x11\n\ttraceback\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"\xa5\x01\n\x08Register\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12&\n\x08\x63\x61pacity\x18\x04 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\x0f\n\x07runtime\x18\x05 \x01(\t\x12-\n\x07running\x18\x06 \x03(\x0b\x32\x1c.levers9.v1.RunningContainer\"y\n\x10RunningContainer\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x16\n\x0e\x63pu_millicores\x18\x02 \x01(\x04\x12\x12\n\nmemory_mib\x18\x03 \x01(\x04\x12\x10\n\x08gpu_type\x18\x04 \x01(\t\x12\x11\n\tgpu_count\x18\x05 \x01(\r\"\x0b\n\tHeartbeat\"\x19\n\x03\x41\x63k\x12\x12\n\nrequest_id\x18\x01 \x01(\t\"m\n\x0e\x43ontainerEvent\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x11\n\texit_code\x18\x03 \x01(\x05\x12\x12\n\noom_killed\x18\x04 \x01(\x08\x12\x0f\n\x07message\x18\x05 \x01(\t\"K\n\x08LogChunk\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0b\n\x03seq\x18\x04 \x01(\x04\"\xcc\x01\n\x13\x43ontrolplaneMessage\x12,\n\nregistered\x18\x01 \x01(\x0b\x32\x16.levers9.v1.RegisteredH\x00\x12\'\n\x03run\x18\x02 \x01(\x0b\x32\x18.levers9.v1.RunContainerH\x00\x12)\n\x04stop\x18\x03 \x01(\x0b\x32\x19.levers9.v1.StopContainerH\x00\x12+\n\ntask_input\x18\x04 \x01(\x0b\x32\x15.levers9.v1.TaskInputH\x00\x42\x06\n\x04kind\"h\n\tTaskInput\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0f\n\x07payload\x18\x03 \x01(\x0c\x12\x12\n\ntimeout_ms\x18\x04 \x01(\x04\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\r\"=\n\x0bObjectMount\x12\x0e\n\x06\x64igest\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x0e\n\x06unpack\x18\x03 \x01(\x08\"+\n\nRegistered\x12\x1d\n\x15heartbeat_interval_ms\x18\x01 \x01(\r\"\xff\x03\n\x0cRunContainer\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x02 \x01(\t\x12\r\n\x05image\x18\x03 \x01(\t\x12\x0c\n\x04\x61rgs\x18\x04 \x03(\t\x12.\n\x03\x65nv\x18\x05 \x03(\x0b\x32!.levers9.v1.RunContainer.EnvEntry\x12\x16\n\x0e\x63pu_millicores\x18\x06 \x01(\x04\x12\x12\n\nmemory_mib\x18\x07 \x01(\x04\x12\x14\n\x0csecret_names\x18\x08 \x03(\t\x12\x14\n\x0cworkspace_id\x18\t \x01(\t\x12\x10\n\x08gpu_type\x18\n \x01(\t\x12\x11\n\tgpu_count\x18\x0b \x01(\r\x12(\n\x07objects\x18\x0c \x03(\x0b\x32\x17.levers9.v1.ObjectMount\x12\x18\n\x10\x63ontainer_server\x18\r \x01(\x08\x12\x13\n\x0bworking_dir\x18\x0e \x01(\t\x12(\n\x07volumes\x18\x0f \x03(\x0b\x32\x17.levers9.v1.VolumeMount\x12\x14\n\x0chost_network\x18\x10 \x01(\x08\x12\x36\n\x0evolume_storage\x18\x11 \x01(\x0b\x32\x1e.levers9.v1.StorageCredentials\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"9\n\rStopContainer\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x02 \x01(\t\"\x14\n\x12ListWorkersRequest\"\xe9\x01\n\x06Worker\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12\x0f\n\x07runtime\x18\x04 \x01(\t\x12&\n\x08\x63\x61pacity\x18\x05 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\"\n\x04\x66ree\x18\x06 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\x0e\n\x06status\x18\x07 \x01(\t\x12\x19\n\x11last_heartbeat_at\x18\x08 \x01(\t\x12\x10\n\x08\x63ordoned\x18\t \x01(\x08\x12\x12\n\ncontainers\x18\n \x01(\r\"(\n\x13\x43ordonWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\"\x16\n\x14\x43ordonWorkerResponse\"*\n\x15UncordonWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\"\x18\n\x16UncordonWorkerResponse\"\'\n\x12\x44rainWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\")\n\x13\x44rainWorkerResponse\x12\x12\n\ncontainers\x18\x01 \x01(\r\":\n\x13ListWorkersResponse\x12#\n\x07workers\x18\x01 \x03(\x0b\x32\x12.levers9.v1.Worker2\xa5\x03\n\rWorkerService\x12H\n\x06\x41ttach\x12\x19.levers9.v1.WorkerMessage\x1a\x1f.levers9.v1.ControlplaneMessage(\x01\x30\x01\x12N\n\x0bListWorkers\x12\x1e.levers9.v1.ListWorkersRequest\x1a\x1f.levers9.v1.ListWorkersResponse\x12Q\n\x0c\x43ordonWorker\x12\x1f.levers9.v1.CordonWorkerRequest\x1a .levers9.v1.CordonWorkerResponse\x12W\n\x0eUncordonWorker\x12!.levers9.v1.UncordonWorkerRequest\x1a\".levers9.v1.UncordonWorkerResponse\x12N\n\x0b\x44rainWorker\x12\x1e.levers9.v1.DrainWorkerRequest\x1a\x1f.levers9.v1.DrainWorkerResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17levers9/v1/worker.proto\x12\nlevers9.v1\x1a\x17levers9/v1/volume.proto\x1a\x1alevers9/v1/workspace.proto\":\n\x03Gpu\x12\x10\n\x08gpu_type\x18\x01 \x01(\t\x12\x12\n\ndevice_ids\x18\x02 \x03(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\r\"U\n\x08\x43\x61pacity\x12\x16\n\x0e\x63pu_millicores\x18\x01 \x01(\x04\x12\x12\n\nmemory_mib\x18\x02 \x01(\x04\x12\x1d\n\x04gpus\x18\x03 \x03(\x0b\x32\x0f.levers9.v1.Gpu\"\xee\x02\n\rWorkerMessage\x12(\n\x08register\x18\x01 \x01(\x0b\x32\x14.levers9.v1.RegisterH\x00\x12*\n\theartbeat\x18\x02 \x01(\x0b\x32\x15.levers9.v1.HeartbeatH\x00\x12\x1e\n\x03\x61\x63k\x18\x03 \x01(\x0b\x32\x0f.levers9.v1.AckH\x00\x12+\n\x05\x65vent\x18\x04 \x01(\x0b\x32\x1a.levers9.v1.ContainerEventH\x00\x12#\n\x03log\x18\x05 \x01(\x0b\x32\x14.levers9.v1.LogChunkH\x00\x12/\n\x0crunner_ready\x18\x06 \x01(\x0b\x32\x17.levers9.v1.RunnerReadyH\x00\x12-\n\x0btask_output\x18\x07 \x01(\x0b\x32\x16.levers9.v1.TaskOutputH\x00\x12-\n\x0btask_result\x18\x08 \x01(\x0b\x32\x16.levers9.v1.TaskResultH\x00\x42\x06\n\x04kind\"#\n\x0bRunnerReady\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\"Q\n\nTaskOutput\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0e\n\x06stream\x18\x03 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x04 \x01(\x0c\"w\n\nTaskResult\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12\x11\n\ttraceback\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"\xa5\x01\n\x08Register\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12&\n\x08\x63\x61pacity\x18\x04 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\x0f\n\x07runtime\x18\x05 \x01(\t\x12-\n\x07running\x18\x06 \x03(\x0b\x32\x1c.levers9.v1.RunningContainer\"y\n\x10RunningContainer\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x16\n\x0e\x63pu_millicores\x18\x02 \x01(\x04\x12\x12\n\nmemory_mib\x18\x03 \x01(\x04\x12\x10\n\x08gpu_type\x18\x04 \x01(\t\x12\x11\n\tgpu_count\x18\x05 \x01(\r\"\x0b\n\tHeartbeat\"\x19\n\x03\x41\x63k\x12\x12\n\nrequest_id\x18\x01 \x01(\t\"m\n\x0e\x43ontainerEvent\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x11\n\texit_code\x18\x03 \x01(\x05\x12\x12\n\noom_killed\x18\x04 \x01(\x08\x12\x0f\n\x07message\x18\x05 \x01(\t\"K\n\x08LogChunk\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0e\n\x06stream\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0b\n\x03seq\x18\x04 \x01(\x04\"\xfd\x01\n\x13\x43ontrolplaneMessage\x12,\n\nregistered\x18\x01 \x01(\x0b\x32\x16.levers9.v1.RegisteredH\x00\x12\'\n\x03run\x18\x02 \x01(\x0b\x32\x18.levers9.v1.RunContainerH\x00\x12)\n\x04stop\x18\x03 \x01(\x0b\x32\x19.levers9.v1.StopContainerH\x00\x12+\n\ntask_input\x18\x04 \x01(\x0b\x32\x15.levers9.v1.TaskInputH\x00\x12/\n\x0c\x63\x61ncel_input\x18\x05 \x01(\x0b\x32\x17.levers9.v1.CancelInputH\x00\x42\x06\n\x04kind\"4\n\x0b\x43\x61ncelInput\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\"h\n\tTaskInput\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0f\n\x07payload\x18\x03 \x01(\x0c\x12\x12\n\ntimeout_ms\x18\x04 \x01(\x04\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\r\"=\n\x0bObjectMount\x12\x0e\n\x06\x64igest\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x0e\n\x06unpack\x18\x03 \x01(\x08\"+\n\nRegistered\x12\x1d\n\x15heartbeat_interval_ms\x18\x01 \x01(\r\"\xff\x03\n\x0cRunContainer\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x02 \x01(\t\x12\r\n\x05image\x18\x03 \x01(\t\x12\x0c\n\x04\x61rgs\x18\x04 \x03(\t\x12.\n\x03\x65nv\x18\x05 \x03(\x0b\x32!.levers9.v1.RunContainer.EnvEntry\x12\x16\n\x0e\x63pu_millicores\x18\x06 \x01(\x04\x12\x12\n\nmemory_mib\x18\x07 \x01(\x04\x12\x14\n\x0csecret_names\x18\x08 \x03(\t\x12\x14\n\x0cworkspace_id\x18\t \x01(\t\x12\x10\n\x08gpu_type\x18\n \x01(\t\x12\x11\n\tgpu_count\x18\x0b \x01(\r\x12(\n\x07objects\x18\x0c \x03(\x0b\x32\x17.levers9.v1.ObjectMount\x12\x18\n\x10\x63ontainer_server\x18\r \x01(\x08\x12\x13\n\x0bworking_dir\x18\x0e \x01(\t\x12(\n\x07volumes\x18\x0f \x03(\x0b\x32\x17.levers9.v1.VolumeMount\x12\x14\n\x0chost_network\x18\x10 \x01(\x08\x12\x36\n\x0evolume_storage\x18\x11 \x01(\x0b\x32\x1e.levers9.v1.StorageCredentials\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"9\n\rStopContainer\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63ontainer_id\x18\x02 \x01(\t\"\x14\n\x12ListWorkersRequest\"\xe9\x01\n\x06Worker\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\x10\n\x08hostname\x18\x03 \x01(\t\x12\x0f\n\x07runtime\x18\x04 \x01(\t\x12&\n\x08\x63\x61pacity\x18\x05 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\"\n\x04\x66ree\x18\x06 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\x0e\n\x06status\x18\x07 \x01(\t\x12\x19\n\x11last_heartbeat_at\x18\x08 \x01(\t\x12\x10\n\x08\x63ordoned\x18\t \x01(\x08\x12\x12\n\ncontainers\x18\n \x01(\r\"(\n\x13\x43ordonWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\"\x16\n\x14\x43ordonWorkerResponse\"*\n\x15UncordonWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\"\x18\n\x16UncordonWorkerResponse\"\'\n\x12\x44rainWorkerRequest\x12\x11\n\tworker_id\x18\x01 \x01(\t\")\n\x13\x44rainWorkerResponse\x12\x12\n\ncontainers\x18\x01 \x01(\r\":\n\x13ListWorkersResponse\x12#\n\x07workers\x18\x01 \x03(\x0b\x32\x12.levers9.v1.Worker2\xa5\x03\n\rWorkerService\x12H\n\x06\x41ttach\x12\x19.levers9.v1.WorkerMessage\x1a\x1f.levers9.v1.ControlplaneMessage(\x01\x30\x01\x12N\n\x0bListWorkers\x12\x1e.levers9.v1.ListWorkersRequest\x1a\x1f.levers9.v1.ListWorkersResponse\x12Q\n\x0c\x43ordonWorker\x12\x1f.levers9.v1.CordonWorkerRequest\x1a .levers9.v1.CordonWorkerResponse\x12W\n\x0eUncordonWorker\x12!.levers9.v1.UncordonWorkerRequest\x1a\".levers9.v1.UncordonWorkerResponse\x12N\n\x0b\x44rainWorker\x12\x1e.levers9.v1.DrainWorkerRequest\x1a\x1f.levers9.v1.DrainWorkerResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -60,37 +60,39 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LOGCHUNK']._serialized_start=1291
   _globals['_LOGCHUNK']._serialized_end=1366
   _globals['_CONTROLPLANEMESSAGE']._serialized_start=1369
-  _globals['_CONTROLPLANEMESSAGE']._serialized_end=1573
-  _globals['_TASKINPUT']._serialized_start=1575
-  _globals['_TASKINPUT']._serialized_end=1679
-  _globals['_OBJECTMOUNT']._serialized_start=1681
-  _globals['_OBJECTMOUNT']._serialized_end=1742
-  _globals['_REGISTERED']._serialized_start=1744
-  _globals['_REGISTERED']._serialized_end=1787
-  _globals['_RUNCONTAINER']._serialized_start=1790
-  _globals['_RUNCONTAINER']._serialized_end=2301
-  _globals['_RUNCONTAINER_ENVENTRY']._serialized_start=2259
-  _globals['_RUNCONTAINER_ENVENTRY']._serialized_end=2301
-  _globals['_STOPCONTAINER']._serialized_start=2303
-  _globals['_STOPCONTAINER']._serialized_end=2360
-  _globals['_LISTWORKERSREQUEST']._serialized_start=2362
-  _globals['_LISTWORKERSREQUEST']._serialized_end=2382
-  _globals['_WORKER']._serialized_start=2385
-  _globals['_WORKER']._serialized_end=2618
-  _globals['_CORDONWORKERREQUEST']._serialized_start=2620
-  _globals['_CORDONWORKERREQUEST']._serialized_end=2660
-  _globals['_CORDONWORKERRESPONSE']._serialized_start=2662
-  _globals['_CORDONWORKERRESPONSE']._serialized_end=2684
-  _globals['_UNCORDONWORKERREQUEST']._serialized_start=2686
-  _globals['_UNCORDONWORKERREQUEST']._serialized_end=2728
-  _globals['_UNCORDONWORKERRESPONSE']._serialized_start=2730
-  _globals['_UNCORDONWORKERRESPONSE']._serialized_end=2754
-  _globals['_DRAINWORKERREQUEST']._serialized_start=2756
-  _globals['_DRAINWORKERREQUEST']._serialized_end=2795
-  _globals['_DRAINWORKERRESPONSE']._serialized_start=2797
-  _globals['_DRAINWORKERRESPONSE']._serialized_end=2838
-  _globals['_LISTWORKERSRESPONSE']._serialized_start=2840
-  _globals['_LISTWORKERSRESPONSE']._serialized_end=2898
-  _globals['_WORKERSERVICE']._serialized_start=2901
-  _globals['_WORKERSERVICE']._serialized_end=3322
+  _globals['_CONTROLPLANEMESSAGE']._serialized_end=1622
+  _globals['_CANCELINPUT']._serialized_start=1624
+  _globals['_CANCELINPUT']._serialized_end=1676
+  _globals['_TASKINPUT']._serialized_start=1678
+  _globals['_TASKINPUT']._serialized_end=1782
+  _globals['_OBJECTMOUNT']._serialized_start=1784
+  _globals['_OBJECTMOUNT']._serialized_end=1845
+  _globals['_REGISTERED']._serialized_start=1847
+  _globals['_REGISTERED']._serialized_end=1890
+  _globals['_RUNCONTAINER']._serialized_start=1893
+  _globals['_RUNCONTAINER']._serialized_end=2404
+  _globals['_RUNCONTAINER_ENVENTRY']._serialized_start=2362
+  _globals['_RUNCONTAINER_ENVENTRY']._serialized_end=2404
+  _globals['_STOPCONTAINER']._serialized_start=2406
+  _globals['_STOPCONTAINER']._serialized_end=2463
+  _globals['_LISTWORKERSREQUEST']._serialized_start=2465
+  _globals['_LISTWORKERSREQUEST']._serialized_end=2485
+  _globals['_WORKER']._serialized_start=2488
+  _globals['_WORKER']._serialized_end=2721
+  _globals['_CORDONWORKERREQUEST']._serialized_start=2723
+  _globals['_CORDONWORKERREQUEST']._serialized_end=2763
+  _globals['_CORDONWORKERRESPONSE']._serialized_start=2765
+  _globals['_CORDONWORKERRESPONSE']._serialized_end=2787
+  _globals['_UNCORDONWORKERREQUEST']._serialized_start=2789
+  _globals['_UNCORDONWORKERREQUEST']._serialized_end=2831
+  _globals['_UNCORDONWORKERRESPONSE']._serialized_start=2833
+  _globals['_UNCORDONWORKERRESPONSE']._serialized_end=2857
+  _globals['_DRAINWORKERREQUEST']._serialized_start=2859
+  _globals['_DRAINWORKERREQUEST']._serialized_end=2898
+  _globals['_DRAINWORKERRESPONSE']._serialized_start=2900
+  _globals['_DRAINWORKERRESPONSE']._serialized_end=2941
+  _globals['_LISTWORKERSRESPONSE']._serialized_start=2943
+  _globals['_LISTWORKERSRESPONSE']._serialized_end=3001
+  _globals['_WORKERSERVICE']._serialized_start=3004
+  _globals['_WORKERSERVICE']._serialized_end=3425
 # @@protoc_insertion_point(module_scope)

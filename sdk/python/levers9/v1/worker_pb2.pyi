@@ -148,16 +148,26 @@ class LogChunk(_message.Message):
     def __init__(self, container_id: _Optional[str] = ..., stream: _Optional[str] = ..., data: _Optional[bytes] = ..., seq: _Optional[int] = ...) -> None: ...
 
 class ControlplaneMessage(_message.Message):
-    __slots__ = ("registered", "run", "stop", "task_input")
+    __slots__ = ("registered", "run", "stop", "task_input", "cancel_input")
     REGISTERED_FIELD_NUMBER: _ClassVar[int]
     RUN_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
     TASK_INPUT_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_INPUT_FIELD_NUMBER: _ClassVar[int]
     registered: Registered
     run: RunContainer
     stop: StopContainer
     task_input: TaskInput
-    def __init__(self, registered: _Optional[_Union[Registered, _Mapping]] = ..., run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., task_input: _Optional[_Union[TaskInput, _Mapping]] = ...) -> None: ...
+    cancel_input: CancelInput
+    def __init__(self, registered: _Optional[_Union[Registered, _Mapping]] = ..., run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., task_input: _Optional[_Union[TaskInput, _Mapping]] = ..., cancel_input: _Optional[_Union[CancelInput, _Mapping]] = ...) -> None: ...
+
+class CancelInput(_message.Message):
+    __slots__ = ("container_id", "task_id")
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    task_id: str
+    def __init__(self, container_id: _Optional[str] = ..., task_id: _Optional[str] = ...) -> None: ...
 
 class TaskInput(_message.Message):
     __slots__ = ("container_id", "task_id", "payload", "timeout_ms", "attempt")

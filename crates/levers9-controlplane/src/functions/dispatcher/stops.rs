@@ -1,13 +1,14 @@
 //! Containers that end or are stopped, and what becomes of the inputs
 //! they held: run again without using an attempt when they never failed
-//! (a drain, another input's cancel), failed otherwise.
+//! (a drain, another input's cancel), failed otherwise; and cancelled
+//! inputs, which their worker drops or stops their container for.
 
+use levers9_api::v1::{controlplane_message, CancelInput, ControlplaneMessage};
 use levers9_store::task_state;
 
 use super::{Dispatcher, Recorded};
 use crate::error::ApiError;
 use crate::fleet::records::state as container_state;
-use crate::fleet::scheduler::send_stop;
 
 impl Dispatcher {
     pub(super) async fn ended(&mut self, container_id: &str) -> Result<(), ApiError> {
@@ -38,7 +39,9 @@ impl Dispatcher {
                 };
                 (queued, Vec::new())
             } else if let Some(warm) = stub.warm.remove(container_id) {
-                handed_back = warm.draining;
+                // Drained, or stopped by its worker because a cancelled
+                // input already ran: the others did not fail.
+                handed_back = warm.draining || !warm.cancelled.is_empty();
                 (Vec::new(), warm.in_flight.into_iter().collect())
             } else {
                 (Vec::new(), Vec::new())
@@ -83,23 +86,23 @@ impl Dispatcher {
             }
             return Ok(());
         };
-        // The input runs in a thread that cannot be interrupted: the
-        // container goes, and its other inputs run again elsewhere.
-        self.container_stub.remove(&container_id);
+        // Its worker drops it if it has not started yet, and stops the
+        // container if it has; until it says which, it keeps its slot.
         let Some(warm) = self
             .stubs
             .get_mut(&stub_id)
-            .and_then(|s| s.warm.remove(&container_id))
+            .and_then(|s| s.warm.get_mut(&container_id))
         else {
             return Ok(());
         };
-        send_stop(&self.parts.fleet, &warm.worker_id, &container_id).await?;
-        for other in warm.in_flight.iter().filter(|t| *t != task_id) {
-            if let Some(held) = self.held.remove(other) {
-                let attempt = held.attempt.saturating_sub(1);
-                self.queue(&stub_id, held.ticket, attempt, true);
-            }
-        }
-        self.pump(&stub_id).await
+        warm.cancelled.insert(task_id.to_owned());
+        let cancel = ControlplaneMessage {
+            kind: Some(controlplane_message::Kind::CancelInput(CancelInput {
+                container_id,
+                task_id: task_id.to_owned(),
+            })),
+        };
+        let worker_id = warm.worker_id.clone();
+        self.parts.fleet.send_to_worker(&worker_id, cancel).await
     }
 }
