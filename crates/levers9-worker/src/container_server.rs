@@ -113,10 +113,12 @@ struct Shared {
 enum Connection {
     /// Nobody connected yet.
     Waiting,
-    /// Connected; `ready` once it said hello. Frames for it go to `writer`.
+    /// Connected; `ready` once it said hello, and whether it said it
+    /// answers cancels. Frames for it go to `writer`.
     Open {
         writer: mpsc::UnboundedSender<Vec<u8>>,
         ready: bool,
+        cancels: bool,
     },
     /// Gone, for this reason (inputs from now on are lost).
     Closed(&'static str),
@@ -272,14 +274,26 @@ impl ContainerServer {
         if !state.runs(task_id) {
             return;
         }
-        if let Connection::Open { writer, .. } = &state.connection {
-            let frame = wire::encode(
-                &serde_json::json!({"type": "cancel", "task_id": task_id}),
-                &[],
-            );
-            // A closed writer means the runner is gone: the input is
-            // reported lost with the others it held.
-            let _ = writer.send(frame);
+        match &state.connection {
+            Connection::Open {
+                writer,
+                cancels: true,
+                ..
+            } => {
+                let frame = wire::encode(
+                    &serde_json::json!({"type": "cancel", "task_id": task_id}),
+                    &[],
+                );
+                // A closed writer means the runner is gone: the input is
+                // reported lost with the others it held.
+                let _ = writer.send(frame);
+            }
+            Connection::Open { .. } => {
+                drop(state);
+                tracing::info!(container_id = %self.shared.container_id, %task_id, "the function runner cannot drop a cancelled input; stopping its container");
+                (self.shared.stop)();
+            }
+            Connection::Waiting | Connection::Closed(_) => {}
         }
     }
 

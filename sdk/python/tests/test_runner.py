@@ -160,7 +160,7 @@ def make_worker():
 
 def test_hello_then_a_result_per_input_and_exit_0_when_the_worker_goes(make_worker):
     worker = make_worker("add")
-    assert worker.read() == ({"type": "hello", "container_id": "c-test"}, b"")
+    assert worker.read() == ({"type": "hello", "container_id": "c-test", "cancels": True}, b"")
     worker.send_input("t1", 2, b=3)
     worker.send_input("t2", 10)
     results, _ = worker.results(2)
@@ -173,7 +173,7 @@ def test_hello_then_a_result_per_input_and_exit_0_when_the_worker_goes(make_work
 def test_hello_carries_the_container_server_credential_and_the_function_cannot_see_it(make_worker):
     app = APP + "\n@function\ndef credential():\n    return os.environ.get('LEVERS9_CONTAINER_SERVER_CREDENTIAL')\n"
     worker = make_worker("credential", app=app, extra_env={"LEVERS9_CONTAINER_SERVER_CREDENTIAL": "s3cret"})
-    assert worker.read() == ({"type": "hello", "container_id": "c-test", "credential": "s3cret"}, b"")
+    assert worker.read() == ({"type": "hello", "container_id": "c-test", "cancels": True, "credential": "s3cret"}, b"")
     worker.send_input("t1")
     results, _ = worker.results(1)
     assert cloudpickle.loads(results["t1"][1]) is None
@@ -289,8 +289,7 @@ def test_a_cancel_drops_a_waiting_input_and_is_refused_for_a_running_one(make_wo
     assert worker.read() == ({"type": "cancel_refused", "task_id": "t1"}, b"")
     header, body = worker.read()
     assert (header["task_id"], header["state"], cloudpickle.loads(body)) == ("t1", "complete", 1.0)
-    # Ended or unknown: nothing to say; the next frame is the next input's.
-    write_frame(worker.conn, {"type": "cancel", "task_id": "t1"}, b"")
+    # An unknown task: nothing to say; the next frame is the next input's.
     write_frame(worker.conn, {"type": "cancel", "task_id": "nobody"}, b"")
     worker.send_input("t3", 0)
     header, _ = worker.read()

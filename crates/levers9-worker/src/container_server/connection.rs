@@ -19,6 +19,7 @@ impl Shared {
             FromRunner::Hello {
                 container_id,
                 credential,
+                cancels: answers_cancels,
             } => {
                 if !self.auth.admits(&credential, "hello") {
                     return Err("the runner did not present the container's credential".into());
@@ -38,8 +39,9 @@ impl Shared {
                 self.report(message_ready(&self.container_id)).await;
                 let mut state = self.state();
                 state.outcome.said_hello = true;
-                if let Connection::Open { ready, .. } = &mut state.connection {
+                if let Connection::Open { ready, cancels, .. } = &mut state.connection {
                     *ready = true;
+                    *cancels = answers_cancels;
                 }
                 for input in std::mem::take(&mut state.queued) {
                     self.deliver(&mut state, input);
@@ -134,6 +136,7 @@ pub(super) async fn accept_loop(shared: Arc<Shared>, listener: UnixListener) {
         state.connection = Connection::Open {
             writer: tx,
             ready: false,
+            cancels: false,
         };
         let (read, write) = stream.into_split();
         state

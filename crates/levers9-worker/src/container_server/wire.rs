@@ -25,6 +25,10 @@ pub enum FromRunner {
         /// empty from a runner that has none.
         #[serde(default)]
         credential: String,
+        /// Whether it answers a cancel (runners of SDKs before cancels
+        /// came say nothing, and a cancel stops their container instead).
+        #[serde(default)]
+        cancels: bool,
     },
     /// The function could not be loaded; the runner exits next.
     InitError {

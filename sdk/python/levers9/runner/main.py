@@ -5,7 +5,8 @@ Contract with the worker (frames in `levers9.wire`):
 1. Connect to ``LEVERS9_CONTAINER_SERVER``, install output capture, import
    the module at ``LEVERS9_CODE_DIR/LEVERS9_MODULE_PATH`` and find
    ``LEVERS9_FUNCTION``. On failure send ``init_error`` (message,
-   traceback) and exit 1; on success send ``hello``. Both carry
+   traceback) and exit 1; on success send ``hello`` with ``cancels``
+   true (it answers cancel frames). Both carry
    ``LEVERS9_CONTAINER_SERVER_CREDENTIAL`` as ``credential`` when the
    worker set it (its ``containerServerAuth``).
 2. For each ``input`` frame, run the function in a pool of
@@ -16,7 +17,9 @@ Contract with the worker (frames in `levers9.wire`):
 3. For a ``cancel`` frame, drop the input if it has not started and send
    its ``result`` with state ``cancelled`` (no body); if it runs already,
    send ``cancel_refused`` (a thread cannot be interrupted: the worker
-   stops the container). A cancel for an input that ended is ignored.
+   stops the container). A cancel for an input that ended is ignored, or
+   refused in the moment between its result and its thread's end, which
+   the worker, having read the result first, ignores.
 4. Exit 0 when the worker closes the socket or on SIGTERM, without waiting
    for running inputs: nobody is left to receive their results.
 
@@ -148,7 +151,7 @@ def main() -> int:
             pass
         return 1
 
-    conn.send({"type": "hello", "container_id": container_id, **credential})
+    conn.send({"type": "hello", "container_id": container_id, "cancels": True, **credential})
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="levers9-task")
     serve(conn, router, pool, fn, qualname)
     router.flush()

@@ -3,9 +3,26 @@
 
 use std::time::Duration;
 
+use levers9_api::v1::worker_message;
 use serde_json::json;
+use tokio::net::UnixStream;
 
-use super::{fixture, input, receive, send, WAIT};
+use super::{fixture, input, receive, send, Fixture, ID, WAIT};
+
+/// A runner that says hello as runners that answer cancels do.
+async fn cancelling_runner(f: &mut Fixture) -> UnixStream {
+    let mut runner = f.connect().await;
+    send(
+        &mut runner,
+        json!({"type": "hello", "container_id": ID, "cancels": true}),
+        b"",
+    )
+    .await;
+    match f.next_event().await {
+        worker_message::Kind::RunnerReady(_) => runner,
+        other => panic!("expected RunnerReady, got {other:?}"),
+    }
+}
 
 /// The cancel goes to the runner; its answer that the input never started
 /// is reported as cancelled, and the container is not stopped. Had the
@@ -13,7 +30,7 @@ use super::{fixture, input, receive, send, WAIT};
 #[tokio::test]
 async fn a_waiting_input_the_runner_drops_is_reported_cancelled() {
     let mut f = fixture();
-    let mut runner = f.ready_runner().await;
+    let mut runner = cancelling_runner(&mut f).await;
     f.server.send_input(input("first", b"", 0));
     f.server.send_input(input("second", b"", 0));
     f.server.send_input(input("third", b"", 300));
@@ -49,7 +66,7 @@ async fn a_waiting_input_the_runner_drops_is_reported_cancelled() {
 #[tokio::test]
 async fn a_running_input_the_runner_cannot_drop_stops_its_container() {
     let mut f = fixture();
-    let mut runner = f.ready_runner().await;
+    let mut runner = cancelling_runner(&mut f).await;
     f.server.send_input(input("done", b"", 0));
     receive(&mut runner).await;
     send(
@@ -94,7 +111,22 @@ async fn an_input_waiting_for_the_hello_is_dropped_by_the_worker() {
         (result.task_id.as_str(), result.state.as_str()),
         ("early", "cancelled")
     );
-    let mut runner = f.ready_runner().await;
+    let mut runner = cancelling_runner(&mut f).await;
     f.server.send_input(input("later", b"", 0));
     assert_eq!(receive(&mut runner).await.0["task_id"], "later");
+}
+
+/// A runner that never said it answers cancels (an older SDK's) is not
+/// asked: its container is stopped, as before cancels reached runners.
+#[tokio::test]
+async fn a_runner_that_does_not_answer_cancels_has_its_container_stopped() {
+    let mut f = fixture();
+    let mut runner = f.ready_runner().await;
+    f.server.send_input(input("busy", b"", 0));
+    receive(&mut runner).await;
+    f.server.cancel_input("busy");
+    tokio::time::timeout(WAIT, f.stops.recv())
+        .await
+        .expect("the container stopped within 5 s")
+        .unwrap();
 }
