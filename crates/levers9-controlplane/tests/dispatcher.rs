@@ -37,11 +37,20 @@ struct Rig {
     fleet: Fleet,
     tasks: TaskState,
     workspace: String,
+    parts: dispatcher::Parts,
+    stopped: watch::Receiver<bool>,
     _stop: watch::Sender<bool>,
     _dir: tempfile::TempDir,
 }
 
 async fn rig() -> Rig {
+    let rig = idle_rig().await;
+    rig.start();
+    rig
+}
+
+/// A rig whose dispatcher has not started yet.
+async fn idle_rig() -> Rig {
     let dir = tempfile::tempdir().expect("dir");
     let store = Arc::new(
         SqliteStore::open(&dir.path().join("r.db"))
@@ -81,21 +90,29 @@ async fn rig() -> Rig {
         tasks: tasks.clone(),
         fleet: fleet.clone(),
     };
-    tokio::spawn(dispatcher::run(parts, "test".into(), stopped.clone()));
     let router = tasks.clone();
-    tokio::spawn(async move { router.route(stopped).await });
+    let routed = stopped.clone();
+    tokio::spawn(async move { router.route(routed).await });
     Rig {
         state,
         store,
         fleet,
         tasks,
         workspace,
+        parts,
+        stopped,
         _stop: stop,
         _dir: dir,
     }
 }
 
 impl Rig {
+    /// Starts the dispatcher: it takes the lease at once.
+    fn start(&self) {
+        let run = dispatcher::run(self.parts.clone(), "test".into(), self.stopped.clone());
+        tokio::spawn(run);
+    }
+
     async fn stub(&self, config: StubConfig) -> StubRecord {
         let spec = StubSpec::from_config(config, "registry.test/python:3.11".into()).expect("spec");
         let stub = StubRecord {
@@ -176,6 +193,33 @@ impl Rig {
         })
         .await;
         id
+    }
+
+    /// A warm container of `stub` that ran one input fast, so the next
+    /// inputs go to its buffer too.
+    async fn fast_container(&self, stub: &StubRecord) -> String {
+        let (_, _events) = self.submit(stub).await;
+        let container = self.ready_container().await;
+        let input = self.input().await;
+        self.finish(&input, task_state::COMPLETE, "").await;
+        container
+    }
+
+    /// Plays the worker reporting that a container exited with `code`.
+    async fn exited(&self, container_id: &str, code: i32) {
+        let mut ended = self
+            .fleet
+            .container(container_id)
+            .await
+            .expect("get")
+            .expect("record");
+        ended.state = state::EXITED.into();
+        ended.exit_code = code;
+        self.fleet.put_container(&ended).await.expect("put");
+        self.tell(DispatchEvent::ContainerEnded {
+            container_id: container_id.into(),
+        })
+        .await;
     }
 
     async fn no_container_requested(&self) {
@@ -296,6 +340,32 @@ async fn a_warm_container_takes_the_next_input_without_a_new_container() {
     rig.no_container_requested().await;
 }
 
+/// A task submitted just before a dispatcher takes the lease is both in
+/// the unfinished rows it takes over and in the events it then reads: it
+/// is queued once, and runs once.
+#[tokio::test]
+async fn a_task_submitted_as_the_dispatcher_starts_runs_once() {
+    let rig = idle_rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, mut events) = rig.submit(&stub).await;
+    rig.start();
+    rig.ready_container().await;
+    let input = rig.input().await;
+    assert_eq!((input.task_id.as_str(), input.attempt), (task.as_str(), 1));
+    rig.no_container_requested().await;
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        other => panic!("expected the result, got {other:?}"),
+    }
+    let more = rig
+        .state
+        .pop(&inbox::queue(WORKER), Duration::from_millis(300))
+        .await
+        .expect("pop");
+    assert!(more.is_none(), "the task was sent again");
+}
+
 #[tokio::test]
 async fn a_failed_attempt_is_retried_within_the_budget_then_fails() {
     let rig = rig().await;
@@ -343,10 +413,7 @@ async fn a_failed_attempt_is_retried_within_the_budget_then_fails() {
 async fn fast_functions_get_their_next_input_early_and_slow_ones_wait() {
     let rig = rig().await;
     let stub = rig.stub(StubConfig::default()).await;
-    let (_, _events) = rig.submit(&stub).await;
-    let container = rig.ready_container().await;
-    let input = rig.input().await;
-    rig.finish(&input, task_state::COMPLETE, "").await;
+    let container = rig.fast_container(&stub).await;
     let (_, _a) = rig.submit(&stub).await;
     let (_, _b) = rig.submit(&stub).await;
     let a = rig.input().await;
@@ -482,10 +549,7 @@ async fn a_container_that_cannot_start_fails_the_queue_with_the_reason() {
 async fn a_cancelled_input_its_runner_has_not_started_is_dropped_and_the_container_stays() {
     let rig = rig().await;
     let stub = rig.stub(StubConfig::default()).await;
-    let (_, _events) = rig.submit(&stub).await;
-    let container = rig.ready_container().await;
-    let input = rig.input().await;
-    rig.finish(&input, task_state::COMPLETE, "").await;
+    let container = rig.fast_container(&stub).await;
     let (_, _a) = rig.submit(&stub).await;
     let (waiting, mut events) = rig.submit(&stub).await;
     let a = rig.input().await;
@@ -526,10 +590,7 @@ async fn a_cancelled_input_its_runner_has_not_started_is_dropped_and_the_contain
 async fn a_cancelled_input_already_running_stops_its_container_and_the_others_run_again() {
     let rig = rig().await;
     let stub = rig.stub(StubConfig::default()).await;
-    let (_, _events) = rig.submit(&stub).await;
-    let first = rig.ready_container().await;
-    let input = rig.input().await;
-    rig.finish(&input, task_state::COMPLETE, "").await;
+    let first = rig.fast_container(&stub).await;
     let (running, _) = rig.submit(&stub).await;
     let (other, mut events) = rig.submit(&stub).await;
     assert_eq!(rig.input().await.task_id, running);
@@ -544,19 +605,7 @@ async fn a_cancelled_input_already_running_stops_its_container_and_the_others_ru
         other => panic!("expected a cancel, got {other:?}"),
     }
     // The runner refused: the worker stopped the container.
-    let mut ended = rig
-        .fleet
-        .container(&first)
-        .await
-        .expect("get")
-        .expect("record");
-    ended.state = state::EXITED.into();
-    ended.exit_code = 143;
-    rig.fleet.put_container(&ended).await.expect("put");
-    rig.tell(DispatchEvent::ContainerEnded {
-        container_id: first.clone(),
-    })
-    .await;
+    rig.exited(&first, 143).await;
     let second = rig.ready_container().await;
     let input = rig.input().await;
     assert_eq!(
@@ -592,19 +641,7 @@ async fn a_draining_workers_inputs_are_handed_back_without_using_an_attempt() {
     })
     .await;
     // The worker's drain grace ran out: it stopped the container.
-    let mut ended = rig
-        .fleet
-        .container(&first)
-        .await
-        .expect("get")
-        .expect("record");
-    ended.state = state::EXITED.into();
-    ended.exit_code = 143;
-    rig.fleet.put_container(&ended).await.expect("put");
-    rig.tell(DispatchEvent::ContainerEnded {
-        container_id: first.clone(),
-    })
-    .await;
+    rig.exited(&first, 143).await;
     rig.tell(DispatchEvent::Drain {
         worker_id: WORKER.into(),
         draining: false,

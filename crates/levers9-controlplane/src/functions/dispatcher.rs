@@ -277,6 +277,11 @@ impl Dispatcher {
             return Ok(());
         }
         for ticket in tickets {
+            // Submitted just before this replica took the lease: taken over
+            // from its row already.
+            if self.held.contains_key(&ticket.task_id) {
+                continue;
+            }
             self.queue(stub_id, ticket, 0, false);
         }
         self.pump(stub_id).await
