@@ -217,7 +217,8 @@ impl WorkspaceMounts {
                 Some(current) => current.fs.state().await == MountState::Dead,
                 None => false,
             };
-            if let (true, Some(dead)) = (dead, mounted.take()) {
+            // Taken only when dead: a live mount stays for the next container.
+            if let Some(dead) = mounted.take_if(|_| dead) {
                 tracing::warn!(mount_point = %dead.fs.mount_point().display(), "a workspace's JuiceFS mount is dead (its daemon is gone); it is mounted again by the next container that needs it");
                 dead.fs.unmount().await;
                 healed = true;
@@ -275,6 +276,35 @@ mod tests {
         assert_eq!(a.len(), 34);
         assert!(a.chars().all(|c| c.is_ascii_alphanumeric()), "{a}");
         assert_ne!(a, table_prefix("another-workspace"));
+    }
+
+    /// Healing looks at every mount and lets go of dead ones only: one
+    /// that is not dead stays, and the next container uses it as it is.
+    #[tokio::test]
+    async fn healing_keeps_a_mount_that_is_not_dead() {
+        let config = JuiceFsConfig {
+            meta_url: levers9_config::Secret::new("redis://h:6379/1"),
+            ..JuiceFsConfig::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let mounts = WorkspaceMounts::new(
+            &config,
+            JuiceFs::new(&config, dir.path()),
+            dir.path(),
+            FormatMode::Update,
+        );
+        // A mount point that is a plain directory: not mounted, not dead.
+        let fs = JuiceFs::new(&config, &dir.path().join("ws-1"));
+        std::fs::create_dir_all(fs.mount_point()).unwrap();
+        *mounts.slot("ws-1").lock().await = Some(Mounted {
+            fs,
+            fingerprint: [1; 32],
+        });
+        assert!(!mounts.heal().await);
+        assert!(
+            mounts.slot("ws-1").lock().await.is_some(),
+            "healing forgot a mount that was not dead"
+        );
     }
 
     #[tokio::test]
