@@ -20,6 +20,7 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::errno::Errno;
 use nix::mount::{umount2, MntFlags, MsFlags};
@@ -68,10 +69,15 @@ fn lowerdir_for(layout: &Layout, d: &Digest) -> Result<PathBuf> {
         Err(e) => return Err(ImageError::io("could not read the link", &link)(e)),
     }
     // Created under a temporary name and renamed, so a concurrent creator
-    // cannot make us fail or see a half-made link.
-    let tmp = layout
-        .links_dir()
-        .join(format!(".tmp-{}-{}", d.hex(), std::process::id()));
+    // cannot make us fail or see a half-made link. The name is this call's
+    // own: containers of one image start side by side in one process.
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let tmp = layout.links_dir().join(format!(
+        ".tmp-{}-{}-{}",
+        d.hex(),
+        std::process::id(),
+        CALLS.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = fs::remove_file(&tmp);
     symlink(&target, &tmp).map_err(ImageError::io("could not create the link", &tmp))?;
     fs::rename(&tmp, &link).map_err(ImageError::io("could not create the link", &link))?;
@@ -293,6 +299,27 @@ mod tests {
             &"x".repeat(129),
         ] {
             assert!(validate_container_id(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// Containers of one image start side by side: every caller gets the
+    /// layer's short link, however their creations interleave.
+    #[test]
+    fn concurrent_callers_all_get_the_layer_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path().to_owned());
+        fs::create_dir_all(layout.links_dir()).unwrap();
+        let d = Digest::parse(&format!("sha256:{}", "ab".repeat(32))).unwrap();
+        for _ in 0..50 {
+            let _ = fs::remove_file(layout.link(&d));
+            std::thread::scope(|s| {
+                let callers: Vec<_> = (0..8)
+                    .map(|_| s.spawn(|| lowerdir_for(&layout, &d)))
+                    .collect();
+                for caller in callers {
+                    assert_eq!(caller.join().unwrap().unwrap(), layout.link(&d));
+                }
+            });
         }
     }
 
