@@ -11,8 +11,8 @@ use chrono::Utc;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use levers9_api::v1::{
-    controlplane_message, run_event, ControlplaneMessage, RunEvent, StubConfig, TaskInput,
-    TaskOutcome,
+    controlplane_message, run_event, CancelInput, ControlplaneMessage, RunEvent, StubConfig,
+    TaskInput, TaskOutcome,
 };
 use levers9_controlplane::fleet::records::state;
 use levers9_controlplane::fleet::scheduler::BACKLOG;
@@ -203,6 +203,18 @@ impl Rig {
         let input = self.input().await;
         self.finish(&input, task_state::COMPLETE, "").await;
         container
+    }
+
+    /// Plays the caller cancelling `task_id`; the cancel its worker gets.
+    async fn cancel(&self, task_id: &str) -> CancelInput {
+        self.tell(DispatchEvent::Cancel {
+            task_id: task_id.into(),
+        })
+        .await;
+        match self.inbox().await {
+            controlplane_message::Kind::CancelInput(cancel) => cancel,
+            other => panic!("expected a cancel, got {other:?}"),
+        }
     }
 
     /// Plays the worker reporting that a container exited with `code`.
@@ -556,22 +568,14 @@ async fn a_cancelled_input_its_runner_has_not_started_is_dropped_and_the_contain
     let b = rig.input().await;
     assert_eq!((&b.task_id, &b.container_id), (&waiting, &container));
 
-    rig.tell(DispatchEvent::Cancel {
-        task_id: waiting.clone(),
-    })
-    .await;
+    let cancel = rig.cancel(&waiting).await;
+    assert_eq!(
+        (cancel.container_id, cancel.task_id),
+        (container.clone(), waiting.clone())
+    );
     match next_event(&mut events).await {
         run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::CANCELLED),
         other => panic!("expected the result, got {other:?}"),
-    }
-    match rig.inbox().await {
-        controlplane_message::Kind::CancelInput(cancel) => {
-            assert_eq!(
-                (cancel.container_id, cancel.task_id),
-                (container.clone(), waiting.clone())
-            );
-        }
-        other => panic!("expected a cancel, got {other:?}"),
     }
     rig.finish(&b, task_state::CANCELLED, "cancelled before it started")
         .await;
@@ -596,14 +600,7 @@ async fn a_cancelled_input_already_running_stops_its_container_and_the_others_ru
     assert_eq!(rig.input().await.task_id, running);
     assert_eq!(rig.input().await.task_id, other);
 
-    rig.tell(DispatchEvent::Cancel {
-        task_id: running.clone(),
-    })
-    .await;
-    match rig.inbox().await {
-        controlplane_message::Kind::CancelInput(cancel) => assert_eq!(cancel.task_id, running),
-        other => panic!("expected a cancel, got {other:?}"),
-    }
+    assert_eq!(rig.cancel(&running).await.task_id, running);
     // The runner refused: the worker stopped the container.
     rig.exited(&first, 143).await;
     let second = rig.ready_container().await;

@@ -343,24 +343,26 @@ impl Drop for ContainerServer {
     }
 }
 
-fn lost(container_id: &str, task_id: &str, why: &str) -> WorkerMessage {
+/// The result of an input that never ran here: `lost` (it goes back to
+/// the queue) or `cancelled` (nobody wants it).
+fn never_ran(container_id: &str, task_id: &str, state: &str, why: String) -> WorkerMessage {
     message(worker_message::Kind::TaskResult(TaskResult {
         container_id: container_id.to_owned(),
         task_id: task_id.to_owned(),
-        state: "lost".into(),
-        message: format!("the input never ran in container {container_id}: {why}"),
+        state: state.to_owned(),
+        message: why,
         ..TaskResult::default()
     }))
 }
 
+fn lost(container_id: &str, task_id: &str, why: &str) -> WorkerMessage {
+    let why = format!("the input never ran in container {container_id}: {why}");
+    never_ran(container_id, task_id, "lost", why)
+}
+
 fn cancelled(container_id: &str, task_id: &str) -> WorkerMessage {
-    message(worker_message::Kind::TaskResult(TaskResult {
-        container_id: container_id.to_owned(),
-        task_id: task_id.to_owned(),
-        state: "cancelled".into(),
-        message: "cancelled before it started".into(),
-        ..TaskResult::default()
-    }))
+    let why = "cancelled before it started".to_owned();
+    never_ran(container_id, task_id, "cancelled", why)
 }
 
 impl State {

@@ -98,13 +98,14 @@ impl Fixture {
 
     /// Connects and says hello, and checks RunnerReady was reported.
     async fn ready_runner(&mut self) -> UnixStream {
+        self.ready_runner_saying(json!({"type": "hello", "container_id": ID}))
+            .await
+    }
+
+    /// Connects and says `hello`, and checks RunnerReady was reported.
+    async fn ready_runner_saying(&mut self, hello: Value) -> UnixStream {
         let mut runner = self.connect().await;
-        send(
-            &mut runner,
-            json!({"type": "hello", "container_id": ID}),
-            b"",
-        )
-        .await;
+        send(&mut runner, hello, b"").await;
         match self.next_event().await {
             worker_message::Kind::RunnerReady(ready) => assert_eq!(ready.container_id, ID),
             other => panic!("expected RunnerReady, got {other:?}"),

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use levers9_api::v1::worker_message;
 use serde_json::json;
 use tokio::net::UnixStream;
 
@@ -11,17 +10,8 @@ use super::{fixture, input, receive, send, Fixture, ID, WAIT};
 
 /// A runner that says hello as runners that answer cancels do.
 async fn cancelling_runner(f: &mut Fixture) -> UnixStream {
-    let mut runner = f.connect().await;
-    send(
-        &mut runner,
-        json!({"type": "hello", "container_id": ID, "cancels": true}),
-        b"",
-    )
-    .await;
-    match f.next_event().await {
-        worker_message::Kind::RunnerReady(_) => runner,
-        other => panic!("expected RunnerReady, got {other:?}"),
-    }
+    f.ready_runner_saying(json!({"type": "hello", "container_id": ID, "cancels": true}))
+        .await
 }
 
 /// The cancel goes to the runner; its answer that the input never started
