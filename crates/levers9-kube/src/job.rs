@@ -15,10 +15,27 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use levers9_config::PoolConfig;
 
+// The worker label's key and value, written once as literals so that
+// [`WORKER_SELECTOR`] can be put together with `concat!`.
+macro_rules! app_label {
+    () => {
+        "app.kubernetes.io/name"
+    };
+}
+macro_rules! worker_app {
+    () => {
+        "levers9-worker"
+    };
+}
+
 /// The label every worker Job and pod carries, with [`WORKER_APP`].
-pub const APP_LABEL: &str = "app.kubernetes.io/name";
+pub const APP_LABEL: &str = app_label!();
 /// The value of [`APP_LABEL`] on worker Jobs.
-pub const WORKER_APP: &str = "levers9-worker";
+pub const WORKER_APP: &str = worker_app!();
+/// The label selector of the worker pods of every pool: what
+/// `.github/workflows/build-images.yml` recycles worker pods by (a test
+/// reads the workflow and holds it to this).
+pub const WORKER_SELECTOR: &str = concat!(app_label!(), "=", worker_app!());
 /// The label naming a worker Job's pool.
 pub const POOL_LABEL: &str = "levers9.dev/pool";
 /// The key of the worker token in its Secret.
@@ -264,6 +281,43 @@ mod tests {
         let job = job(&l40s(), false);
         let container = &job["spec"]["template"]["spec"]["containers"][0];
         assert!(container.get("resources").is_none(), "{container}");
+    }
+
+    /// The `-l` selector of the workflow's `kubectl … delete pods` line.
+    fn workflow_recycle_selector() -> String {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../.github/workflows/build-images.yml"
+        );
+        let workflow = std::fs::read_to_string(path).expect("the workflow is in the tree");
+        let lines: Vec<&str> = workflow
+            .lines()
+            .filter(|line| line.contains("kubectl") && line.contains("delete pods"))
+            .collect();
+        assert_eq!(lines.len(), 1, "one recycle command: {lines:?}");
+        let words: Vec<&str> = lines[0].split_whitespace().collect();
+        let at = words
+            .iter()
+            .position(|word| *word == "-l" || *word == "--selector")
+            .expect("the recycle command selects by label");
+        words[at + 1]
+            .trim_matches(|c| c == '"' || c == '\'')
+            .to_owned()
+    }
+
+    #[test]
+    fn the_rollout_workflow_recycles_the_pods_the_job_builder_labels() {
+        let selector = workflow_recycle_selector();
+        assert_eq!(selector, WORKER_SELECTOR);
+        let job = job(&l40s(), true);
+        let labels = &job["spec"]["template"]["metadata"]["labels"];
+        for pair in selector.split(',') {
+            let (key, value) = pair.split_once('=').expect("key=value");
+            assert_eq!(
+                labels[key], value,
+                "pod template labels {labels} lack {pair}"
+            );
+        }
     }
 
     #[test]
