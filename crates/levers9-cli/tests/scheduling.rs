@@ -213,9 +213,10 @@ async fn worker_ids(cp: &Controlplane, admin: &str) -> Vec<String> {
 }
 
 /// The caller: a function that sleeps and returns its attempt, called with
-/// `.remote()` or spawned and followed with `get()` across outages; or a
-/// map of six inputs that each want a whole core, printing the containers
-/// that ran them.
+/// `.remote()` or spawned and followed with `get()` across outages (with
+/// `retries=2`, or `once` with the SDK's default of none); or a map of six
+/// inputs that each want a whole core, printing the containers that ran
+/// them.
 const CALLER: &str = r#"
 import os, sys, time
 import levers9
@@ -223,6 +224,11 @@ from levers9 import FunctionCall, function
 
 @function(retries=2)
 def outlast(seconds):
+    time.sleep(seconds)
+    return "attempt " + os.environ["LEVERS9_TASK_ATTEMPT"]
+
+@function()
+def once(seconds):
     time.sleep(seconds)
     return "attempt " + os.environ["LEVERS9_TASK_ATTEMPT"]
 
@@ -240,6 +246,9 @@ if __name__ == "__main__":
         sys.exit(0)
     if mode == "remote":
         print("result:", outlast.remote(seconds), flush=True)
+        sys.exit(0)
+    if mode == "once":
+        print("result:", once.remote(seconds), flush=True)
         sys.exit(0)
     call = outlast.spawn(seconds)
     print("task:", call.task_id, flush=True)
@@ -331,9 +340,10 @@ fn results(lines: &[String]) -> Vec<&String> {
     lines.iter().filter(|l| l.starts_with("result:")).collect()
 }
 
-/// kill -9 of the worker running a task: the task runs again on the other
-/// worker, the caller's `.remote()` follows the retry and gets one result,
-/// and `task show` lists both attempts with their workers and the reason.
+/// kill -9 of the worker running a `retries=0` task (a reclaimed spot
+/// node): the task runs again on the other worker without using a retry,
+/// the caller's `.remote()` follows it and gets one result, and `task
+/// show` lists both runs of attempt 1 with their workers and the reason.
 #[tokio::test]
 async fn a_task_outlives_its_killed_worker() {
     let cp = controlplane("worker:\n  heartbeatTtlSeconds: 2\n", &[]);
@@ -341,7 +351,7 @@ async fn a_task_outlives_its_killed_worker() {
     let (mut a, id_a) = worker(&cp, &admin).await;
     let (mut b, id_b) = worker(&cp, &admin).await;
     let dir = tempfile::tempdir().expect("dir");
-    let (child, token) = caller(&cp, &admin, dir.path(), &["remote", "6"]).await;
+    let (child, token) = caller(&cp, &admin, dir.path(), &["once", "6"]).await;
     let task = running_task(&cp, &token, Duration::from_secs(120)).await;
     let (killed, survivor) = if task.worker_id == id_a {
         a.kill();
@@ -351,7 +361,7 @@ async fn a_task_outlives_its_killed_worker() {
         (id_b, a.log())
     };
     let lines = finished(child, &[cp.log(), survivor]);
-    assert_eq!(results(&lines), ["result: attempt 2"], "{lines:?}");
+    assert_eq!(results(&lines), ["result: attempt 1"], "{lines:?}");
 
     let shown = cp
         .functions()
@@ -369,11 +379,13 @@ async fn a_task_outlives_its_killed_worker() {
     let attempts = shown.attempts;
     assert_eq!(attempts.len(), 2, "{attempts:?}");
     assert_eq!(attempts[0].worker_id, killed);
-    assert_eq!(attempts[0].outcome, "retried");
+    assert_eq!((attempts[0].attempt, attempts[0].outcome.as_str()), (1, "lost"));
     assert!(
-        attempts[0].message.contains("stopped sending heartbeats"),
+        attempts[0].message.contains("stopped sending heartbeats")
+            && attempts[0].message.contains("without using a retry"),
         "{attempts:?}"
     );
+    assert_eq!(attempts[1].attempt, 1);
     assert_ne!(attempts[1].worker_id, killed);
     assert_eq!(attempts[1].outcome, "complete");
     let show = text(&run_cli(&cp, &token, &["task", "show", &task.task_id]).stdout);
@@ -537,7 +549,7 @@ async fn a_sigterm_drain_hands_the_input_back_without_using_an_attempt() {
     let (a, id_a) = worker(&cp, &admin).await;
     let (b, id_b) = worker(&cp, &admin).await;
     let dir = tempfile::tempdir().expect("dir");
-    let (child, token) = caller(&cp, &admin, dir.path(), &["remote", "6"]).await;
+    let (child, token) = caller(&cp, &admin, dir.path(), &["once", "6"]).await;
     let task = running_task(&cp, &token, Duration::from_secs(120)).await;
     let (stopped, kept) = if task.worker_id == id_a {
         let log = a.log();

@@ -219,14 +219,25 @@ impl Rig {
 
     /// Plays the worker reporting that a container exited with `code`.
     async fn exited(&self, container_id: &str, code: i32) {
+        self.ended(container_id, state::EXITED, code, "").await;
+    }
+
+    /// Plays the reaper declaring WORKER lost with the container on it.
+    async fn lost(&self, container_id: &str) {
+        let reason = "worker w1 (node-1) stopped sending heartbeats for 30 s and was declared lost";
+        self.ended(container_id, state::LOST, 0, reason).await;
+    }
+
+    async fn ended(&self, container_id: &str, final_state: &str, code: i32, message: &str) {
         let mut ended = self
             .fleet
             .container(container_id)
             .await
             .expect("get")
             .expect("record");
-        ended.state = state::EXITED.into();
+        ended.state = final_state.into();
         ended.exit_code = code;
+        ended.message = message.into();
         self.fleet.put_container(&ended).await.expect("put");
         self.tell(DispatchEvent::ContainerEnded {
             container_id: container_id.into(),
@@ -670,4 +681,69 @@ async fn a_draining_workers_inputs_are_handed_back_without_using_an_attempt() {
         .map(|a| (a.attempt, a.outcome.as_str()))
         .collect();
     assert_eq!(outcomes, [(1, "requeued"), (1, task_state::COMPLETE)]);
+}
+
+/// A worker lost under a `retries=0` call (a reclaimed spot node): the
+/// input runs again in a new container under the same attempt, the caller
+/// hears why and then gets the result, and the attempt says it was lost.
+#[tokio::test]
+async fn a_lost_workers_input_runs_again_without_using_a_retry() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, mut events) = rig.submit(&stub).await;
+    let first = rig.ready_container().await;
+    assert_eq!(rig.input().await.attempt, 1);
+
+    rig.lost(&first).await;
+    match next_event(&mut events).await {
+        run_event::Kind::Retrying(retrying) => {
+            assert_eq!(retrying.attempt, 1, "no retry is used");
+            assert!(
+                retrying.reason.contains("declared lost")
+                    && retrying.reason.contains("infrastructure retry 1 of 3"),
+                "{}",
+                retrying.reason
+            );
+        }
+        other => panic!("expected a retry notice, got {other:?}"),
+    }
+    let second = rig.ready_container().await;
+    let input = rig.input().await;
+    assert_eq!(
+        (input.attempt, input.container_id.as_str()),
+        (1, second.as_str())
+    );
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        other => panic!("expected the result, got {other:?}"),
+    }
+    rig.row(&task, task_state::COMPLETE).await;
+    let attempts = rig.store.task_attempts(&task).await.expect("attempts");
+    let outcomes: Vec<(u32, &str)> = attempts
+        .iter()
+        .map(|a| (a.attempt, a.outcome.as_str()))
+        .collect();
+    assert_eq!(outcomes, [(1, "lost"), (1, task_state::COMPLETE)]);
+    assert!(attempts[0].message.contains("infrastructure retry 1 of 3"));
+}
+
+/// Lost infrastructure has its own bound: after three lost workers the
+/// fourth counts as a failed attempt, so with `retries=0` the task ends
+/// with the reason rather than looping.
+#[tokio::test]
+async fn a_task_that_loses_its_worker_past_the_bound_fails_with_the_reason() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, _events) = rig.submit(&stub).await;
+    for _ in 0..4 {
+        let container = rig.ready_container().await;
+        assert_eq!(rig.input().await.attempt, 1);
+        rig.lost(&container).await;
+    }
+    let ended = rig.row(&task, task_state::ERROR).await;
+    assert!(ended.message.contains("declared lost"), "{}", ended.message);
+    let attempts = rig.store.task_attempts(&task).await.expect("attempts");
+    let outcomes: Vec<&str> = attempts.iter().map(|a| a.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["lost", "lost", "lost", task_state::ERROR]);
 }

@@ -110,14 +110,18 @@ pub struct TaskRetry<'a> {
 }
 
 /// Task transitions written in one transaction, in this order: starts,
-/// retries, ends (each task at most once among the starts, and among the
-/// ends).
+/// retries and requeues, ends (each task at most once among the starts,
+/// and among the ends).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TaskMoves<'a> {
     /// Attempts that started.
     pub starts: &'a [TaskStart],
     /// Tasks going back for another attempt.
     pub retries: &'a [TaskRetry<'a>],
+    /// Tasks whose attempt was lost with its worker (infrastructure, not
+    /// the function): back to pending to run again elsewhere under the same
+    /// attempt number; the message says why.
+    pub requeues: &'a [TaskRetry<'a>],
     /// Tasks that ended.
     pub ends: &'a [TaskEnd],
 }
@@ -129,6 +133,8 @@ pub struct TasksMoved {
     pub started: u64,
     /// Tasks marked for retry.
     pub retried: u64,
+    /// Tasks back to pending after a lost worker.
+    pub requeued: u64,
     /// Tasks ended.
     pub ended: u64,
 }
@@ -176,7 +182,8 @@ pub struct AttemptRecord {
     pub started_at: DateTime<Utc>,
     /// When it ended; None while it runs.
     pub ended_at: Option<DateTime<Utc>>,
-    /// Empty while it runs; `retried` (failed, attempts left), `requeued`
+    /// Empty while it runs; `retried` (failed, attempts left), `lost` (its
+    /// worker was lost: it runs again without using an attempt), `requeued`
     /// (handed back unfinished) or the task's final state.
     pub outcome: String,
     /// Why it failed or was handed back.

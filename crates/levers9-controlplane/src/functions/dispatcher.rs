@@ -6,7 +6,8 @@
 //!  pending ──assign──▶ running ──complete──▶ complete
 //!     ▲                  │ error/timeout, attempts left ──▶ retry ──▶ (queued again)
 //!     │                  │ error/timeout, none left ─────▶ error | timeout
-//!     └──── lost ────────┘ (never ran: requeued, no attempt used)
+//!     ├──── lost ────────┤ (never ran: requeued, no attempt used)
+//!     └── worker lost ───┘ (no attempt used, at most INFRA_RETRIES times)
 //!  any unfinished ──cancel──▶ cancelled
 //! ```
 //! A cancelled input that a container holds is dropped there if it has not
@@ -33,7 +34,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use levers9_api::v1::{
-    controlplane_message, run_event, ControlplaneMessage, TaskInput, TaskOutcome, TaskRetrying,
+    controlplane_message, run_event, ControlplaneMessage, TaskInput, TaskOutcome,
 };
 use levers9_store::{task_state, FunctionStore, StubRecord};
 use tokio::sync::watch;
@@ -107,6 +108,8 @@ struct Held {
     ticket: Ticket,
     /// Attempts started.
     attempt: u32,
+    /// Workers lost while they ran it (see [`stops::INFRA_RETRIES`]).
+    lost_workers: u32,
     container: Option<String>,
     /// When it was sent to its container.
     sent: Option<Instant>,
@@ -288,24 +291,30 @@ impl Dispatcher {
     }
 
     fn queue(&mut self, stub_id: &str, ticket: Ticket, attempt: u32, front: bool) {
-        let Some(stub) = self.stubs.get_mut(stub_id) else {
+        let held = Held {
+            stub_id: stub_id.to_owned(),
+            ticket,
+            attempt,
+            lost_workers: 0,
+            container: None,
+            sent: None,
+        };
+        self.queue_held(held, front);
+    }
+
+    /// Queues a task again with what it has been through (its attempts,
+    /// the workers it lost).
+    fn queue_held(&mut self, mut held: Held, front: bool) {
+        let Some(stub) = self.stubs.get_mut(&held.stub_id) else {
             return;
         };
         if front {
-            stub.queue.push_front(ticket.task_id.clone());
+            stub.queue.push_front(held.ticket.task_id.clone());
         } else {
-            stub.queue.push_back(ticket.task_id.clone());
+            stub.queue.push_back(held.ticket.task_id.clone());
         }
-        self.held.insert(
-            ticket.task_id.clone(),
-            Held {
-                stub_id: stub_id.to_owned(),
-                ticket,
-                attempt,
-                container: None,
-                sent: None,
-            },
-        );
+        (held.container, held.sent) = (None, None);
+        self.held.insert(held.ticket.task_id.clone(), held);
     }
 
     async fn ready(&mut self, container_id: &str) -> Result<(), ApiError> {
@@ -466,7 +475,7 @@ impl Dispatcher {
         if let Some(stub_id) = self.release_cancelled(container_id, task_id) {
             return self.pump(&stub_id).await;
         }
-        let Some(held) = self.take_from(container_id, task_id) else {
+        let Some(mut held) = self.take_from(container_id, task_id) else {
             return Ok(());
         };
         let stub_id = held.stub_id.clone();
@@ -492,43 +501,12 @@ impl Dispatcher {
                 {
                     warm.lost = true;
                 }
-                let attempt = held.attempt.saturating_sub(1);
-                self.queue(&stub_id, held.ticket, attempt, true);
+                held.attempt = held.attempt.saturating_sub(1);
+                self.queue_held(held, true);
             }
             failed => self.failed(held, failed, message, Recorded::Stored),
         }
         self.pump(&stub_id).await
-    }
-
-    /// An attempt failed: another one if the stub's retries allow, else the
-    /// task ends in `state`.
-    fn failed(&mut self, held: Held, state: &str, message: String, recorded: Recorded) {
-        let retries = self.stubs.get(&held.stub_id).map_or(0, |s| s.spec.retries);
-        if held.attempt > retries {
-            let state = if state == task_state::TIMEOUT {
-                task_state::TIMEOUT
-            } else {
-                task_state::ERROR
-            };
-            self.publish_end(&held.ticket, state, &message, recorded);
-            return;
-        }
-        let tasks = self.parts.tasks.clone();
-        self.rows.retry(&held.ticket.task_id, &message);
-        let retrying = run_event::Kind::Retrying(TaskRetrying {
-            index: held.ticket.index,
-            task_id: held.ticket.task_id.clone(),
-            attempt: held.attempt + 1,
-            reason: message,
-        });
-        let (task_id, reply) = (held.ticket.task_id.clone(), held.ticket.reply.clone());
-        tokio::spawn(async move {
-            if let Err(error) = tasks.publish(&reply, retrying).await {
-                tracing::warn!(%error, %task_id, "cannot tell the caller about a retry");
-            }
-        });
-        let (stub_id, attempt) = (held.stub_id.clone(), held.attempt);
-        self.queue(&stub_id, held.ticket, attempt, false);
     }
 
     /// Ends a task: the row, the outcome (unless the worker's stream stored

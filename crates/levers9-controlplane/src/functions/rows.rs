@@ -8,8 +8,9 @@
 //! more (see [`gather`]), so a short call's start and end are one.
 //!
 //! Per task the writes keep their order. A batch applies its starts, then
-//! its retries, then its ends, so it holds at most one start per task and
-//! no start after that task's retry: such a start begins the next batch.
+//! its retries and requeues, then its ends, so it holds at most one start
+//! per task and no start after that task's retry or requeue: such a start
+//! begins the next batch.
 //! Every attempt is written and closed with its own outcome (a retried
 //! attempt says why), and a final state is never left whatever the order.
 
@@ -34,6 +35,11 @@ const END_HOLD: Duration = Duration::from_millis(5);
 enum Write {
     Start(TaskStart),
     Retry {
+        task_id: String,
+        message: String,
+    },
+    /// Lost with its worker: pending again, no attempt used.
+    Requeue {
         task_id: String,
         message: String,
     },
@@ -71,6 +77,15 @@ impl RowWriter {
     /// A task goes back for another attempt.
     pub fn retry(&self, task_id: &str, message: &str) {
         self.send(Write::Retry {
+            task_id: task_id.to_owned(),
+            message: message.to_owned(),
+        });
+    }
+
+    /// A task's attempt was lost with its worker: it waits again to run
+    /// under the same attempt number, and its attempt says why.
+    pub fn requeue(&self, task_id: &str, message: &str) {
+        self.send(Write::Requeue {
             task_id: task_id.to_owned(),
             message: message.to_owned(),
         });
@@ -145,9 +160,10 @@ async fn gather(rx: &mut mpsc::UnboundedReceiver<Write>, writes: &mut Vec<Write>
 struct Batch {
     starts: Vec<TaskStart>,
     retries: Vec<(String, String)>,
+    requeues: Vec<(String, String)>,
     ends: Vec<TaskEnd>,
     waiting: Vec<oneshot::Sender<Result<(), String>>>,
-    /// Tasks with a start or a retry in this batch.
+    /// Tasks with a start, a retry or a requeue in this batch.
     touched: HashSet<String>,
     /// Tasks with an end in this batch.
     ended: HashSet<String>,
@@ -155,7 +171,7 @@ struct Batch {
 
 impl Batch {
     /// `writes` cut into batches, in order; one only unless a task starts
-    /// again after its start or retry in the same run of writes.
+    /// again after its start, retry or requeue in the same run of writes.
     fn split(writes: Vec<Write>) -> Vec<Batch> {
         let mut batches = vec![Batch::default()];
         for write in writes {
@@ -180,6 +196,10 @@ impl Batch {
                 self.touched.insert(task_id.clone());
                 self.retries.push((task_id, message));
             }
+            Write::Requeue { task_id, message } => {
+                self.touched.insert(task_id.clone());
+                self.requeues.push((task_id, message));
+            }
             Write::End { end, done } => {
                 // The first end is the one that counts: a final state is
                 // never left.
@@ -192,14 +212,11 @@ impl Batch {
     }
 
     async fn apply(self, store: &dyn FunctionStore) {
-        let retries: Vec<TaskRetry> = self
-            .retries
-            .iter()
-            .map(|(task_id, message)| TaskRetry { task_id, message })
-            .collect();
+        let (retries, requeues) = (backs(&self.retries), backs(&self.requeues));
         let moves = TaskMoves {
             starts: &self.starts,
             retries: &retries,
+            requeues: &requeues,
             ends: &self.ends,
         };
         let failure = match store.move_tasks(&moves).await {
@@ -209,6 +226,7 @@ impl Batch {
                     %error,
                     starts = self.starts.len(),
                     retries = retries.len(),
+                    requeues = requeues.len(),
                     ends = self.ends.len(),
                     "cannot record task starts and ends"
                 );
@@ -219,6 +237,13 @@ impl Batch {
             let _ = done.send(failure.clone().map_or(Ok(()), Err));
         }
     }
+}
+
+/// (task, message) pairs as the store takes them.
+fn backs(list: &[(String, String)]) -> Vec<TaskRetry<'_>> {
+    list.iter()
+        .map(|(task_id, message)| TaskRetry { task_id, message })
+        .collect()
 }
 
 #[cfg(test)]
@@ -283,6 +308,20 @@ mod tests {
         assert_eq!(batches[1].ends.len(), 1);
         assert_eq!(batches[1].ends[0].state, "complete");
         assert_eq!(batches[1].waiting.len(), 2, "both enders hear back");
+    }
+
+    #[test]
+    fn a_requeue_then_the_next_start_are_two_batches() {
+        let requeue = Write::Requeue {
+            task_id: "a".into(),
+            message: "its worker was lost".into(),
+        };
+        let batches = Batch::split(vec![start("a", 1), requeue, start("a", 1)]);
+        assert_eq!(batches.len(), 2);
+        assert_eq!(starts(&batches[0]), [("a", 1)]);
+        assert_eq!(batches[0].requeues.len(), 1);
+        assert_eq!(starts(&batches[1]), [("a", 1)]);
+        assert!(batches[1].requeues.is_empty());
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub(crate) type AttemptEnd<'a> = (&'a str, DateTime<Utc>, &'a str, &'a str);
 pub(crate) const REQUEUED: &str = "requeued";
 /// Outcome of an attempt that failed with attempts left.
 pub(crate) const RETRIED: &str = "retried";
+/// Outcome of an attempt lost with its worker; the task runs again.
+pub(crate) const LOST: &str = "lost";
 
 pub(crate) fn close_text(rows: usize) -> String {
     format!(

@@ -11,10 +11,10 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
 
-use super::attempts::{self, NewAttempt, REQUEUED, RETRIED};
+use super::attempts::{self, NewAttempt, LOST, REQUEUED, RETRIED};
 use super::values_text;
 use crate::error::StoreError;
-use crate::function_model::{task_state, TaskEnd, TaskMoves, TasksMoved};
+use crate::function_model::{task_state, TaskEnd, TaskMoves, TaskRetry, TasksMoved};
 use crate::sql::at_rest;
 
 /// Tasks per UPDATE: 8 values each at most, far under both databases'
@@ -65,8 +65,8 @@ fn run_text(rows: usize) -> String {
     )
 }
 
-/// Applies `moves` in one transaction: its starts, then its retries, then
-/// its ends, each only to tasks that are not final. NotFinalState, changing
+/// Applies `moves` in one transaction: its starts, then its retries and
+/// requeues, then its ends, each only to tasks that are not final. NotFinalState, changing
 /// nothing, if an end's state is not final.
 ///
 /// A task that starts and ends here with no retry between (a short call)
@@ -89,10 +89,19 @@ where
         return Err(StoreError::NotFinalState(end.state.clone()));
     }
     let mut moved = TasksMoved::default();
-    if moves.starts.is_empty() && moves.retries.is_empty() && moves.ends.is_empty() {
+    if moves.starts.is_empty()
+        && moves.retries.is_empty()
+        && moves.requeues.is_empty()
+        && moves.ends.is_empty()
+    {
         return Ok(moved);
     }
-    let retried: HashSet<&str> = moves.retries.iter().map(|r| r.task_id).collect();
+    let retried: HashSet<&str> = moves
+        .retries
+        .iter()
+        .chain(moves.requeues)
+        .map(|r| r.task_id)
+        .collect();
     let ending: HashMap<&str, &TaskEnd> = moves
         .ends
         .iter()
@@ -121,26 +130,49 @@ where
         moved.started += start_chunk(&mut *tx, chunk).await?;
     }
     for retry in moves.retries {
-        // RETURNING rather than a row count: the generic QueryResult has no rows_affected().
-        let changed: Option<(String,)> = sqlx::query_as(concat!(
-            "UPDATE tasks SET state = $2, message = $3 WHERE id = $1 AND ",
-            unfinished!(),
-            " RETURNING id"
-        ))
-        .bind(retry.task_id)
-        .bind(task_state::RETRY)
-        .bind(retry.message)
-        .fetch_optional(&mut *tx)
-        .await?;
-        moved.retried += u64::from(changed.is_some());
-        let close = (retry.task_id, Utc::now(), RETRIED, retry.message);
-        attempts::close(&mut *tx, &[close]).await?;
+        moved.retried += u64::from(back::<DB>(&mut *tx, retry, task_state::RETRY, RETRIED).await?);
+    }
+    for requeue in moves.requeues {
+        moved.requeued +=
+            u64::from(back::<DB>(&mut *tx, requeue, task_state::PENDING, LOST).await?);
     }
     for chunk in ends.chunks(TASKS_PER_UPDATE) {
         moved.ended += end_chunk(&mut *tx, chunk).await?;
     }
     tx.commit().await?;
     Ok(moved)
+}
+
+/// Sends a task back to `state` with the retry's message and closes its
+/// open attempt with `outcome`; true if the task was not final.
+async fn back<DB>(
+    conn: &mut DB::Connection,
+    retry: &TaskRetry<'_>,
+    state: &str,
+    outcome: &str,
+) -> Result<bool, StoreError>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    (String,): for<'r> FromRow<'r, DB::Row>,
+{
+    // RETURNING rather than a row count: the generic QueryResult has no rows_affected().
+    let changed: Option<(String,)> = sqlx::query_as(concat!(
+        "UPDATE tasks SET state = $2, message = $3 WHERE id = $1 AND ",
+        unfinished!(),
+        " RETURNING id"
+    ))
+    .bind(retry.task_id)
+    .bind(state)
+    .bind(retry.message)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let close = (retry.task_id, Utc::now(), outcome, retry.message);
+    attempts::close(&mut *conn, &[close]).await?;
+    Ok(changed.is_some())
 }
 
 /// Starts the chunk's tasks, and ends those whose row carries an end too

@@ -337,6 +337,7 @@ pub async fn starts_retries_and_ends_move_together_or_not_at_all<S: RecordStore 
             starts: &starts,
             retries: &retries,
             ends: &bad_ends,
+            ..TaskMoves::default()
         })
         .await
         .unwrap_err();
@@ -346,6 +347,7 @@ pub async fn starts_retries_and_ends_move_together_or_not_at_all<S: RecordStore 
             starts: &starts,
             retries: &retries,
             ends: &ends,
+            ..TaskMoves::default()
         })
         .await
         .unwrap();
@@ -364,6 +366,7 @@ pub async fn starts_retries_and_ends_move_together_or_not_at_all<S: RecordStore 
         TasksMoved {
             started: 3,
             retried: 1,
+            requeued: 0,
             ended: 1
         }
     );
@@ -505,6 +508,58 @@ pub async fn a_retried_task_starts_again_with_more_attempts<S: RecordStore + Fun
     assert_eq!(seen[1], (2, "worker-2", "requeued", Some(at(50))));
     assert_eq!(seen[2], (2, "worker-3", task_state::COMPLETE, Some(at(60))));
     assert_eq!(attempts[2].started_at, at(50));
+}
+
+pub async fn a_task_lost_with_its_worker_goes_back_to_pending_under_the_same_attempt<
+    S: RecordStore + FunctionStore,
+>(
+    store: &S,
+) {
+    let (_, new) = pending_task(store).await;
+    start(store, &new.id, 1, "container-1", "worker-1", at(20)).await;
+    let reason = "worker w1 was declared lost; running again elsewhere";
+    let requeues = [TaskRetry {
+        task_id: &new.id,
+        message: reason,
+    }];
+
+    let moved = store
+        .move_tasks(&TaskMoves {
+            requeues: &requeues,
+            ..TaskMoves::default()
+        })
+        .await
+        .unwrap();
+    let waiting = stored_task(store, &new.id).await;
+    assert!(start(store, &new.id, 1, "container-2", "worker-2", at(40)).await);
+    store
+        .finish_task(&new.id, task_state::COMPLETE, "", at(60))
+        .await
+        .unwrap();
+
+    assert_eq!(moved.requeued, 1);
+    assert_eq!(waiting.state, task_state::PENDING);
+    assert_eq!(waiting.message, reason);
+    assert_eq!(waiting.attempts, 1);
+    let attempts = store.task_attempts(&new.id).await.unwrap();
+    let seen: Vec<(u32, &str, &str, &str)> = attempts
+        .iter()
+        .map(|a| {
+            (
+                a.attempt,
+                a.worker_id.as_str(),
+                a.outcome.as_str(),
+                a.message.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (1, "worker-1", "lost", reason),
+            (1, "worker-2", task_state::COMPLETE, "")
+        ]
+    );
 }
 
 pub async fn unfinished_tasks_leave_out_final_ones<S: RecordStore + FunctionStore>(store: &S) {

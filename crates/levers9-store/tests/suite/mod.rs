@@ -63,6 +63,7 @@ macro_rules! record_store_suite {
             starts_retries_and_ends_move_together_or_not_at_all,
             a_late_result_cannot_overwrite_a_cancel,
             a_retried_task_starts_again_with_more_attempts,
+            a_task_lost_with_its_worker_goes_back_to_pending_under_the_same_attempt,
             unfinished_tasks_leave_out_final_ones,
             finishing_in_a_state_that_is_not_final_is_refused,
             runtime_pools_are_unique_by_name_and_deleted_once,

@@ -1,21 +1,35 @@
 //! Containers that end or are stopped, and what becomes of the inputs
 //! they held: run again without using an attempt when they never failed
-//! (a drain, another input's cancel), failed otherwise; and cancelled
-//! inputs, which their worker drops or stops their container for.
+//! (a drain, another input's cancel) or when their worker was lost (up to
+//! [`INFRA_RETRIES`] times), failed and maybe retried otherwise; and
+//! cancelled inputs, which their worker drops or stops their container for.
 
-use levers9_api::v1::{controlplane_message, CancelInput, ControlplaneMessage};
+use levers9_api::v1::{
+    controlplane_message, run_event, CancelInput, ControlplaneMessage, TaskRetrying,
+};
 use levers9_store::task_state;
 
-use super::{Dispatcher, Recorded};
+use super::{Dispatcher, Held, Recorded};
 use crate::error::ApiError;
 use crate::fleet::records::state as container_state;
+
+/// Times one task runs again because the worker running it was lost (a
+/// reclaimed spot node, an evicted pod, a stream gone past its grace),
+/// apart from the stub's `retries`: lost infrastructure is not the
+/// function's failure. Past this, a lost worker counts as a failed attempt,
+/// so an input that takes its worker down with it cannot loop for ever.
+pub(super) const INFRA_RETRIES: u32 = 3;
 
 impl Dispatcher {
     pub(super) async fn ended(&mut self, container_id: &str) -> Result<(), ApiError> {
         let Some(stub_id) = self.container_stub.remove(container_id) else {
             return Ok(());
         };
-        let reason = match self.parts.fleet.container(container_id).await? {
+        let container = self.parts.fleet.container(container_id).await?;
+        let worker_lost = container
+            .as_ref()
+            .is_some_and(|c| c.state == container_state::LOST);
+        let reason = match container {
             Some(c) if c.state == container_state::EXITED && c.message.is_empty() => {
                 format!("its container exited with code {}", c.exit_code)
             }
@@ -30,8 +44,9 @@ impl Dispatcher {
         let (never_started, in_flight): (Vec<String>, Vec<String>) =
             if stub.starting.remove(container_id).is_some() {
                 // Nothing else can take the queue: say why rather than
-                // retry a container that will fail the same way.
-                let hopeless = stub.warm.is_empty() && stub.starting.is_empty();
+                // retry a container that will fail the same way. A lost
+                // worker says nothing of the container: another is asked for.
+                let hopeless = !worker_lost && stub.warm.is_empty() && stub.starting.is_empty();
                 let queued = if hopeless {
                     stub.queue.drain(..).collect()
                 } else {
@@ -53,19 +68,72 @@ impl Dispatcher {
             }
         }
         for task_id in in_flight {
-            let Some(held) = self.held.remove(&task_id) else {
+            let Some(mut held) = self.held.remove(&task_id) else {
                 continue;
             };
             if handed_back {
                 // Stopped by its worker's drain: the input did not fail,
                 // so it runs again without using an attempt.
-                let attempt = held.attempt.saturating_sub(1);
-                self.queue(&stub_id, held.ticket, attempt, true);
+                held.attempt = held.attempt.saturating_sub(1);
+                self.queue_held(held, true);
+            } else if worker_lost && held.lost_workers < INFRA_RETRIES {
+                self.requeue_lost(held, &reason);
             } else {
                 self.failed(held, task_state::ERROR, reason.clone(), Recorded::Nothing);
             }
         }
         self.pump(&stub_id).await
+    }
+
+    /// The worker running `held` was lost: it runs again elsewhere under
+    /// the same attempt number, without using one of the stub's retries;
+    /// its attempt and the caller's events say why.
+    fn requeue_lost(&mut self, mut held: Held, reason: &str) {
+        held.lost_workers += 1;
+        let message = format!(
+            "{reason}; running it again elsewhere without using a retry \
+             (infrastructure retry {} of {INFRA_RETRIES})",
+            held.lost_workers
+        );
+        self.rows.requeue(&held.ticket.task_id, &message);
+        self.tell_retrying(&held, held.attempt, message);
+        held.attempt = held.attempt.saturating_sub(1);
+        self.queue_held(held, true);
+    }
+
+    /// An attempt failed: another one if the stub's retries allow, else the
+    /// task ends in `state`.
+    pub(super) fn failed(&mut self, held: Held, state: &str, message: String, recorded: Recorded) {
+        let retries = self.stubs.get(&held.stub_id).map_or(0, |s| s.spec.retries);
+        if held.attempt > retries {
+            let state = if state == task_state::TIMEOUT {
+                task_state::TIMEOUT
+            } else {
+                task_state::ERROR
+            };
+            self.publish_end(&held.ticket, state, &message, recorded);
+            return;
+        }
+        self.rows.retry(&held.ticket.task_id, &message);
+        self.tell_retrying(&held, held.attempt + 1, message);
+        self.queue_held(held, false);
+    }
+
+    /// Tells the caller following `held` that it runs again, as `attempt`.
+    fn tell_retrying(&self, held: &Held, attempt: u32, reason: String) {
+        let tasks = self.parts.tasks.clone();
+        let retrying = run_event::Kind::Retrying(TaskRetrying {
+            index: held.ticket.index,
+            task_id: held.ticket.task_id.clone(),
+            attempt,
+            reason,
+        });
+        let (task_id, reply) = (held.ticket.task_id.clone(), held.ticket.reply.clone());
+        tokio::spawn(async move {
+            if let Err(error) = tasks.publish(&reply, retrying).await {
+                tracing::warn!(%error, %task_id, "cannot tell the caller about a retry");
+            }
+        });
     }
 
     pub(super) async fn cancel(&mut self, task_id: &str) -> Result<(), ApiError> {

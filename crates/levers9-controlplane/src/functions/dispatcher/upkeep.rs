@@ -122,10 +122,12 @@ impl Dispatcher {
             if !self.load_stub(&task.workspace_id, &task.stub_id).await? {
                 continue;
             }
-            let attempt = if task.state == task_state::RUNNING {
-                task.attempts.saturating_sub(1)
-            } else {
+            // Running (its container unknown here) or pending again after a
+            // lost worker: the next start is the same attempt once more.
+            let attempt = if task.state == task_state::RETRY {
                 task.attempts
+            } else {
+                task.attempts.saturating_sub(1)
             };
             self.queue(&task.stub_id, ticket, attempt, false);
             stubs.insert(task.stub_id);
