@@ -7,9 +7,11 @@
 //! tightening. Each level starts from its `profile` (if it names one) and
 //! then sets the keys it gives; a key it leaves out keeps the level below.
 //! A stub can only tighten: `LEVERS9_SECURITY_PROFILE=hardened` or
-//! `LEVERS9_SECCOMP=enforce` in its environment makes its containers
-//! stricter than its pool; asking for less (or for a value that does not
-//! exist) gets the pool's value and a [`StubRequest::refused`] notice.
+//! `LEVERS9_SECCOMP=observe|enforce` in its environment makes its
+//! containers stricter than its pool; asking for less in a key it names (or
+//! for a value that does not exist) fails the container's start with
+//! [`StubRefused`], which names the pool, the setting and what to ask for
+//! instead (see [`SecurityPolicy::for_stub`]).
 //!
 //! # Attached clusters
 //! An attached cluster's pool is built in code, not read from
@@ -19,6 +21,7 @@
 
 mod mounts;
 mod seccomp_log;
+mod stub;
 mod violations;
 
 use levers9_config::{
@@ -31,6 +34,7 @@ use levers9_runtime::{CapabilitySet, ContainerSpec, SeccompMode, SecurityProfile
 
 pub use mounts::{check_mount_target, validate_mounts, MountRefused};
 pub use seccomp_log::{follow as follow_seccomp_log, StubOf};
+pub use stub::StubRefused;
 pub use violations::{Check, SecurityMetrics, Subject};
 
 /// The stub's variable asking for a profile.
@@ -70,13 +74,16 @@ impl Default for SecurityPolicy {
     }
 }
 
-/// What a stub asked for, and what came of it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StubRequest {
-    /// The profile its containers get.
-    pub profile: SecurityProfile,
-    /// One sentence per request that was not granted, for the user.
-    pub refused: Vec<String>,
+/// Why a container was not started under its policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HardenRefused {
+    /// Its stub asked for looser security than its pool's, or for a value
+    /// that does not exist.
+    #[error(transparent)]
+    Stub(#[from] StubRefused),
+    /// A mount refused under `volumeMountValidation: enforce`.
+    #[error(transparent)]
+    Mount(#[from] MountRefused),
 }
 
 impl SecurityPolicy {
@@ -101,79 +108,32 @@ impl SecurityPolicy {
         }
     }
 
-    /// The profile for a container whose environment is `env`: the pool's,
-    /// tightened by what the stub asked for.
-    pub fn for_stub(&self, env: &[(String, String)]) -> StubRequest {
-        let asked = |name: &str| {
-            env.iter()
-                .rev()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.as_str())
-        };
-        let mut refused = Vec::new();
-        let mut requested = self.profile.clone();
-        if let Some(value) = asked(PROFILE_VARIABLE) {
-            match parse_profile(value) {
-                Some(name) => {
-                    let asked_for = profile_of(name);
-                    let looser = asked_for.looser_than(&self.profile);
-                    if !looser.is_empty() {
-                        let keys: Vec<&str> = looser.iter().map(|f| f.key()).collect();
-                        refused.push(format!(
-                            "{PROFILE_VARIABLE}={value} is looser than pool {} in {}: a stub cannot loosen its pool's security, so the pool's values apply",
-                            self.pool,
-                            keys.join(", ")
-                        ));
-                    }
-                    requested = requested.tightened_by(&asked_for);
-                }
-                None => refused.push(format!(
-                    "{PROFILE_VARIABLE}={value:?} is not a profile (default or hardened); ignored"
-                )),
-            }
-        }
-        if let Some(value) = asked(SECCOMP_VARIABLE) {
-            match parse_seccomp(value) {
-                Some(mode) if mode < self.profile.seccomp => refused.push(format!(
-                    "{SECCOMP_VARIABLE}={value} asks for less than pool {}'s seccomp ({}): a stub cannot loosen its pool's security, so the pool's value applies",
-                    self.pool,
-                    seccomp_name(self.profile.seccomp)
-                )),
-                Some(mode) => requested.seccomp = requested.seccomp.max(mode),
-                None => refused.push(format!(
-                    "{SECCOMP_VARIABLE}={value:?} is not a seccomp mode (off, observe or enforce); ignored"
-                )),
-            }
-        }
-        StubRequest {
-            profile: self.profile.tightened_by(&requested),
-            refused,
-        }
-    }
-
     /// Hardens `spec` before its container starts: its profile is the
-    /// pool's, tightened by what its environment asks for (each request not
-    /// granted is recorded and returned, for the container's running
-    /// event), and its mounts are checked against its root filesystem
-    /// `rootfs`.
+    /// pool's, tightened by what its environment asks for, and its mounts
+    /// are checked against its root filesystem `rootfs`.
     ///
     /// # Errors
-    /// A mount refused under `volumeMountValidation: enforce`.
+    /// A stub's request the pool does not grant (counted under
+    /// [`Check::StubLoosening`] whatever the modes: a stub never loosens its
+    /// pool), or a mount refused under `volumeMountValidation: enforce`.
     pub fn harden(
         &self,
         spec: &mut ContainerSpec,
         rootfs: &Path,
         subject: &Subject,
         metrics: &SecurityMetrics,
-    ) -> Result<Vec<String>, MountRefused> {
-        let stub = self.for_stub(&spec.env);
-        for notice in &stub.refused {
-            // Refused whatever the modes: a stub never loosens its pool.
-            metrics.record(Check::StubLoosening, "enforce", subject, notice);
+    ) -> Result<(), HardenRefused> {
+        match self.for_stub(&spec.env) {
+            Ok(profile) => spec.security = profile,
+            Err(refused) => {
+                for reason in &refused.reasons {
+                    metrics.record(Check::StubLoosening, "enforce", subject, reason);
+                }
+                return Err(refused.into());
+            }
         }
-        spec.security = stub.profile;
         validate_mounts(&spec.mounts, rootfs, self.mounts, subject, metrics)?;
-        Ok(stub.refused)
+        Ok(())
     }
 }
 
@@ -231,23 +191,6 @@ fn seccomp_name(mode: SeccompMode) -> &'static str {
         SeccompMode::Off | SeccompMode::Default => "off",
         SeccompMode::Observe => "observe",
         SeccompMode::Enforce => "enforce",
-    }
-}
-
-fn parse_profile(value: &str) -> Option<SecurityProfileName> {
-    match value.trim() {
-        "default" => Some(SecurityProfileName::Default),
-        "hardened" => Some(SecurityProfileName::Hardened),
-        _ => None,
-    }
-}
-
-fn parse_seccomp(value: &str) -> Option<SeccompMode> {
-    match value.trim() {
-        "off" => Some(seccomp_mode(SeccompSetting::Off)),
-        "observe" => Some(seccomp_mode(SeccompSetting::Observe)),
-        "enforce" => Some(seccomp_mode(SeccompSetting::Enforce)),
-        _ => None,
     }
 }
 

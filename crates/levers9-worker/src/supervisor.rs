@@ -351,8 +351,9 @@ impl Supervisor {
         spec.mounts.extend(object_mounts);
         spec.mounts.extend(volume_mounts);
         function::prepare_spec(&mut spec, request, server)?;
-        let refused = self
-            .security
+        // A stub that asked for less than its pool, or a mount refused:
+        // the reason is the start failure its caller reads.
+        self.security
             .harden(
                 &mut spec,
                 &rootfs.path,
@@ -379,13 +380,7 @@ impl Supervisor {
             .map_err(|e| format!("cannot start the container: {e}"))?;
         // Where a container's start goes, for whoever tunes it.
         tracing::debug!(container_id = %id, pulled_ms, rootfs_ms, started_ms = began.elapsed().as_millis(), "container started");
-        // What the stub asked for and did not get travels with the running
-        // event, so its owner sees it on the container.
-        let running = ContainerEvent {
-            message: refused.join("; "),
-            ..event(&id, "running")
-        };
-        self.report(message(worker_message::Kind::Event(running)))
+        self.report(message(worker_message::Kind::Event(event(&id, "running"))))
             .await;
         let forward = tokio::spawn(forward_output(
             id.clone(),

@@ -8,7 +8,9 @@ use std::path::Path;
 
 use levers9_config::{ContainerSecurityConfig, PoolConfig, SecurityProfileName, WorkerConfig};
 use levers9_runtime::{ContainerSpec, Exit};
-use levers9_worker::security::{Check, PoolOrigin, SecurityMetrics, SecurityPolicy, Subject};
+use levers9_worker::security::{
+    Check, HardenRefused, PoolOrigin, SecurityMetrics, SecurityPolicy, Subject,
+};
 
 const WRITE_ROOT: &str = "touch /probe 2>/dev/null && echo wrote || echo refused";
 
@@ -45,9 +47,14 @@ struct Case {
     expected: &'static str,
 }
 
-/// Runs the witness in a container hardened by the case's policy; the
-/// requests the stub did not get.
-async fn run_case(dir: &Path, n: usize, case: &Case, metrics: &SecurityMetrics) -> Vec<String> {
+/// Runs the witness in a container hardened by the case's policy, or
+/// returns why the policy refused to start it.
+async fn run_case(
+    dir: &Path,
+    n: usize,
+    case: &Case,
+    metrics: &SecurityMetrics,
+) -> Result<(), HardenRefused> {
     let id = format!("case-{n}");
     let rootfs = common::busybox_rootfs(dir, &id, &["sh", "touch", "echo"]);
     let runc = common::runc(dir, &format!("l9p-{}-", std::process::id()));
@@ -67,13 +74,11 @@ async fn run_case(dir: &Path, n: usize, case: &Case, metrics: &SecurityMetrics) 
         stub_id: "stub".into(),
         pool: case.pool.into(),
     };
-    let refused = policy
-        .harden(&mut spec, &rootfs, &subject, metrics)
-        .expect("no mounts");
+    policy.harden(&mut spec, &rootfs, &subject, metrics)?;
     let (exit, out) = common::run(&runc, &spec).await;
     assert_eq!(exit, Exit::Code(0));
     assert_eq!(out.trim(), case.expected, "case {n}: pool {}", case.pool);
-    refused
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -137,14 +142,14 @@ async fn global_then_pool_then_stub_tightening_and_never_loosening() {
             },
             0,
         ),
-        // A stub cannot loosen it, and is told.
+        // A stub cannot loosen it: its container does not start.
         (
             Case {
                 config: config(),
                 pool: "eks",
                 origin: configured,
                 env: &[("LEVERS9_SECURITY_PROFILE", "default")],
-                expected: "refused",
+                expected: "(not started)",
             },
             1,
         ),
@@ -162,8 +167,14 @@ async fn global_then_pool_then_stub_tightening_and_never_loosening() {
     ];
     let metrics = SecurityMetrics::default();
     for (n, (case, refusals)) in cases.iter().enumerate() {
-        let refused = run_case(dir.path(), n, case, &metrics).await;
-        assert_eq!(refused.len(), *refusals, "case {n}: {refused:?}");
+        match run_case(dir.path(), n, case, &metrics).await {
+            Ok(()) => assert_eq!(*refusals, 0, "case {n} started"),
+            Err(HardenRefused::Stub(refused)) => {
+                assert_eq!(refused.reasons.len(), *refusals, "case {n}: {refused}");
+                assert_eq!(refused.pool, case.pool);
+            }
+            Err(other) => panic!("case {n}: {other}"),
+        }
     }
     assert_eq!(metrics.count(Check::StubLoosening, "enforce", "eks"), 1);
 }

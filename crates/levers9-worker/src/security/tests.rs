@@ -1,5 +1,6 @@
-//! Precedence: worker-wide < pool < a stub's tightening; loosening refused;
-//! attached-cluster pools take the worker-wide value.
+//! Precedence: worker-wide < pool < a stub's tightening; loosening refused
+//! (the container does not start); attached-cluster pools take the
+//! worker-wide value.
 
 use levers9_config::{
     ContainerSecurityConfig, ContainerServerAuthMode, PoolConfig, SeccompSetting,
@@ -62,9 +63,7 @@ fn the_shipped_config_resolves_to_todays_profile_observing() {
         policy.mounts,
         levers9_config::VolumeMountValidationMode::Log
     );
-    let plain = policy.for_stub(&[]);
-    assert_eq!(plain.profile, policy.profile);
-    assert!(plain.refused.is_empty());
+    assert_eq!(policy.for_stub(&[]), Ok(policy.profile.clone()));
 }
 
 #[test]
@@ -105,50 +104,111 @@ fn an_attached_cluster_pool_takes_the_worker_wide_value() {
 #[test]
 fn a_stub_tightens_its_pool() {
     let cpu = SecurityPolicy::resolve(&config(), "cpu", PoolOrigin::Configured);
-    let hardened = cpu.for_stub(&env(&[(PROFILE_VARIABLE, "hardened")]));
-    assert_eq!(hardened.profile, SecurityProfile::hardened());
-    assert!(hardened.refused.is_empty(), "{:?}", hardened.refused);
+    let hardened = cpu
+        .for_stub(&env(&[(PROFILE_VARIABLE, "hardened")]))
+        .expect("granted");
+    assert_eq!(hardened, SecurityProfile::hardened());
 
-    let enforce = cpu.for_stub(&env(&[(SECCOMP_VARIABLE, "enforce")]));
-    assert_eq!(enforce.profile.seccomp, SeccompMode::Enforce);
+    let enforce = cpu
+        .for_stub(&env(&[(SECCOMP_VARIABLE, "enforce")]))
+        .expect("granted");
+    assert_eq!(enforce.seccomp, SeccompMode::Enforce);
     assert_eq!(
-        enforce.profile.capabilities,
+        enforce.capabilities,
         CapabilitySet::Default,
         "only what it asked for"
     );
-    assert!(enforce.refused.is_empty());
+
+    let mut off = config();
+    off.container_security.seccomp = Some(SeccompSetting::Off);
+    let off = SecurityPolicy::resolve(&off, "other", PoolOrigin::Configured);
+    let observe = off
+        .for_stub(&env(&[(SECCOMP_VARIABLE, "observe")]))
+        .expect("granted");
+    assert_eq!(observe.seccomp, SeccompMode::Observe);
+}
+
+#[test]
+fn hardened_asks_for_less_than_no_pool() {
+    // A pool stricter than `hardened` where the profile says nothing (a
+    // user namespace, more masked and read-only paths) keeps its values.
+    let mut config = config();
+    config.pools.insert(
+        "strictest".into(),
+        PoolConfig {
+            security: ContainerSecurityConfig {
+                profile: Some(SecurityProfileName::Hardened),
+                user_namespace: Some(true),
+                masked_paths: Some(vec!["/proc/keys".into()]),
+                readonly_paths: Some(vec!["/proc/sys".into()]),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    let pool = SecurityPolicy::resolve(&config, "strictest", PoolOrigin::Configured);
+    let granted = pool
+        .for_stub(&env(&[
+            (PROFILE_VARIABLE, "hardened"),
+            (SECCOMP_VARIABLE, "enforce"),
+        ]))
+        .expect("granted");
+    assert!(granted.user_namespace);
+    assert!(granted.masked_paths.contains(&"/proc/keys".to_owned()));
+    assert!(granted
+        .masked_paths
+        .contains(&"/sys/devices/virtual/powercap".to_owned()));
+    assert_eq!(granted.readonly_paths, ["/proc/sys"]);
+    assert_eq!(
+        granted,
+        pool.profile.tightened_by(&SecurityProfile::hardened())
+    );
 }
 
 #[test]
 fn a_stub_cannot_loosen_its_pool() {
     let gpu = SecurityPolicy::resolve(&config(), "gpu", PoolOrigin::Configured);
-    let asked = gpu.for_stub(&env(&[
-        (PROFILE_VARIABLE, "default"),
-        (SECCOMP_VARIABLE, "off"),
-    ]));
-    assert_eq!(asked.profile, gpu.profile, "the pool's values apply");
-    assert_eq!(asked.refused.len(), 2, "{:?}", asked.refused);
+    let refused = gpu
+        .for_stub(&env(&[
+            (PROFILE_VARIABLE, "default"),
+            (SECCOMP_VARIABLE, "observe"),
+        ]))
+        .expect_err("refused");
+    assert_eq!(refused.pool, "gpu");
     assert_eq!(
-        asked.refused[0],
-        "LEVERS9_SECURITY_PROFILE=default is looser than pool gpu in seccomp, readOnlyRootfs, \
-         maskedPaths: a stub cannot loosen its pool's security, so the pool's values apply"
+        refused.reasons,
+        [
+            "LEVERS9_SECURITY_PROFILE=default is looser than pool gpu's security in seccomp, \
+             readOnlyRootfs: a stub can only tighten its pool's security; remove \
+             LEVERS9_SECURITY_PROFILE or set it to hardened",
+            "LEVERS9_SECCOMP=observe asks for less than pool gpu's seccomp (enforce): a stub \
+             can only tighten its pool's security; remove LEVERS9_SECCOMP or set it to enforce",
+        ]
     );
     assert_eq!(
-        asked.refused[1],
-        "LEVERS9_SECCOMP=off asks for less than pool gpu's seccomp (enforce): a stub cannot \
-         loosen its pool's security, so the pool's value applies"
+        refused.to_string(),
+        refused.reasons.join("; "),
+        "what the caller reads"
     );
 
-    let unknown = gpu.for_stub(&env(&[(SECCOMP_VARIABLE, "lax")]));
-    assert_eq!(unknown.profile, gpu.profile);
+    let unknown = gpu
+        .for_stub(&env(&[
+            (SECCOMP_VARIABLE, "lax"),
+            (PROFILE_VARIABLE, "strict"),
+        ]))
+        .expect_err("refused");
     assert_eq!(
-        unknown.refused,
-        ["LEVERS9_SECCOMP=\"lax\" is not a seccomp mode (off, observe or enforce); ignored"]
+        unknown.reasons,
+        [
+            "LEVERS9_SECURITY_PROFILE=\"strict\" is not a security profile: the one a stub can \
+             ask for is hardened",
+            "LEVERS9_SECCOMP=\"lax\" is not a seccomp mode: a stub can ask for observe or enforce",
+        ]
     );
 }
 
 #[test]
-fn harden_sets_the_profile_records_refusals_and_checks_mounts() {
+fn harden_sets_the_profile_refuses_loosening_and_checks_mounts() {
     let metrics = SecurityMetrics::default();
     let subject = Subject {
         container_id: "c1".into(),
@@ -160,14 +220,25 @@ fn harden_sets_the_profile_records_refusals_and_checks_mounts() {
     config.volume_mount_validation = levers9_config::VolumeMountValidationMode::Enforce;
     let gpu = SecurityPolicy::resolve(&config, "gpu", PoolOrigin::Configured);
     let mut spec = ContainerSpec::new("c1", rootfs.path(), vec!["true".into()]);
-    spec.env = env(&[(SECCOMP_VARIABLE, "observe")]);
-    let refused = gpu
-        .harden(&mut spec, rootfs.path(), &subject, &metrics)
-        .expect("no mounts to refuse");
+    spec.env = env(&[(SECCOMP_VARIABLE, "enforce")]);
+    gpu.harden(&mut spec, rootfs.path(), &subject, &metrics)
+        .expect("nothing to refuse");
     assert_eq!(spec.security, gpu.profile);
-    assert_eq!(refused.len(), 1, "{refused:?}");
+
+    spec.env = env(&[(SECCOMP_VARIABLE, "observe")]);
+    let error = gpu
+        .harden(&mut spec, rootfs.path(), &subject, &metrics)
+        .expect_err("refused");
+    assert!(matches!(error, HardenRefused::Stub(_)), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .starts_with("LEVERS9_SECCOMP=observe asks for less than pool gpu's seccomp"),
+        "{error}"
+    );
     assert_eq!(metrics.count(Check::StubLoosening, "enforce", "gpu"), 1);
 
+    spec.env.clear();
     spec.mounts.push(levers9_runtime::BindMount {
         source: "/host".into(),
         destination: "/etc".into(),
@@ -176,5 +247,8 @@ fn harden_sets_the_profile_records_refusals_and_checks_mounts() {
     let error = gpu
         .harden(&mut spec, rootfs.path(), &subject, &metrics)
         .expect_err("refused");
-    assert_eq!(error.target, "/etc");
+    let HardenRefused::Mount(refused) = error else {
+        panic!("a mount refusal: {error:?}");
+    };
+    assert_eq!(refused.target, "/etc");
 }
