@@ -100,6 +100,7 @@ impl StubSpec {
         )?;
         let gpu_count = crate::fleet::gpu_count(&config.gpu_types, config.gpu_count)?;
         let volumes = volume_mounts(&config.volumes)?;
+        check_env(&config.env)?;
         Ok(StubSpec {
             image,
             cpu_millicores: if config.cpu_millicores == 0 {
@@ -166,6 +167,52 @@ impl StubSpec {
         serde_json::from_str(json)
             .map_err(|e| ApiError::Corrupt(format!("the configuration of stub {stub_id}: {e}")))
     }
+}
+
+/// The `LEVERS9_*` names a stub may set, and the values that can tighten
+/// its pool's container security (the worker reads them as
+/// `levers9_worker::security::{PROFILE_VARIABLE, SECCOMP_VARIABLE}` and
+/// refuses to start a container that asks for less than its pool).
+const SECURITY_ENV: &[(&str, &[&str])] = &[
+    ("LEVERS9_SECURITY_PROFILE", &["hardened"]),
+    ("LEVERS9_SECCOMP", &["observe", "enforce"]),
+];
+
+/// Checks a stub's environment: names a container can have, and no
+/// `LEVERS9_*` name but the security requests of [`SECURITY_ENV`], with a
+/// value that can tighten (the others are the worker's, which wires the
+/// runner up with them).
+fn check_env(env: &std::collections::HashMap<String, String>) -> Result<(), ApiError> {
+    let mut names: Vec<&String> = env.keys().collect();
+    // The first bad name in order, whatever the map's order.
+    names.sort();
+    for name in names {
+        if name.is_empty() || name.contains(['=', '\0']) {
+            return Err(ApiError::InvalidArgument(format!(
+                "env name {name:?} is not a valid environment variable name"
+            )));
+        }
+        let value = &env[name];
+        match SECURITY_ENV.iter().find(|(known, _)| known == name) {
+            Some((_, allowed)) if !allowed.contains(&value.as_str()) => {
+                return Err(ApiError::InvalidArgument(format!(
+                    "env {name}={value:?} cannot tighten the pool's container security, and a stub \
+                     can never loosen it: use {name}={}, or leave {name} out",
+                    allowed.join(" or ")
+                )));
+            }
+            Some(_) => {}
+            None if name.starts_with("LEVERS9_") => {
+                return Err(ApiError::InvalidArgument(format!(
+                    "env name {name} is reserved: names starting with LEVERS9_ are set by the \
+                     worker (a stub may only set LEVERS9_SECURITY_PROFILE and LEVERS9_SECCOMP, \
+                     to tighten its pool's security)"
+                )));
+            }
+            None => {}
+        }
+    }
+    Ok(())
 }
 
 /// Checks a stub's volumes: known names, absolute mount paths, none twice.
@@ -273,6 +320,67 @@ mod tests {
             StubSpec::from_config(gpu, "img".into()).unwrap().gpu_count,
             1
         );
+    }
+
+    fn with_env(pairs: &[(&str, &str)]) -> Result<StubSpec, ApiError> {
+        let config = StubConfig {
+            env: pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..StubConfig::default()
+        };
+        StubSpec::from_config(config, "img".into())
+    }
+
+    #[test]
+    fn a_stub_may_ask_for_stricter_security_and_its_containers_get_the_request() {
+        let spec = with_env(&[
+            ("LEVERS9_SECURITY_PROFILE", "hardened"),
+            ("LEVERS9_SECCOMP", "enforce"),
+            ("OTHER", "x"),
+        ])
+        .expect("accepted");
+        assert!(with_env(&[("LEVERS9_SECCOMP", "observe")]).is_ok());
+        let stub = StubRecord {
+            id: "st-1".into(),
+            workspace_id: "ws".into(),
+            name: "f".into(),
+            code_digest: "sha256:1".into(),
+            sdk_digest: "sha256:2".into(),
+            module_path: "app".into(),
+            function_name: "f".into(),
+            config_json: spec.to_json(),
+            created_at: chrono::Utc::now(),
+        };
+        let env = container(&stub, &spec).env;
+        assert_eq!(env["LEVERS9_SECURITY_PROFILE"], "hardened");
+        assert_eq!(env["LEVERS9_SECCOMP"], "enforce");
+        assert_eq!(env["LEVERS9_STUB_ID"], "st-1");
+    }
+
+    #[test]
+    fn other_levers9_names_and_values_that_cannot_tighten_are_refused() {
+        let message = |pairs: &[(&str, &str)]| match with_env(pairs) {
+            Err(ApiError::InvalidArgument(message)) => message,
+            other => panic!("{pairs:?}: {other:?}"),
+        };
+        assert_eq!(
+            message(&[("LEVERS9_SECCOMP", "off")]),
+            "env LEVERS9_SECCOMP=\"off\" cannot tighten the pool's container security, and a \
+             stub can never loosen it: use LEVERS9_SECCOMP=observe or enforce, or leave \
+             LEVERS9_SECCOMP out"
+        );
+        assert!(message(&[("LEVERS9_SECURITY_PROFILE", "default")])
+            .contains("use LEVERS9_SECURITY_PROFILE=hardened"),);
+        assert_eq!(
+            message(&[("LEVERS9_STUB_ID", "st-other")]),
+            "env name LEVERS9_STUB_ID is reserved: names starting with LEVERS9_ are set by the \
+             worker (a stub may only set LEVERS9_SECURITY_PROFILE and LEVERS9_SECCOMP, to \
+             tighten its pool's security)"
+        );
+        assert!(message(&[("A=B", "x")]).contains("not a valid environment variable name"));
+        assert!(message(&[("", "x")]).contains("not a valid environment variable name"));
     }
 
     #[test]
