@@ -114,13 +114,47 @@ def parse_env(env) -> Dict[str, str]:
     for name, value in env.items():
         if not isinstance(name, str) or not _ENV_NAME.match(name):
             raise ValueError(f"env name {name!r} is not a valid environment variable name")
-        if name.startswith("LEVERS9_"):
-            # The worker sets these to wire the runner up; letting a user
-            # value win would break the container in confusing ways.
-            raise ValueError(f"env name {name!r} is reserved: names starting with LEVERS9_ are set by the worker")
         if not isinstance(value, str):
             raise ValueError(f"env[{name!r}] must be a string; got {type(value).__name__}")
+        if name in _SECURITY_ENV:
+            _check_security_value(name, value)
+        elif name.startswith("LEVERS9_"):
+            # The worker sets these to wire the runner up; letting a user
+            # value win would break the container in confusing ways.
+            raise ValueError(
+                f"env name {name!r} is reserved: names starting with LEVERS9_ are set by the worker "
+                f"(a function may only set {' and '.join(_SECURITY_ENV)}, to tighten its pool's security)"
+            )
     return dict(env)
+
+
+# The LEVERS9_* names a function may set: each asks its worker for stricter
+# container security than its pool's (docs/security.md), with the values that
+# can tighten something. A value that can only loosen is refused here; one
+# the pool already exceeds is refused by the worker, which knows the pool.
+_SECURITY_ENV = {
+    "LEVERS9_SECURITY_PROFILE": ("hardened",),
+    "LEVERS9_SECCOMP": ("observe", "enforce"),
+}
+# Values a pool may have that a function can never ask for: they tighten nothing.
+_LOOSENING = {
+    "LEVERS9_SECURITY_PROFILE": ("default",),
+    "LEVERS9_SECCOMP": ("off",),
+}
+
+
+def _check_security_value(name: str, value: str) -> None:
+    allowed = _SECURITY_ENV[name]
+    if value in allowed:
+        return
+    choices = " or ".join(repr(v) for v in allowed)
+    if value.strip() in _LOOSENING[name]:
+        raise ValueError(
+            f"env[{name!r}] = {value!r} cannot tighten anything, and a function can never loosen its pool's "
+            f"security: use {choices} for stricter containers than the pool's, or leave {name} out "
+            "to run with the pool's settings"
+        )
+    raise ValueError(f"env[{name!r}] = {value!r} is not a value a function can ask for: use {choices}")
 
 
 def parse_secrets(secrets) -> Tuple[str, ...]:

@@ -71,6 +71,8 @@ def test_defaults():
         ({"env": {"A": 1}}, "must be a string"),
         ({"env": {"1A": "x"}}, "not a valid environment variable name"),
         ({"env": {"LEVERS9_FUNCTION": "x"}}, "reserved"),
+        ({"env": {"LEVERS9_SECURITY_PROFILE_X": "hardened"}}, "reserved"),
+        ({"env": {"LEVERS9_SECCOMP": 1}}, "must be a string"),
         ({"secrets": "db"}, "list of secret names"),
         ({"pool": ""}, "pool"),
         ({"image": "python:3.12"}, r"Image.from_registry\('python:3.12'\)"),
@@ -156,3 +158,50 @@ def test_volumes_go_to_the_wire_as_name_and_mount_path():
 def test_bad_volumes_are_refused_with_what_to_do(make):
     with pytest.raises(ValueError):
         make()
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"LEVERS9_SECURITY_PROFILE": "hardened"},
+        {"LEVERS9_SECCOMP": "enforce"},
+        {"LEVERS9_SECCOMP": "observe"},
+        {"LEVERS9_SECURITY_PROFILE": "hardened", "LEVERS9_SECCOMP": "enforce", "OTHER": "x"},
+    ],
+)
+def test_a_function_can_ask_for_stricter_security_than_its_pool(env):
+    assert build_config(env=env).env == env
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        (
+            {"LEVERS9_SECURITY_PROFILE": "default"},
+            r"env\['LEVERS9_SECURITY_PROFILE'\] = 'default' cannot tighten anything, and a function can never "
+            r"loosen its pool's security: use 'hardened' for stricter containers than the pool's, or leave "
+            r"LEVERS9_SECURITY_PROFILE out to run with the pool's settings",
+        ),
+        (
+            {"LEVERS9_SECCOMP": "off"},
+            r"env\['LEVERS9_SECCOMP'\] = 'off' cannot tighten anything.*use 'observe' or 'enforce'",
+        ),
+        (
+            {"LEVERS9_SECCOMP": "strict"},
+            r"env\['LEVERS9_SECCOMP'\] = 'strict' is not a value a function can ask for: use 'observe' or 'enforce'",
+        ),
+        ({"LEVERS9_SECURITY_PROFILE": "Hardened"}, r"is not a value a function can ask for: use 'hardened'"),
+    ],
+)
+def test_a_security_value_that_cannot_tighten_is_refused_saying_what_to_use(env, message):
+    with pytest.raises(ValueError, match=message):
+        build_config(env=env)
+
+
+def test_other_levers9_names_stay_reserved_and_say_which_two_are_allowed():
+    with pytest.raises(ValueError) as info:
+        build_config(env={"LEVERS9_TOKEN": "x"})
+    assert str(info.value) == (
+        "env name 'LEVERS9_TOKEN' is reserved: names starting with LEVERS9_ are set by the worker "
+        "(a function may only set LEVERS9_SECURITY_PROFILE and LEVERS9_SECCOMP, to tighten its pool's security)"
+    )
