@@ -142,7 +142,7 @@ check() {
         'command -v fusermount3 tini >/dev/null && levers9 --version' ;;
     worker)
       run_in "levers9/worker:$tag" sh -c \
-        'runc --version | head -1 && runsc --version | head -1 && levers9 --version' ;;
+        'runc --version | head -1 && runsc --version | head -1 && juicefs version && command -v fusermount3 >/dev/null && levers9 --version' ;;
     dashboard-api)
       run_in "levers9/dashboard-api:$tag" sh -ec "$non_root"$'\n''command -v tini >/dev/null && levers9-dashboard-api' ;;
     dashboard-web) check_web ;;
