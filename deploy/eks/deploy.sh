@@ -13,9 +13,11 @@
 #   AWS_SECRET_ACCESS_KEY=...
 # ~/.levers9/s3-keys serves every job. To give a job its own key, name its
 # file (under ~/.levers9, or an absolute path):
-#   LEVERS9_IMAGES_KEYS     built images
 #   LEVERS9_JUICEFS_KEYS    JuiceFS volumes
-#   LEVERS9_WORKSPACE_KEYS  workspace storage
+#   LEVERS9_WORKSPACE_KEYS  workspace storage (code and SDK zips)
+# Built images take no S3 key: they are pushed to the registry
+# (config.worker.imageRegistry) with the controlplane's own ECR role, so
+# LEVERS9_IMAGES_KEYS is ignored, with a warning.
 # ~/.levers9/eks-secrets.yaml (LEVERS9_SECRET_VALUES), when present, is
 # passed to helm too: database passwords and the encryption key go there.
 set -euo pipefail
@@ -73,8 +75,11 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
+if [ -n "${LEVERS9_IMAGES_KEYS:-}" ]; then
+  echo "deploy.sh: warning: LEVERS9_IMAGES_KEYS is ignored: built images go to the registry with the controlplane's ECR role, not to S3" >&2
+fi
 echo "storageKeys:" >"$values"
-for job in images juicefs workspace; do
+for job in juicefs workspace; do
   var=LEVERS9_${job^^}_KEYS
   file=$(key_file "${!var:-s3-keys}")
   [ -f "$file" ] || die "no S3 key file for $job: $file (set $var, or create ~/.levers9/s3-keys)"

@@ -59,29 +59,81 @@ so a render without them fails with the name of the value to set.
 {{- printf "%s:%s" $repo (.Values.images.worker.tag | toString) -}}
 {{- end -}}
 
+{{/* Whether the controlplane has Redis: in the release, or configured. */}}
+{{- define "levers9.hasRedis" -}}
+{{- if or .Values.redis.enabled (((.Values.config.database | default dict).redis | default dict).addrs) }}true{{ end -}}
+{{- end -}}
+
+{{- define "levers9.databaseSecret" -}}
+{{- include "levers9.fullname" . }}-database
+{{- end -}}
+
 {{/*
-The config file. Pools and jobResourcesEnforced come from .Values.worker;
-keys the operator did not use are left out, so a minimal install renders
-only keys every controlplane release knows.
+One pool of .Values.worker.pools as config keys. Keys the operator did not
+use are left out. A provider: kubernetes pool gets the `kubernetes` keys of
+worker Jobs in this cluster (the worker namespace, the worker image, the
+controlplane's Service and the worker token Secret), under any the pool sets
+itself (apiServer, tokenFile, caCertFile, controlplaneAddress… of a remote
+cluster, docs/gke.md).
+*/}}
+{{- define "levers9.pool" -}}
+{{- $name := index . 0 -}}
+{{- $pool := index . 1 | default dict -}}
+{{- $root := index . 2 -}}
+{{- $rendered := dict "runtime" ($pool.runtime | default "runc") -}}
+{{- range $key := list "nodeSelector" "tolerations" "security" "containerServerAuth" "gpuType" "priority" "requiresPoolSelector" "resources" "provider" "scaling" }}{{ with index $pool $key }}{{ $_ := set $rendered $key . }}{{ end }}{{ end -}}
+{{- if eq ($pool.provider | default "local") "kubernetes" -}}
+{{- $cluster := dict "namespace" (include "levers9.workerNamespace" $root) "workerImage" (include "levers9.workerImage" $root) "controlplaneAddress" (printf "%s:1993" (include "levers9.controlplane" $root)) "workerTokenSecret" ($root.Values.worker.tokenSecret | default "levers9-worker-token") -}}
+{{- $_ := set $rendered "kubernetes" (merge (deepCopy ($pool.kubernetes | default dict)) $cluster) -}}
+{{- else if $pool.kubernetes -}}
+{{- fail (printf "worker.pools.%s.kubernetes is set but its provider is %q: set worker.pools.%s.provider: kubernetes, or drop the kubernetes keys" $name ($pool.provider | default "local") $name) -}}
+{{- end -}}
+{{- toYaml $rendered -}}
+{{- end -}}
+
+{{/*
+The config file: .Values.config, with the pools of .Values.worker.pools
+added to config.worker.pools (a name in both refuses to render, rather than
+one silently replacing the other), worker.jobResourcesEnforced, and the
+in-release Postgres and Redis when enabled (their passwords come from the
+environment, never from this file).
 */}}
 {{- define "levers9.configFile" -}}
 {{- $config := deepCopy (.Values.config | default dict) -}}
 {{- $worker := get $config "worker" | default dict -}}
-{{- $pools := dict -}}
+{{- $pools := get $worker "pools" | default dict -}}
 {{- range $name, $pool := .Values.worker.pools -}}
-{{- $rendered := dict "runtime" ($pool.runtime | default "runc") -}}
-{{- with $pool.nodeSelector }}{{ $_ := set $rendered "nodeSelector" . }}{{ end -}}
-{{- with $pool.tolerations }}{{ $_ := set $rendered "tolerations" . }}{{ end -}}
-{{- with $pool.security }}{{ $_ := set $rendered "security" . }}{{ end -}}
-{{- range $key := list "gpuType" "priority" "requiresPoolSelector" "resources" "provider" "scaling" }}{{ with index $pool $key }}{{ $_ := set $rendered $key . }}{{ end }}{{ end -}}
-{{- if eq ($pool.provider | default "local") "kubernetes" -}}
-{{- /* Worker Jobs in this cluster, with the controlplane's own service account and the worker Role (rbac.yaml). */ -}}
-{{- $_ := set $rendered "kubernetes" (dict "namespace" (include "levers9.workerNamespace" $) "workerImage" (include "levers9.workerImage" $) "controlplaneAddress" (printf "%s:1993" (include "levers9.controlplane" $)) "workerTokenSecret" ($.Values.worker.tokenSecret | default "levers9-worker-token")) -}}
+{{- if $pool -}}
+{{- if hasKey $pools $name -}}
+{{- fail (printf "pool %s is in both worker.pools and config.worker.pools: keep it in one of them" $name) -}}
 {{- end -}}
-{{- $_ := set $pools $name $rendered -}}
+{{- $_ := set $pools $name (include "levers9.pool" (list $name $pool $) | fromYaml) -}}
+{{- end -}}
 {{- end -}}
 {{- if $pools }}{{ $_ := set $worker "pools" $pools }}{{ end -}}
 {{- if .Values.worker.jobResourcesEnforced }}{{ $_ := set $worker "jobResourcesEnforced" true }}{{ end -}}
 {{- $_ := set $config "worker" $worker -}}
+{{- $database := get $config "database" | default dict -}}
+{{- if .Values.postgres.enabled -}}
+{{- $postgres := get $database "postgres" | default dict -}}
+{{- if $postgres.host -}}
+{{- fail "postgres.enabled runs Postgres in the release, but config.database.postgres.host is set too: use one of them" -}}
+{{- end -}}
+{{- $_ := set $postgres "host" (printf "%s-postgres" (include "levers9.fullname" .)) -}}
+{{- $_ := set $postgres "port" 5432 -}}
+{{- $_ := set $postgres "name" "levers9" -}}
+{{- $_ := set $postgres "user" "levers9" -}}
+{{- $_ := set $postgres "sslMode" "disable" -}}
+{{- $_ := set $database "postgres" $postgres -}}
+{{- end -}}
+{{- if .Values.redis.enabled -}}
+{{- $redis := get $database "redis" | default dict -}}
+{{- if $redis.addrs -}}
+{{- fail "redis.enabled runs Redis in the release, but config.database.redis.addrs is set too: use one of them" -}}
+{{- end -}}
+{{- $_ := set $redis "addrs" (list (printf "%s-redis:6379" (include "levers9.fullname" .))) -}}
+{{- $_ := set $database "redis" $redis -}}
+{{- end -}}
+{{- if $database }}{{ $_ := set $config "database" $database }}{{ end -}}
 {{- toYaml $config -}}
 {{- end -}}
