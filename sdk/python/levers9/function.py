@@ -164,8 +164,10 @@ def function(
     retries: extra attempts for a failed input. timeout: seconds per input.
     keep_warm_seconds: how long an idle container waits for more inputs.
     concurrency: inputs one container runs at once (in threads). env,
-    secrets: environment and secret names for the container. pool: the
-    worker pool. max_containers: at most this many containers at once.
+    secrets: environment and secret names for the container; of the
+    ``LEVERS9_*`` names only ``LEVERS9_SECURITY_PROFILE="hardened"`` and
+    ``LEVERS9_SECCOMP="observe"|"enforce"`` are allowed, to ask for stricter
+    containers than the pool's (never looser). pool: the worker pool. max_containers: at most this many containers at once.
     volumes: `Volume`s of the workspace to mount, e.g.
     ``[Volume("data", mount_path="/data")]``.
     """
