@@ -379,7 +379,10 @@ async fn a_task_outlives_its_killed_worker() {
     let attempts = shown.attempts;
     assert_eq!(attempts.len(), 2, "{attempts:?}");
     assert_eq!(attempts[0].worker_id, killed);
-    assert_eq!((attempts[0].attempt, attempts[0].outcome.as_str()), (1, "lost"));
+    assert_eq!(
+        (attempts[0].attempt, attempts[0].outcome.as_str()),
+        (1, "lost")
+    );
     assert!(
         attempts[0].message.contains("stopped sending heartbeats")
             && attempts[0].message.contains("without using a retry"),

@@ -6,6 +6,7 @@
 
 mod env;
 mod error;
+mod hardening;
 mod juicefs;
 mod load;
 mod pool_provider;

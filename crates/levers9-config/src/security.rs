@@ -71,7 +71,7 @@ pub enum CapabilitiesSetting {
 
 /// `containerServerAuth`: whether the container server asks the runner for
 /// its per-container credential.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ContainerServerAuthMode {
     /// No credential is issued or checked.
@@ -84,7 +84,7 @@ pub enum ContainerServerAuthMode {
 
 /// `volumeMountValidation`: mount targets that shadow system paths or
 /// escape through `..` or symlinks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum VolumeMountValidationMode {
     /// Not checked.

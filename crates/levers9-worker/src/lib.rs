@@ -14,6 +14,7 @@ mod metrics;
 mod objects;
 pub mod security;
 mod session;
+mod settings;
 mod supervisor;
 #[cfg(test)]
 mod test_log;

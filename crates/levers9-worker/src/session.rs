@@ -15,6 +15,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
+use crate::security::SecurityPolicy;
+use crate::settings;
 use crate::supervisor::Supervisor;
 use crate::WorkerOptions;
 
@@ -127,6 +129,7 @@ async fn session(
     };
     let interval = match first.kind {
         Some(controlplane_message::Kind::Registered(r)) => {
+            take_settings(options, supervisor, &r.worker_settings_json);
             Duration::from_millis(u64::from(r.heartbeat_interval_ms.max(100)))
         }
         _ => return Err(SessionError::NoRegistered),
@@ -177,6 +180,27 @@ async fn session(
                     Some(controlplane_message::Kind::Registered(_)) | None => {}
                 }
             }
+        }
+    }
+}
+
+/// Hardens the containers started from now on with the controlplane's
+/// settings as well as the worker's own (see [`crate::settings`]); the
+/// worker's own alone when the controlplane sends none or bad ones.
+fn take_settings(options: &WorkerOptions, supervisor: &Supervisor, json: &str) {
+    if json.is_empty() {
+        return;
+    }
+    let own = SecurityPolicy::resolve(&options.config, &options.pool, options.pool_origin);
+    match settings::apply_controlplane_settings(&own, json, options.pool_origin) {
+        Ok(policy) => {
+            if policy != *supervisor.security() {
+                tracing::info!(pool = %policy.pool, profile = ?policy.profile, server_auth = ?policy.server_auth, volume_mounts = ?policy.mounts, "container hardening from the controlplane's settings");
+            }
+            supervisor.set_security(policy);
+        }
+        Err(error) => {
+            tracing::warn!(%error, "keeping this worker's own container hardening");
         }
     }
 }

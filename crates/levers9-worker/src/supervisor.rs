@@ -82,7 +82,8 @@ pub struct Supervisor {
     servers: Arc<Mutex<HashMap<String, Arc<ContainerServer>>>>,
     free_gpus: Arc<Mutex<FreeGpus>>,
     events: mpsc::Sender<WorkerMessage>,
-    security: Arc<SecurityPolicy>,
+    /// Replaced when the controlplane's settings arrive on attach.
+    security: Arc<Mutex<Arc<SecurityPolicy>>>,
     metrics: SecurityMetrics,
     volumes: levers9_volumes::Volumes,
     cdi_spec_dirs: Arc<Vec<PathBuf>>,
@@ -129,7 +130,7 @@ impl Supervisor {
             servers: Arc::default(),
             free_gpus: Arc::new(Mutex::new(options.gpus.into_iter().collect())),
             events,
-            security: Arc::new(options.security),
+            security: Arc::new(Mutex::new(Arc::new(options.security))),
             metrics: options.metrics,
             volumes: options.volumes,
             cdi_spec_dirs: Arc::new(options.cdi_spec_dirs),
@@ -146,8 +147,19 @@ impl Supervisor {
                 .get(STUB_ID_VARIABLE)
                 .cloned()
                 .unwrap_or_default(),
-            pool: self.security.pool.clone(),
+            pool: self.security().pool.clone(),
         }
+    }
+
+    /// The hardening containers start under now.
+    pub(crate) fn security(&self) -> Arc<SecurityPolicy> {
+        // Each critical section is one read or one swap.
+        Arc::clone(&self.security.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Containers started from now on are hardened under `policy`.
+    pub fn set_security(&self, policy: SecurityPolicy) {
+        *self.security.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(policy);
     }
 
     fn free_gpus(&self) -> MutexGuard<'_, FreeGpus> {
@@ -353,7 +365,7 @@ impl Supervisor {
         function::prepare_spec(&mut spec, request, server)?;
         // A stub that asked for less than its pool, or a mount refused:
         // the reason is the start failure its caller reads.
-        self.security
+        self.security()
             .harden(
                 &mut spec,
                 &rootfs.path,

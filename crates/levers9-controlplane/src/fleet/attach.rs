@@ -96,12 +96,14 @@ pub async fn open(
     };
     // A machine's credential registers only its own worker, in its pool.
     binding.allow(&register.worker_id, Some(&register.pool))?;
+    let worker_settings_json = fleet.worker_settings_json(&register.pool);
     let worker = register_worker(fleet, caller, register).await?;
     let (tx, rx) = mpsc::channel(64);
     let interval = fleet.heartbeat_ttl() / 4;
     let registered = ControlplaneMessage {
         kind: Some(controlplane_message::Kind::Registered(Registered {
             heartbeat_interval_ms: u32::try_from(interval.as_millis()).unwrap_or(u32::MAX),
+            worker_settings_json,
         })),
     };
     // The channel is fresh and has room: this cannot fail.

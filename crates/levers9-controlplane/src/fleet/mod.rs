@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_api::v1::ControlplaneMessage;
-use levers9_config::PoolConfig;
+use levers9_config::{PoolConfig, WorkerConfig};
 use levers9_seal::Keyring;
 use levers9_state::{HotState, Reservation, Reserve, Write};
 use levers9_store::{MachineStore, SealedId, SealedKind, SealedStore};
@@ -70,6 +70,8 @@ pub struct Fleet {
     /// Whether volumes live in JuiceFS, where a workspace's own storage
     /// credentials mount its file system (local volumes never use them).
     workspace_volume_storage: bool,
+    /// The `worker` section whose hardening keys workers get on attach.
+    worker_config: Arc<WorkerConfig>,
 }
 
 /// Opens workspace secrets for a container, at the last moment.
@@ -133,6 +135,7 @@ impl Fleet {
             local_inboxes: Arc::default(),
             runtime_pools: None,
             workspace_volume_storage: false,
+            worker_config: Arc::default(),
         }
     }
 
@@ -181,6 +184,21 @@ impl Fleet {
         let pools = placement::Pools::clone(&self.pools);
         self.pools = Arc::new(pools.enforce_job_resources(enforced));
         self
+    }
+
+    /// The `worker` section whose hardening keys each worker gets when it
+    /// attaches (see [`Fleet::worker_settings_json`]).
+    pub fn with_worker_config(mut self, config: WorkerConfig) -> Self {
+        self.worker_config = Arc::new(config);
+        self
+    }
+
+    /// The hardening keys for a worker of `pool`, as `Registered` carries
+    /// them (see worker.proto).
+    pub fn worker_settings_json(&self, pool: &str) -> String {
+        let hardening = self.worker_config.hardening_for(pool);
+        // A config struct of strings, enums and maps always serializes.
+        serde_json::to_string(&hardening).unwrap_or_default()
     }
 
     /// The configuration of a pool, if it is configured.

@@ -57,7 +57,7 @@ impl Supervisor {
                 }
             });
         });
-        let auth = ServerAuth::new(self.security.server_auth, subject, self.metrics.clone());
+        let auth = ServerAuth::new(self.security().server_auth, subject, self.metrics.clone());
         let server = ContainerServer::bind(
             &self.run_root(),
             &self.state_dir,
