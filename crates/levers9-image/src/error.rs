@@ -56,6 +56,18 @@ pub enum ImageError {
         registry: String,
     },
 
+    /// The credentials for the registry could not be had (an ECR token
+    /// that cannot be fetched).
+    #[error("cannot pull {reference}: {reason}")]
+    Credentials {
+        /// The image reference.
+        reference: String,
+        /// The registry.
+        registry: String,
+        /// Why (never a secret).
+        reason: String,
+    },
+
     /// A downloaded blob did not hash to its digest. Nothing of it was kept.
     #[error(
         "blob {digest} of {reference} does not match its digest: the registry served corrupt or tampered data"

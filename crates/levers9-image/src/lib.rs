@@ -46,13 +46,20 @@
 //!   order survives restarts; prepared root file systems are recorded on
 //!   disk and stay pinned across restarts too.
 //!
+//! * **Credentials** come from a [`RegistryKeychain`]: docker config JSON
+//!   entries per registry host ([`credentials`]), ECR tokens for ECR hosts
+//!   ([`ecr`]), anonymous otherwise. No error message or `Debug` output
+//!   carries a secret.
+//!
 //! See the `cache` and `overlay` module sources for the on-disk layout and
 //! for how many layers fit one overlay mount (short `l/` symlinks).
 
 #![deny(missing_docs)]
 
 mod cache;
+pub mod credentials;
 pub mod debian;
+pub mod ecr;
 mod error;
 mod fill;
 mod image;
@@ -65,9 +72,11 @@ mod unpack;
 mod uploads;
 
 pub use cache::CacheUsage;
+pub use credentials::{
+    normalize_registry_host, CredentialsError, RegistryCredentials, RegistryKeychain,
+};
 pub use error::{ImageError, Result};
 pub use image::{Image, ImageConfig, Layer};
 pub use overlay::is_mounted;
-pub use pull::RegistryCredentials;
 pub use reference::{is_loopback_host, Digest, ImageReference};
 pub use store::{ImageStore, ImageStoreConfig, Rootfs};

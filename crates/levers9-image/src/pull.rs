@@ -3,7 +3,6 @@
 //! is allowed into the cache.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -21,65 +20,15 @@ use oci_client::Client;
 use sha2::{Digest as _, Sha256};
 use tokio::io::AsyncWriteExt;
 
+use crate::credentials::{RegistryCredentials, RegistryKeychain};
 use crate::error::{ImageError, Result};
 use crate::image::BlobRef;
 use crate::reference::{is_loopback_host, Digest, ImageReference};
 
-/// Credentials for one registry.
-///
-/// `Debug` never prints secrets.
-#[derive(Clone, PartialEq, Eq, Default)]
-pub enum RegistryCredentials {
-    /// No credentials (anonymous bearer tokens are still fetched when the
-    /// registry asks for them).
-    #[default]
-    Anonymous,
-    /// HTTP basic authentication (also exchanged for a bearer token when the
-    /// registry uses token authentication).
-    Basic {
-        /// User name.
-        username: String,
-        /// Password or access token.
-        password: String,
-    },
-    /// A ready-made bearer token.
-    Bearer {
-        /// The token.
-        token: String,
-    },
-}
-
-impl fmt::Debug for RegistryCredentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RegistryCredentials::Anonymous => f.write_str("Anonymous"),
-            RegistryCredentials::Basic { username, .. } => {
-                write!(
-                    f,
-                    "Basic {{ username: {username:?}, password: <redacted> }}"
-                )
-            }
-            RegistryCredentials::Bearer { .. } => f.write_str("Bearer { token: <redacted> }"),
-        }
-    }
-}
-
-impl RegistryCredentials {
-    fn to_auth(&self) -> RegistryAuth {
-        match self {
-            RegistryCredentials::Anonymous => RegistryAuth::Anonymous,
-            RegistryCredentials::Basic { username, password } => {
-                RegistryAuth::Basic(username.clone(), password.clone())
-            }
-            RegistryCredentials::Bearer { token } => RegistryAuth::Bearer(token.clone()),
-        }
-    }
-}
-
 /// How to reach registries.
 #[derive(Clone, Debug)]
 pub(crate) struct RegistrySettings {
-    pub credentials: HashMap<String, RegistryCredentials>,
+    pub keychain: RegistryKeychain,
     pub insecure_registries: Vec<String>,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
@@ -88,7 +37,10 @@ pub(crate) struct RegistrySettings {
 /// A registry client per registry host, plus download counters.
 pub(crate) struct Registries {
     settings: RegistrySettings,
-    clients: Mutex<HashMap<String, Client>>,
+    /// Per registry: the client and a hash of the credentials it was
+    /// made with (oci-client keeps the first credentials it is given, so a
+    /// refreshed ECR token needs a new client).
+    clients: Mutex<HashMap<String, (Client, [u8; 32])>>,
     manifest_fetches: AtomicU64,
     blob_downloads: AtomicU64,
 }
@@ -130,36 +82,40 @@ impl Registries {
     }
 
     /// One client per registry, because oci-client picks the protocol per
-    /// client and caches tokens in it.
-    fn client(&self, r: &ImageReference) -> Client {
+    /// client and caches tokens in it; and the credentials to use with it.
+    async fn client(&self, r: &ImageReference) -> Result<(Client, RegistryAuth)> {
         let registry = r.oci().resolve_registry().to_owned();
+        let credentials = self
+            .settings
+            .keychain
+            .credentials_for(r.registry())
+            .await
+            .map_err(|e| ImageError::Credentials {
+                reference: r.to_string(),
+                registry: r.registry().to_owned(),
+                reason: e.to_string(),
+            })?;
+        let fingerprint = fingerprint(&credentials);
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
-        clients
-            .entry(registry.clone())
-            .or_insert_with(|| {
-                let protocol = if self.uses_plain_http(&registry) {
-                    ClientProtocol::Http
-                } else {
-                    ClientProtocol::Https
-                };
-                Client::new(ClientConfig {
-                    protocol,
-                    connect_timeout: Some(self.settings.connect_timeout),
-                    // A stalled body read fails instead of hanging forever.
-                    read_timeout: Some(self.settings.request_timeout),
-                    ..ClientConfig::default()
-                })
-            })
-            .clone()
-    }
-
-    fn auth(&self, r: &ImageReference) -> RegistryAuth {
-        self.settings
-            .credentials
-            .get(r.registry())
-            .or_else(|| self.settings.credentials.get(r.oci().resolve_registry()))
-            .map(RegistryCredentials::to_auth)
-            .unwrap_or(RegistryAuth::Anonymous)
+        if let Some((client, made_with)) = clients.get(&registry) {
+            if *made_with == fingerprint {
+                return Ok((client.clone(), to_auth(&credentials)));
+            }
+        }
+        let protocol = if self.uses_plain_http(&registry) {
+            ClientProtocol::Http
+        } else {
+            ClientProtocol::Https
+        };
+        let client = Client::new(ClientConfig {
+            protocol,
+            connect_timeout: Some(self.settings.connect_timeout),
+            // A stalled body read fails instead of hanging forever.
+            read_timeout: Some(self.settings.request_timeout),
+            ..ClientConfig::default()
+        });
+        clients.insert(registry, (client.clone(), fingerprint));
+        Ok((client, to_auth(&credentials)))
     }
 
     /// Runs one registry call under the request timeout.
@@ -187,8 +143,7 @@ impl Registries {
 
     /// Asks the registry which manifest digest a tag currently points at.
     pub async fn resolve_digest(&self, r: &ImageReference) -> Result<Digest> {
-        let client = self.client(r);
-        let auth = self.auth(r);
+        let (client, auth) = self.client(r).await?;
         self.manifest_fetches.fetch_add(1, Ordering::Relaxed);
         let digest = self
             .timed(
@@ -209,8 +164,7 @@ impl Registries {
     /// Fetches the manifest `digest` and returns its bytes, verified.
     pub async fn fetch_manifest(&self, r: &ImageReference, digest: &Digest) -> Result<Vec<u8>> {
         let pinned = r.with_digest(digest);
-        let client = self.client(r);
-        let auth = self.auth(r);
+        let (client, auth) = self.client(r).await?;
         self.manifest_fetches.fetch_add(1, Ordering::Relaxed);
         let (bytes, _) = self
             .timed(
@@ -241,8 +195,7 @@ impl Registries {
         tmp_dir: &Path,
     ) -> Result<tempfile::TempPath> {
         let what = "blob";
-        let client = self.client(r);
-        let auth = self.auth(r);
+        let (client, auth) = self.client(r).await?;
         // Registers the credentials for this registry in the client; the
         // blob call itself takes none.
         client
@@ -321,6 +274,35 @@ impl Registries {
 fn is_digest_error(e: &std::io::Error) -> bool {
     e.get_ref()
         .is_some_and(|inner| inner.downcast_ref::<DigestError>().is_some())
+}
+
+fn to_auth(credentials: &RegistryCredentials) -> RegistryAuth {
+    match credentials {
+        RegistryCredentials::Anonymous => RegistryAuth::Anonymous,
+        RegistryCredentials::Basic { username, password } => {
+            RegistryAuth::Basic(username.clone(), password.clone())
+        }
+        RegistryCredentials::Bearer { token } => RegistryAuth::Bearer(token.clone()),
+    }
+}
+
+/// Tells credentials apart without keeping a second copy of them.
+fn fingerprint(credentials: &RegistryCredentials) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    match credentials {
+        RegistryCredentials::Anonymous => hasher.update(b"anonymous"),
+        RegistryCredentials::Basic { username, password } => {
+            hasher.update(b"basic\0");
+            hasher.update(username.as_bytes());
+            hasher.update(b"\0");
+            hasher.update(password.as_bytes());
+        }
+        RegistryCredentials::Bearer { token } => {
+            hasher.update(b"bearer\0");
+            hasher.update(token.as_bytes());
+        }
+    }
+    hasher.finalize().into()
 }
 
 /// Turns an oci-client error into one of ours, classifying "not found",

@@ -11,11 +11,12 @@ use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
 use crate::cache::{Cache, CacheUsage, KeyedLocks, Layout};
+use crate::credentials::{RegistryCredentials, RegistryKeychain};
 use crate::error::{ImageError, Result};
 use crate::fill::{join_error, Pins};
 use crate::image::{build_image, parse_manifest, Image, Manifest};
 use crate::overlay::{self, ContainerRecord};
-use crate::pull::{Registries, RegistryCredentials, RegistrySettings};
+use crate::pull::{Registries, RegistrySettings};
 use crate::reference::{Digest, ImageReference};
 
 /// How an [`ImageStore`] is set up.
@@ -34,8 +35,13 @@ pub struct ImageStoreConfig {
     /// Registries (`host` or `host:port`, as written in references) to reach
     /// over plain HTTP. Loopback registries always are; all others use HTTPS.
     pub insecure_registries: Vec<String>,
-    /// Credentials per registry (`host` or `host:port`); anonymous otherwise.
+    /// Credentials per registry (`host` or `host:port`, see
+    /// [`crate::normalize_registry_host`]); ECR registries without an entry
+    /// get ECR tokens (see [`RegistryKeychain`]); anonymous otherwise.
     pub credentials: HashMap<String, RegistryCredentials>,
+    /// A ready keychain instead of `credentials` (shares its ECR token
+    /// cache); `credentials` is ignored when set.
+    pub keychain: Option<RegistryKeychain>,
     /// Timeout for establishing a connection to a registry.
     pub connect_timeout: Duration,
     /// Timeout for each registry request, and for each read of a download.
@@ -51,6 +57,7 @@ impl ImageStoreConfig {
             max_cache_bytes: 10 << 30,
             insecure_registries: Vec::new(),
             credentials: HashMap::new(),
+            keychain: None,
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
         }
@@ -126,8 +133,11 @@ impl ImageStore {
             cache.pin(&record.layers);
             containers.insert(id, Some(record));
         }
+        let keychain = config
+            .keychain
+            .unwrap_or_else(|| RegistryKeychain::new(config.credentials));
         let registries = Registries::new(RegistrySettings {
-            credentials: config.credentials,
+            keychain,
             insecure_registries: config.insecure_registries,
             connect_timeout: config.connect_timeout,
             request_timeout: config.request_timeout,
