@@ -10,6 +10,12 @@ layer, a config and a manifest to the image registry, tagged with the id of
 the spec made of the steps so far, so a later build that shares the prefix
 starts from there.
 
+Registry credentials, when the registries need any, come in
+``LEVERS9_REGISTRY_AUTH`` (docker config JSON, only the hosts this build
+talks to). The builder takes them out of its environment before anything
+else: it re-executes itself with them on a pipe, so neither a step's
+environment nor ``/proc/<pid>/environ`` shows them, and it never prints them.
+
 Lines starting with ``::levers9`` are for the controlplane (progress, the
 result, the failing step); everything else is the build log.
 """
@@ -29,7 +35,9 @@ import sys
 import tarfile
 import tempfile
 import time
+import base64
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Dict, List, Optional, Tuple
 
@@ -60,24 +68,108 @@ def say(line: str) -> None:
 # ---------------------------------------------------------------- registry
 
 
+AUTH_ENV = "LEVERS9_REGISTRY_AUTH"
+AUTH_FD_ENV = "LEVERS9_REGISTRY_AUTH_FD"
+
+
+def take_registry_auth() -> Dict[str, str]:
+    """The ``Authorization`` header of each registry host in ``LEVERS9_REGISTRY_AUTH``.
+
+    The first call re-executes this program with the credentials on a pipe
+    and without the variable, so they are in no environment a step (or
+    ``/proc``) can read; the re-executed program reads them from the pipe.
+    """
+    raw = os.environ.pop(AUTH_ENV, None)
+    if raw is not None:
+        r, w = os.pipe()
+        os.write(w, raw.encode())
+        os.close(w)
+        os.set_inheritable(r, True)
+        env = dict(os.environ)
+        env[AUTH_FD_ENV] = str(r)
+        sys.stdout.flush()
+        os.execve(sys.executable, [sys.executable, "-m", "levers9.builder"], env)
+    fd = os.environ.pop(AUTH_FD_ENV, None)
+    if fd is None:
+        return {}
+    with os.fdopen(int(fd), "rb") as f:
+        config = json.loads(f.read().decode() or "{}")
+    headers = {}
+    for host, entry in (config.get("auths") or {}).items():
+        host = host.split("://", 1)[-1].split("/", 1)[0].lower()
+        if entry.get("registrytoken"):
+            headers[host] = "Bearer " + entry["registrytoken"]
+        elif entry.get("auth"):
+            headers[host] = "Basic " + entry["auth"]
+        elif entry.get("username") is not None and entry.get("password") is not None:
+            pair = f"{entry['username']}:{entry['password']}".encode()
+            headers[host] = "Basic " + base64.b64encode(pair).decode()
+    return headers
+
+
+def parse_challenge(value: str) -> Tuple[str, Dict[str, str]]:
+    """(scheme, parameters) of a ``WWW-Authenticate`` value."""
+    scheme, _, rest = value.strip().partition(" ")
+    params = {}
+    for part in rest.split(","):
+        key, _, val = part.strip().partition("=")
+        if key:
+            params[key.lower()] = val.strip().strip('"')
+    return scheme.lower(), params
+
+
 class Registry:
     """The few calls of the OCI distribution API a build needs."""
 
-    def __init__(self, host: str):
+    def __init__(self, host: str, credentials: Optional[str] = None):
         self.host = host
         loopback = host.startswith(("127.", "localhost", "[::1]"))
         self.base = ("http://" if loopback else "https://") + host
+        # The Authorization header of the credentials, and the one that
+        # answered the registry's last challenge (sent from then on).
+        self.credentials = credentials
+        self.answer: Optional[str] = None
+
+    def answer_challenge(self, challenge: str) -> Optional[str]:
+        scheme, params = parse_challenge(challenge)
+        if scheme == "basic":
+            return self.credentials if (self.credentials or "").startswith("Basic ") else None
+        if scheme != "bearer" or "realm" not in params:
+            return None
+        if (self.credentials or "").startswith("Bearer "):
+            return self.credentials
+        query = {k: params[k] for k in ("service", "scope") if k in params}
+        req = urllib.request.Request(params["realm"] + "?" + urllib.parse.urlencode(query))
+        if self.credentials:
+            req.add_unredirected_header("Authorization", self.credentials)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                answer = json.loads(r.read())
+        except (OSError, ValueError) as e:
+            raise BuildError(f"registry {self.host}: getting a token from {params['realm']} failed: {e}") from None
+        token = answer.get("token") or answer.get("access_token")
+        return f"Bearer {token}" if token else None
 
     def request(self, method: str, path: str, data: Optional[bytes] = None, headers=None):
         url = path if path.startswith("http") else self.base + path
-        req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
-        try:
-            return urllib.request.urlopen(req, timeout=300)
-        except urllib.error.HTTPError as e:
-            body = e.read()[:300].decode("utf-8", "replace")
-            raise BuildError(f"registry {self.host}: {method} {path.split('?')[0]} answered {e.code}: {body}") from None
-        except OSError as e:
-            raise BuildError(f"registry {self.host}: {method} {path.split('?')[0]} failed: {e}") from None
+        for attempt in (1, 2):
+            req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+            if self.answer:
+                # Not sent on to a redirect (blob storage signs its own URLs).
+                req.add_unredirected_header("Authorization", self.answer)
+            try:
+                return urllib.request.urlopen(req, timeout=300)
+            except urllib.error.HTTPError as e:
+                if e.code == 401 and attempt == 1:
+                    answer = self.answer_challenge(e.headers.get("WWW-Authenticate", ""))
+                    if answer:
+                        self.answer = answer
+                        continue
+                body = e.read()[:300].decode("utf-8", "replace")
+                raise BuildError(f"registry {self.host}: {method} {path.split('?')[0]} answered {e.code}: {body}") from None
+            except OSError as e:
+                raise BuildError(f"registry {self.host}: {method} {path.split('?')[0]} failed: {e}") from None
+        raise BuildError(f"registry {self.host}: {method} {path.split('?')[0]} was refused twice")
 
     def manifest(self, repo: str, reference: str) -> bytes:
         with self.request("GET", f"/v2/{repo}/manifests/{reference}", headers={"Accept": ACCEPT}) as r:
@@ -282,11 +374,12 @@ def config_env(config: dict) -> Dict[str, str]:
     return env
 
 
-def build(job: dict) -> str:
-    target = Registry(job["registry"])
+def build(job: dict, auth: Optional[Dict[str, str]] = None) -> str:
+    auth = auth or {}
+    target = Registry(job["registry"], auth.get(job["registry"].lower()))
     repo = job["repository"]
     src_host, src_repo, start_digest = split_ref(job["start"])
-    source = target if src_host == target.host else Registry(src_host)
+    source = target if src_host == target.host else Registry(src_host, auth.get(src_host.lower()))
     manifest = json.loads(source.manifest(src_repo, start_digest))
     config = json.loads(source.blob(src_repo, manifest["config"]["digest"]))
     layers = [dict(mediaType=l["mediaType"], digest=l["digest"], size=l["size"]) for l in manifest["layers"]]
@@ -359,9 +452,10 @@ def build(job: dict) -> str:
 
 
 def main() -> int:
+    auth = take_registry_auth()
     job = json.loads(os.environ["LEVERS9_BUILD"])
     try:
-        digest = build(job)
+        digest = build(job, auth)
     except BuildError as e:
         say(f"::levers9 error {e}")
         return 1

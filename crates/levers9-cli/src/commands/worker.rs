@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use levers9_api::v1::ListWorkersRequest;
+use levers9_image::credentials::HostCredentials;
 use levers9_worker::security::PoolOrigin;
 use levers9_worker::{
     detect_capacity, detect_gpus, RegistryCredentials, RuntimeKind, WorkerOptions,
@@ -127,9 +128,12 @@ pub(crate) struct RunArgs {
     /// Registries to reach over plain HTTP (loopback ones always are).
     #[arg(long = "insecure-registry")]
     insecure_registries: Vec<String>,
-    /// A TOML file of registry credentials, one table per registry host:
-    /// `["registry.example.com"]` with `username` and `password`, or `token`.
-    /// Keep it readable by root only.
+    /// Registry credentials: a docker config JSON file (`~/.docker/config.json`
+    /// or the `.dockerconfigjson` of a `kubernetes.io/dockerconfigjson`
+    /// Secret), or the older TOML file with one table per registry host
+    /// (`username` and `password`, or `token`). ECR registries without an
+    /// entry get tokens with the worker's AWS credentials. Keep it readable
+    /// by root only.
     #[arg(long, env = "LEVERS9_REGISTRY_CREDENTIALS")]
     registry_credentials: Option<PathBuf>,
     /// Size bound of the image layer cache, in GiB.
@@ -278,6 +282,20 @@ struct CredentialsEntry {
 }
 
 fn read_registry_credentials(path: &Path) -> Result<HashMap<String, RegistryCredentials>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if text.trim_start().starts_with('{') {
+        // Docker config JSON. ECR hosts get their tokens whether listed
+        // (credHelpers ecr-login) or not, so only fixed entries are kept.
+        let hosts = levers9_image::credentials::read_docker_config_file(path)?;
+        return Ok(hosts
+            .into_iter()
+            .filter_map(|(host, credentials)| match credentials {
+                HostCredentials::Static(credentials) => Some((host, credentials)),
+                HostCredentials::Ecr => None,
+            })
+            .collect());
+    }
     let mode = std::fs::metadata(path)
         .with_context(|| format!("cannot read {}", path.display()))?
         .permissions()
@@ -285,8 +303,6 @@ fn read_registry_credentials(path: &Path) -> Result<HashMap<String, RegistryCred
     if mode & 0o077 != 0 {
         tracing::warn!(file = %path.display(), "the registry credentials file is readable by others: chmod 600 it");
     }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let entries: HashMap<String, CredentialsEntry> = toml::from_str(&text).with_context(|| {
         format!(
             "{} is not a valid registry credentials file",
@@ -431,6 +447,43 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
+
+    /// The `.dockerconfigjson` of a `kubernetes.io/dockerconfigjson`
+    /// Secret, as worker Jobs mount it.
+    #[test]
+    fn registry_credentials_are_read_from_docker_config_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".dockerconfigjson");
+        std::fs::write(
+            &path,
+            r#"{"auths":{"registry.internal:5000":{"username":"levers9","password":"pw","auth":"bGV2ZXJzOTpwdw=="},"https://ghcr.io":{"auth":"Y2k6dG9rZW4="}},"credHelpers":{"123456789012.dkr.ecr.eu-west-1.amazonaws.com":"ecr-login"}}"#,
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let read = read_registry_credentials(&path).unwrap();
+        assert_eq!(read.len(), 2, "{read:?}");
+        assert_eq!(
+            read["registry.internal:5000"],
+            RegistryCredentials::Basic {
+                username: "levers9".into(),
+                password: "pw".into()
+            }
+        );
+        assert_eq!(
+            read["ghcr.io"],
+            RegistryCredentials::Basic {
+                username: "ci".into(),
+                password: "token".into()
+            }
+        );
+        std::fs::write(&path, r#"{"auths":{"r.io":{"password":"secretish"}}}"#).unwrap();
+        let error = read_registry_credentials(&path).unwrap_err().to_string();
+        assert!(
+            error.contains("the entry of registry \"r.io\" has none of"),
+            "{error}"
+        );
+        assert!(!error.contains("secretish"), "{error}");
+    }
 
     #[test]
     fn registry_credentials_are_basic_or_bearer() {
