@@ -64,6 +64,10 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
         "imageService.buildTimeoutSeconds",
     ),
     (
+        "LEVERS9_REGISTRY_CREDENTIALS_FILE",
+        "imageService.registryCredentialsFile",
+    ),
+    (
         "LEVERS9_WORKER_SECURITY_PROFILE",
         "worker.containerSecurity.profile",
     ),

@@ -391,6 +391,14 @@ pub struct ImageServiceConfig {
     pub apt_mirror: String,
     /// See `apt_mirror`.
     pub apt_suite: String,
+    /// A docker config JSON file of registry credentials (`auths` per
+    /// registry host, as `~/.docker/config.json` or a
+    /// `kubernetes.io/dockerconfigjson` Secret's `.dockerconfigjson`), used
+    /// to resolve base image tags, read built images and, for the registry
+    /// hosts of a build, handed to the build container to push with. Empty
+    /// is anonymous; ECR registries get tokens with the controlplane's AWS
+    /// credentials either way.
+    pub registry_credentials_file: String,
 }
 
 impl Default for ImageServiceConfig {
@@ -403,6 +411,7 @@ impl Default for ImageServiceConfig {
             build_timeout_seconds: 1800,
             apt_mirror: "http://deb.debian.org/debian".into(),
             apt_suite: "bookworm".into(),
+            registry_credentials_file: String::new(),
         }
     }
 }

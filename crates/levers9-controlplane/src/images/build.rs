@@ -23,6 +23,8 @@ const PIP_DIR: &str = "/levers9/build/pip";
 const FILES_DIR: &str = "/levers9/build/files";
 const BUILD_CPU_MILLICORES: u64 = 1000;
 const BUILD_MEMORY_MIB: u64 = 2048;
+/// The build container's registry credentials (docker config JSON).
+const REGISTRY_AUTH_ENV: &str = "LEVERS9_REGISTRY_AUTH";
 /// Lines of the log a failure message ends with.
 const TAIL_LINES: usize = 20;
 
@@ -122,7 +124,10 @@ pub(super) async fn run(
             canonical.steps.len()
         )));
     }
-    let container = container(images, request, &start, from)?;
+    // Credentials reach the build container in its environment, which the
+    // builder takes out before any step runs (see levers9.builder).
+    let registry_auth = images.build_registry_auth(&start).await?;
+    let container = container(images, request, &start, from, registry_auth)?;
     shared
         .fleet
         .require_pool(&container.pool)
@@ -211,6 +216,7 @@ fn container(
     request: &BuildRequest,
     start: &str,
     from: usize,
+    registry_auth: Option<String>,
 ) -> Result<ContainerRecord, ApiError> {
     let canonical = &request.canonical;
     let steps = &canonical.steps[from..];
@@ -245,7 +251,7 @@ fn container(
             serde_json::json!({"step": canonical.steps[i], "id": prefix.id(), "spec": prefix.to_json()})
         }).collect::<Vec<_>>(),
     });
-    let env: BTreeMap<String, String> = [
+    let mut env: BTreeMap<String, String> = [
         ("LEVERS9_BUILD", job.to_string()),
         ("LEVERS9_PIP_PATH", PIP_DIR.to_owned()),
         ("LEVERS9_APT_MIRROR", images.apt_mirror.clone()),
@@ -256,6 +262,9 @@ fn container(
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
+    if let Some(auth) = registry_auth {
+        env.insert(REGISTRY_AUTH_ENV.to_owned(), auth);
+    }
     Ok(ContainerRecord {
         args: ["python3", "-m", "levers9.builder"]
             .map(str::to_owned)

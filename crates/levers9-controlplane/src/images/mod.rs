@@ -6,6 +6,7 @@
 //! (the spec of the steps so far), so a later spec that shares a prefix of
 //! steps starts from there and reuses its layers.
 
+mod auth;
 pub mod build;
 pub mod registry;
 mod replicas;
@@ -16,6 +17,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use levers9_config::ImageServiceConfig;
+use levers9_image::{RegistryCredentials, RegistryKeychain};
 use tokio::sync::broadcast;
 
 use crate::error::ApiError;
@@ -28,6 +30,10 @@ pub use build::BuildEvent;
 /// see `replicas`).
 pub struct ImageBuilds {
     registry: RegistryClient,
+    /// `imageService.registryCredentialsFile` (and ECR tokens).
+    keychain: RegistryKeychain,
+    /// Why that file could not be read: every image call fails with it.
+    credentials_error: Option<String>,
     base_registry: String,
     base_image: String,
     /// Registry host and repository of built images.
@@ -53,8 +59,11 @@ impl ImageBuilds {
         } else {
             format!("{prefix}/images")
         };
+        let (keychain, credentials_error) = registry_keychain(config);
         Self {
-            registry: RegistryClient::default(),
+            registry: RegistryClient::default().with_auth(auth::Authorizer::new(keychain.clone())),
+            keychain,
+            credentials_error,
             base_registry: config.runner.base_image_registry.clone(),
             base_image: config.runner.base_image.clone(),
             host: host.to_owned(),
@@ -69,6 +78,9 @@ impl ImageBuilds {
     }
 
     fn configured(&self) -> Result<(), ApiError> {
+        if let Some(error) = &self.credentials_error {
+            return Err(ApiError::FailedPrecondition(error.clone()));
+        }
         if self.host.is_empty() {
             return Err(ApiError::FailedPrecondition(
                 "worker.imageRegistry is not set: images are pushed there, so set it \
@@ -178,5 +190,60 @@ impl ImageBuilds {
         self.registry
             .delete(&self.host, &self.repository, &digest)
             .await
+    }
+}
+
+/// The keychain of `imageService.registryCredentialsFile`, or why it cannot
+/// be read (logged once here; image calls then fail with it).
+fn registry_keychain(config: &ImageServiceConfig) -> (RegistryKeychain, Option<String>) {
+    let path = config.registry_credentials_file.trim();
+    if path.is_empty() {
+        return (RegistryKeychain::default(), None);
+    }
+    match RegistryKeychain::from_file(std::path::Path::new(path)) {
+        Ok(keychain) => {
+            tracing::info!(file = %path, hosts = ?keychain.hosts(), "registry credentials loaded");
+            (keychain, None)
+        }
+        Err(error) => {
+            let error = format!("imageService.registryCredentialsFile: {error}");
+            tracing::error!(%error, "image builds and tag resolution are off until this is fixed");
+            (RegistryKeychain::default(), Some(error))
+        }
+    }
+}
+
+impl ImageBuilds {
+    /// Docker config JSON with the credentials of the registries a build
+    /// starting at `start` talks to (where it pulls from, and
+    /// `worker.imageRegistry` it pushes to); `None` when both are anonymous.
+    pub(crate) async fn build_registry_auth(
+        &self,
+        start: &str,
+    ) -> Result<Option<String>, ApiError> {
+        let mut hosts = vec![self.host.clone()];
+        if let Ok((host, _, _)) = registry::split(start) {
+            if host != self.host {
+                hosts.push(host.to_owned());
+            }
+        }
+        let mut entries = Vec::new();
+        for host in hosts {
+            let credentials = self
+                .keychain
+                .credentials_for(&host)
+                .await
+                .map_err(|e| ApiError::FailedPrecondition(e.to_string()))?;
+            entries.push((host, credentials));
+        }
+        if entries
+            .iter()
+            .all(|(_, c)| *c == RegistryCredentials::Anonymous)
+        {
+            return Ok(None);
+        }
+        Ok(Some(levers9_image::credentials::docker_config_json(
+            entries.iter().map(|(h, c)| (h.as_str(), c)),
+        )))
     }
 }

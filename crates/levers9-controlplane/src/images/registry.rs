@@ -1,11 +1,13 @@
 //! The few OCI distribution calls the image service makes: resolve a tag to
 //! a digest, read manifests and configs, list and delete tags.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_image::is_loopback_host;
 use sha2::{Digest, Sha256};
 
+use super::auth::Authorizer;
 use crate::error::ApiError;
 
 const ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, \
@@ -18,6 +20,8 @@ const ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, \
 #[derive(Clone)]
 pub struct RegistryClient {
     http: reqwest::Client,
+    /// Answers registries' challenges with `imageService.registryCredentialsFile`.
+    auth: Arc<Authorizer>,
 }
 
 /// `host/repository` and the tag or digest of a reference.
@@ -40,6 +44,21 @@ pub fn split(reference: &str) -> Result<(&str, &str, &str), ApiError> {
     Ok((host, repo, tag))
 }
 
+/// The repository a `/v2/` path is about.
+fn repo_of(path: &str) -> &str {
+    ["/manifests/", "/blobs/", "/tags/"]
+        .iter()
+        .find_map(|marker| path.find(marker).map(|i| &path[..i]))
+        .unwrap_or(path)
+}
+
+fn refused(host: &str, what: &str) -> ApiError {
+    ApiError::FailedPrecondition(format!(
+        "registry {host} refused {what}: give the controlplane credentials for {host} \
+         (imageService.registryCredentialsFile) or check them"
+    ))
+}
+
 fn unavailable(host: &str, what: &str, detail: impl std::fmt::Display) -> ApiError {
     ApiError::Unavailable(format!("registry {host}: {what}: {detail}"))
 }
@@ -52,11 +71,64 @@ impl Default for RegistryClient {
             .timeout(Duration::from_secs(60))
             .build()
             .unwrap_or_default();
-        Self { http }
+        Self {
+            http,
+            auth: Arc::default(),
+        }
     }
 }
 
 impl RegistryClient {
+    /// Authenticates with `auth` where registries ask for it.
+    pub fn with_auth(mut self, auth: Authorizer) -> Self {
+        self.auth = Arc::new(auth);
+        self
+    }
+
+    /// Sends `request` (no body) for a call on `repo` of `host`, with the
+    /// header that answered this registry's challenge before; on a `401`,
+    /// answers the challenge and sends it once more.
+    async fn send(
+        &self,
+        host: &str,
+        repo: &str,
+        delete: bool,
+        request: reqwest::RequestBuilder,
+        what: &str,
+    ) -> Result<reqwest::Response, ApiError> {
+        let again = request.try_clone();
+        let mut first = request;
+        if let Some(header) = self.auth.known(host, repo, delete).await? {
+            first = first.header(reqwest::header::AUTHORIZATION, header);
+        }
+        let response = first.send().await.map_err(|e| unavailable(host, what, e))?;
+        if response.status() != reqwest::StatusCode::UNAUTHORIZED {
+            return Ok(response);
+        }
+        let challenge = response
+            .headers()
+            .get(reqwest::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let (Some(again), Some(header)) = (
+            again,
+            self.auth
+                .answer(&self.http, host, repo, delete, challenge.as_deref())
+                .await?,
+        ) else {
+            return Err(refused(host, what));
+        };
+        let response = again
+            .header(reqwest::header::AUTHORIZATION, header)
+            .send()
+            .await
+            .map_err(|e| unavailable(host, what, e))?;
+        if response.status() == reqwest::StatusCode::UNAUTHORIZED {
+            return Err(refused(host, what));
+        }
+        Ok(response)
+    }
+
     fn url(host: &str, path: &str) -> String {
         let scheme = if is_loopback_host(host) {
             "http"
@@ -79,10 +151,7 @@ impl RegistryClient {
         if let Some(accept) = accept {
             request = request.header("Accept", accept);
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| unavailable(host, what, e))?;
+        let response = self.send(host, repo_of(path), false, request, what).await?;
         match response.status().as_u16() {
             200..=299 => Ok(Some(response)),
             404 => Ok(None),
@@ -148,12 +217,8 @@ impl RegistryClient {
     pub async fn delete(&self, host: &str, repo: &str, digest: &str) -> Result<(), ApiError> {
         let url = Self::url(host, &format!("{repo}/manifests/{digest}"));
         let what = format!("deleting manifest {digest} of {repo}");
-        let response = self
-            .http
-            .delete(&url)
-            .send()
-            .await
-            .map_err(|e| unavailable(host, &what, e))?;
+        let request = self.http.delete(&url);
+        let response = self.send(host, repo, true, request, &what).await?;
         match response.status().as_u16() {
             200..=299 => Ok(()),
             405 => Err(ApiError::FailedPrecondition(format!(
