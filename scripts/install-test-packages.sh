@@ -6,6 +6,8 @@ wanted=(
   redis-server redis-tools postgresql python3 python3-venv
   # containers: runtimes, a registry, and the tools that build test images
   runc runsc busybox-static umoci skopeo docker-registry
+  # htpasswd -B, for a registry that asks for credentials
+  apache2-utils
   # the hardening tests build a static probe that makes raw syscalls
   gcc libc6-dev
   # the dashboard: a browser for its tests, openssl for the test OpenID
