@@ -50,6 +50,10 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("LEVERS9_SQLITE_PATH", "database.sqlite.path"),
     ("LEVERS9_WORKER_IMAGE_REGISTRY", "worker.imageRegistry"),
     (
+        "LEVERS9_WORKER_INSECURE_REGISTRIES",
+        "worker.insecureRegistries",
+    ),
+    (
         "LEVERS9_WORKER_HEARTBEAT_TTL_SECONDS",
         "worker.heartbeatTtlSeconds",
     ),
@@ -110,6 +114,11 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
         "storage.juicefs.workspaceMetaUrl",
     ),
     ("LEVERS9_JUICEFS_BUCKET", "storage.juicefs.bucket"),
+    ("LEVERS9_JUICEFS_STORAGE", "storage.juicefs.storage"),
+    (
+        "LEVERS9_JUICEFS_CACHE_SIZE_MIB",
+        "storage.juicefs.cacheSizeMib",
+    ),
     ("LEVERS9_JUICEFS_ACCESS_KEY", "storage.juicefs.accessKey"),
     ("LEVERS9_JUICEFS_SECRET_KEY", "storage.juicefs.secretKey"),
     ("LEVERS9_JUICEFS_BINARY", "storage.juicefs.binary"),

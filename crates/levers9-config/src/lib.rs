@@ -11,6 +11,7 @@ mod juicefs;
 mod load;
 mod pool_provider;
 mod pools;
+mod registries;
 mod schema;
 mod secret;
 mod security;

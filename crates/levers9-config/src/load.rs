@@ -80,6 +80,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             .validate(&format!("worker.pools.{name}.security"))?;
         crate::pools::validate(name, pool)?;
         crate::pool_provider::validate(name, pool)?;
+        crate::pool_provider::validate_volumes(name, pool, config.storage.juicefs.is_configured())?;
     }
     if cp.key_rotation.batch_size == 0 {
         return Err(ConfigError::Invalid {
@@ -93,6 +94,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             message: "is over 300: a revoked token would keep working that long".into(),
         });
     }
+    crate::registries::validate_insecure(&config.worker.insecure_registries)?;
     config.storage.workspace.validate()?;
     config.storage.juicefs.validate()?;
     Ok(())

@@ -51,6 +51,19 @@ pub struct PoolKubernetes {
     pub controlplane_address: String,
     /// The Secret in `namespace` holding the worker token under `token`.
     pub worker_token_secret: String,
+    /// Secrets in `namespace` (type `kubernetes.io/dockerconfigjson`) the
+    /// kubelet pulls the worker image with: the pod's `imagePullSecrets`.
+    pub image_pull_secrets: Vec<String>,
+    /// A Secret in `namespace` of type `kubernetes.io/dockerconfigjson`,
+    /// mounted read-only into worker pods: the workers pull functions'
+    /// images and push built ones with it (`--registry-credentials`).
+    /// Empty: anonymous.
+    pub registry_credentials_secret: String,
+    /// The Secret in `namespace` worker pods mount volumes' JuiceFS file
+    /// system with, by `secretKeyRef`: the metadata URL under `meta-url`,
+    /// and, when used, `workspace-meta-url`, `access-key` and `secret-key`.
+    /// Required while `storage.juicefs.metaUrl` is set.
+    pub juicefs_secret: String,
 }
 
 impl Default for PoolKubernetes {
@@ -63,6 +76,9 @@ impl Default for PoolKubernetes {
             worker_image: String::new(),
             controlplane_address: String::new(),
             worker_token_secret: "levers9-worker-token".into(),
+            image_pull_secrets: Vec::new(),
+            registry_credentials_secret: String::new(),
+            juicefs_secret: String::new(),
         }
     }
 }
@@ -152,10 +168,57 @@ pub(crate) fn validate(name: &str, pool: &crate::PoolConfig) -> Result<(), crate
     Ok(())
 }
 
+/// Checks that the worker Jobs of `provider: kubernetes` pool `name` can
+/// mount volumes: with `storage.juicefs.metaUrl` set, volumes live in
+/// JuiceFS, and a worker pod without its keys would bind empty local
+/// directories instead.
+pub(crate) fn validate_volumes(
+    name: &str,
+    pool: &crate::PoolConfig,
+    juicefs_configured: bool,
+) -> Result<(), crate::ConfigError> {
+    if pool.provider != crate::PoolProvider::Kubernetes
+        || !juicefs_configured
+        || !pool.kubernetes.juicefs_secret.is_empty()
+    {
+        return Ok(());
+    }
+    Err(crate::ConfigError::Invalid {
+        key: "worker.pools",
+        message: format!(
+            "pool {name} has provider: kubernetes and storage.juicefs.metaUrl is set, but \
+             worker.pools.{name}.kubernetes.juicefsSecret is empty: its worker pods could not \
+             mount volumes. Name a Secret in {} with the metadata URL under meta-url (and the \
+             bucket keys under access-key and secret-key); the Helm chart makes one",
+            pool.kubernetes.namespace
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::{PoolConfig, PoolProvider};
+
+    #[test]
+    fn a_kubernetes_pool_needs_the_juicefs_secret_while_volumes_are_in_juicefs() {
+        let mut pool = PoolConfig {
+            provider: PoolProvider::Kubernetes,
+            ..PoolConfig::default()
+        };
+        validate_volumes("default", &pool, false).expect("no JuiceFS, nothing to mount");
+        let error = validate_volumes("default", &pool, true)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            error.contains("worker.pools.default.kubernetes.juicefsSecret is empty")
+                && error.contains("Secret in levers9-workers"),
+            "{error}"
+        );
+        pool.kubernetes.juicefs_secret = "levers9-worker-juicefs".into();
+        validate_volumes("default", &pool, true).expect("valid");
+        validate_volumes("local", &PoolConfig::default(), true).expect("not a Job");
+    }
 
     #[test]
     fn a_kubernetes_pool_names_the_keys_it_lacks() {

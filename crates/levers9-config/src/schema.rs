@@ -255,6 +255,11 @@ pub struct SqliteConfig {
 pub struct WorkerConfig {
     /// Registry that built images are pushed to and workers pull from.
     pub image_registry: String,
+    /// Registries (`host[:port]`, as written in image references) reached
+    /// over plain HTTP: by the controlplane resolving tags and by worker
+    /// Jobs (`--insecure-registry`), e.g. k3d's local registry. Loopback
+    /// registries always are; every other one is HTTPS.
+    pub insecure_registries: Vec<String>,
     /// A worker that has not sent a heartbeat for this long is lost; workers
     /// send one every quarter of it.
     pub heartbeat_ttl_seconds: u64,
@@ -280,6 +285,7 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         Self {
             image_registry: String::new(),
+            insecure_registries: Vec::new(),
             heartbeat_ttl_seconds: 10,
             pools: BTreeMap::new(),
             // Today's behaviour, observing what the hardened rules would

@@ -179,7 +179,8 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         images: crate::images::ImageBuilds::new(
             &config.image_service,
             &config.worker.image_registry,
-        ),
+        )
+        .with_insecure_registries(&config.worker.insecure_registries),
         image_registry: config.worker.image_registry.clone(),
         bootstrap_secret: config.controlplane.auth.bootstrap_secret.clone(),
         machines: stores.machines.clone(),
@@ -332,6 +333,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
                 store: shared.store.clone(),
                 pools: config.worker.pools.clone(),
                 job_resources_enforced: config.worker.job_resources_enforced,
+                worker_wide: levers9_kube::WorkerWide::from_config(&config),
                 processes: Arc::new(crate::fleet::provider::process::Launch::new(
                     &config,
                     shared.store.clone(),

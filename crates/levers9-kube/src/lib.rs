@@ -1,7 +1,7 @@
-//! levers9 on Kubernetes: the worker Job of a pool, the reconciler that
-//! keeps a pool's Jobs at the number of workers wanted, the client of a
-//! `provider: kubernetes` pool and its worker token Secret, and the
-//! manifests that attach a cluster.
+//! levers9 on Kubernetes: the worker Job of a pool (with the worker-wide
+//! keys it carries), the reconciler that keeps a pool's Jobs at the number
+//! of workers wanted, the client of a `provider: kubernetes` pool and its
+//! worker token Secret, and the manifests that attach a cluster.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -11,12 +11,14 @@ pub mod job;
 pub mod reconcile;
 pub mod remote;
 pub mod worker_token;
+pub mod worker_wide;
 
 pub use attach::{AttachedCluster, AGENT_NAME};
 pub use job::{pool_selector, WorkerJob};
 pub use levers9_provider::Round;
 pub use reconcile::Reconciler;
 pub use worker_token::WorkerTokenSecret;
+pub use worker_wide::WorkerWide;
 
 /// A client from the user's kubeconfig, or in a pod its service account
 /// (kube-rs's own order).

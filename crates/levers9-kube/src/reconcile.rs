@@ -9,6 +9,7 @@ use kube::{Api, Client};
 use levers9_provider::{Phase, ProvidedWorker, Round, WorkerProvider};
 
 use crate::job::{pool_selector, WorkerJob};
+use crate::worker_wide::WorkerWide;
 use crate::KubeError;
 
 fn phase(job: &Job) -> Phase {
@@ -43,11 +44,22 @@ pub struct Reconciler {
 impl Reconciler {
     /// A reconciler for the Jobs `worker` describes, in `namespace`.
     pub fn new(client: Client, namespace: &str, worker: &WorkerJob<'_>) -> Self {
+        Self::with_worker_wide(client, namespace, worker, &WorkerWide::default())
+    }
+
+    /// A reconciler for the Jobs `worker` describes with the worker-wide
+    /// keys `wide` ([`WorkerJob::job_with`]), in `namespace`.
+    pub fn with_worker_wide(
+        client: Client,
+        namespace: &str,
+        worker: &WorkerJob<'_>,
+        wide: &WorkerWide,
+    ) -> Self {
         Self {
             jobs: Api::namespaced(client, namespace),
             namespace: namespace.to_owned(),
             pool: worker.pool.to_owned(),
-            template: worker.job(),
+            template: worker.job_with(wide),
         }
     }
 

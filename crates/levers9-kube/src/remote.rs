@@ -53,16 +53,29 @@ fn remote_config(pool: &str, keys: &PoolKubernetes) -> Result<Config, KubeError>
 /// The reconciler of `provider: kubernetes` pool `name`: its worker Jobs in
 /// `kubernetes.namespace`, running `kubernetes.workerImage` against
 /// `kubernetes.controlplaneAddress`, with the token from
-/// `kubernetes.workerTokenSecret`; resources requested with
-/// `worker.jobResourcesEnforced`.
+/// `kubernetes.workerTokenSecret` and the worker-wide keys `wide`;
+/// resources requested with `worker.jobResourcesEnforced`.
 pub fn provider_reconciler(
     client: Client,
     name: &str,
     pool: &levers9_config::PoolConfig,
     job_resources_enforced: bool,
+    wide: &crate::WorkerWide,
 ) -> crate::Reconciler {
+    let worker = provider_worker(name, pool, job_resources_enforced);
+    crate::Reconciler::with_worker_wide(client, &pool.kubernetes.namespace, &worker, wide)
+}
+
+/// The worker Job of `provider: kubernetes` pool `name`, from its
+/// `kubernetes` keys: what [`provider_reconciler`] creates with
+/// [`crate::WorkerJob::job_with`].
+pub fn provider_worker<'a>(
+    name: &'a str,
+    pool: &'a levers9_config::PoolConfig,
+    job_resources_enforced: bool,
+) -> crate::WorkerJob<'a> {
     let keys = &pool.kubernetes;
-    let worker = crate::WorkerJob {
+    crate::WorkerJob {
         pool: name,
         config: pool,
         request_resources: job_resources_enforced,
@@ -70,8 +83,7 @@ pub fn provider_reconciler(
         controlplane: &keys.controlplane_address,
         token_secret: &keys.worker_token_secret,
         attached_cluster: false,
-    };
-    crate::Reconciler::new(client, &keys.namespace, &worker)
+    }
 }
 
 #[cfg(test)]

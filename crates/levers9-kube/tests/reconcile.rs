@@ -87,6 +87,8 @@ fn check_created_job(body: &Value) {
             "runc",
             "--controlplane",
             "levers9-grpc.example.com:443",
+            "--state-dir",
+            "/var/lib/levers9/worker",
             "--cpu-millicores",
             "4000",
             "--memory-mib",

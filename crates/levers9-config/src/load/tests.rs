@@ -249,6 +249,16 @@ fn the_eks_worker_values_are_a_valid_worker_config() {
     .expect("deploy/eks/values.yaml");
     let values: serde_yaml::Value = serde_yaml::from_str(&values).expect("values parse");
     let mut worker = values["worker"].clone();
+    // The chart fills in the keys of worker Jobs in its own cluster.
+    for (_, pool) in worker["pools"].as_mapping_mut().expect("pools").iter_mut() {
+        let jobs: serde_yaml::Value = serde_yaml::from_str(
+            "{workerImage: r.test/levers9/worker:1, controlplaneAddress: levers9-controlplane:1993}",
+        )
+        .expect("yaml");
+        pool.as_mapping_mut()
+            .expect("a pool")
+            .insert("kubernetes".into(), jobs);
+    }
     let pools = worker["pools"].as_mapping().expect("pools").clone();
     let file = file_with(
         &serde_yaml::to_string(&serde_yaml::Mapping::from_iter([(
@@ -274,4 +284,41 @@ fn a_pool_gpu_count_without_a_gpu_type_is_refused() {
         .expect_err("refused")
         .to_string();
     assert!(error.contains("worker.pools.gpu.gpuType"), "{error}");
+}
+
+#[test]
+fn worker_jobs_registry_and_volume_keys_load_from_the_file_and_the_environment() {
+    let file = file_with(
+        "worker:\n  pools:\n    default:\n      provider: kubernetes\n      kubernetes:\n        \
+         workerImage: r.test/levers9/worker:1\n        controlplaneAddress: levers9-controlplane:1993\n        \
+         imagePullSecrets: [regcred]\n        registryCredentialsSecret: levers9-registry\n        \
+         juicefsSecret: levers9-worker-juicefs\nstorage:\n  juicefs:\n    bucket: http://s3.test/volumes\n",
+    );
+    let env = env_of(&[
+        (
+            "LEVERS9_WORKER_INSECURE_REGISTRIES",
+            "k3d-r.localhost:5111, r2:80",
+        ),
+        ("LEVERS9_JUICEFS_META_URL", "redis://:pw@redis:6379/1"),
+        ("LEVERS9_JUICEFS_STORAGE", "minio"),
+        ("LEVERS9_JUICEFS_CACHE_SIZE_MIB", "2048"),
+    ]);
+    let (config, _) = load(Some(file.path()), &env).expect("loads");
+    assert_eq!(
+        config.worker.insecure_registries,
+        ["k3d-r.localhost:5111", "r2:80"]
+    );
+    let keys = &config.worker.pools["default"].kubernetes;
+    assert_eq!(keys.image_pull_secrets, ["regcred"]);
+    assert_eq!(keys.registry_credentials_secret, "levers9-registry");
+    assert_eq!(keys.juicefs_secret, "levers9-worker-juicefs");
+    assert_eq!(config.storage.juicefs.storage, "minio");
+    assert_eq!(config.storage.juicefs.cache_size_mib, 2048);
+
+    let env = env_of(&[("LEVERS9_WORKER_INSECURE_REGISTRIES", "http://r:5000")]);
+    let error = load(None, &env).expect_err("a scheme").to_string();
+    assert!(
+        error.contains("worker.insecureRegistries") && error.contains("is not HOST[:PORT]"),
+        "{error}"
+    );
 }

@@ -77,6 +77,13 @@ impl ImageBuilds {
         }
     }
 
+    /// Resolves tags and reads built images over plain HTTP on these
+    /// registries too (`worker.insecureRegistries`).
+    pub fn with_insecure_registries(mut self, registries: &[String]) -> Self {
+        self.registry = self.registry.with_insecure_registries(registries);
+        self
+    }
+
     fn configured(&self) -> Result<(), ApiError> {
         if let Some(error) = &self.credentials_error {
             return Err(ApiError::FailedPrecondition(error.clone()));

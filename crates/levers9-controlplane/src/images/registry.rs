@@ -15,11 +15,13 @@ const ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, \
     application/vnd.oci.image.index.v1+json, \
     application/vnd.docker.distribution.manifest.list.v2+json";
 
-/// A registry client over plain HTTP for loopback registries, HTTPS
-/// otherwise.
+/// A registry client over plain HTTP for loopback registries and those of
+/// `worker.insecureRegistries`, HTTPS otherwise.
 #[derive(Clone)]
 pub struct RegistryClient {
     http: reqwest::Client,
+    /// `worker.insecureRegistries`, as `host[:port]`.
+    insecure: Vec<String>,
     /// Answers registries' challenges with `imageService.registryCredentialsFile`.
     auth: Arc<Authorizer>,
 }
@@ -73,6 +75,7 @@ impl Default for RegistryClient {
             .unwrap_or_default();
         Self {
             http,
+            insecure: Vec::new(),
             auth: Arc::default(),
         }
     }
@@ -129,12 +132,16 @@ impl RegistryClient {
         Ok(response)
     }
 
-    fn url(host: &str, path: &str) -> String {
-        let scheme = if is_loopback_host(host) {
-            "http"
-        } else {
-            "https"
-        };
+    /// Plain HTTP for these registries too (`worker.insecureRegistries`),
+    /// as the workers pull from them.
+    pub fn with_insecure_registries(mut self, registries: &[String]) -> Self {
+        self.insecure = registries.to_vec();
+        self
+    }
+
+    fn url(&self, host: &str, path: &str) -> String {
+        let plain = is_loopback_host(host) || self.insecure.iter().any(|r| r == host);
+        let scheme = if plain { "http" } else { "https" };
         format!("{scheme}://{host}/v2/{path}")
     }
 
@@ -147,7 +154,7 @@ impl RegistryClient {
         what: &str,
         accept: Option<&str>,
     ) -> Result<Option<reqwest::Response>, ApiError> {
-        let mut request = self.http.get(Self::url(host, path));
+        let mut request = self.http.get(self.url(host, path));
         if let Some(accept) = accept {
             request = request.header("Accept", accept);
         }
@@ -215,7 +222,7 @@ impl RegistryClient {
 
     /// Deletes a manifest by digest (its tags go with it).
     pub async fn delete(&self, host: &str, repo: &str, digest: &str) -> Result<(), ApiError> {
-        let url = Self::url(host, &format!("{repo}/manifests/{digest}"));
+        let url = self.url(host, &format!("{repo}/manifests/{digest}"));
         let what = format!("deleting manifest {digest} of {repo}");
         let request = self.http.delete(&url);
         let response = self.send(host, repo, true, request, &what).await?;
@@ -231,7 +238,27 @@ impl RegistryClient {
 
 #[cfg(test)]
 mod tests {
-    use super::split;
+    use super::{split, RegistryClient};
+
+    #[test]
+    fn plain_http_for_loopback_and_the_insecure_registries_only() {
+        let client = RegistryClient::default()
+            .with_insecure_registries(&["k3d-levers9-registry.localhost:5111".into()]);
+        assert_eq!(
+            client.url(
+                "k3d-levers9-registry.localhost:5111",
+                "levers9/python/tags/list"
+            ),
+            "http://k3d-levers9-registry.localhost:5111/v2/levers9/python/tags/list"
+        );
+        assert!(client.url("127.0.0.1:5000", "x").starts_with("http://"));
+        assert!(client
+            .url("k3d-levers9-registry.localhost:5112", "x")
+            .starts_with("https://"));
+        assert!(client
+            .url("registry.example.com", "x")
+            .starts_with("https://"));
+    }
 
     #[test]
     fn references_split_into_host_repository_and_tag() {

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 use levers9_config::WorkerConfig;
-use levers9_kube::WorkerJob;
+use levers9_kube::{WorkerJob, WorkerWide};
 
 /// What the Job runs and where it reports.
 pub struct JobTarget<'a> {
@@ -42,7 +42,13 @@ pub fn manifest(
         token_secret: target.token_secret,
         attached_cluster: false,
     };
-    Ok(serde_json::to_value(job.job())?)
+    // The worker section has no storage keys: the JuiceFS variables are
+    // the controlplane's to add (WorkerWide::from_config).
+    let wide = WorkerWide {
+        insecure_registries: worker.insecure_registries.clone(),
+        juicefs: None,
+    };
+    Ok(serde_json::to_value(job.job_with(&wide))?)
 }
 
 #[cfg(test)]

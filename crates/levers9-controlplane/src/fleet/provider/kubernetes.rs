@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use levers9_config::PoolConfig;
-use levers9_kube::{KubeError, Reconciler, WorkerTokenSecret};
+use levers9_kube::{KubeError, Reconciler, WorkerTokenSecret, WorkerWide};
 use levers9_provider::{ProvidedWorker, WorkerProvider};
 use levers9_store::RecordStore;
 
@@ -22,11 +22,13 @@ pub struct KubernetesPool {
 }
 
 impl KubernetesPool {
-    /// Pool `name` on the cluster its `kubernetes` keys name.
+    /// Pool `name` on the cluster its `kubernetes` keys name, its Jobs
+    /// carrying the worker-wide keys `wide`.
     pub fn connect(
         name: &str,
         pool: &PoolConfig,
         job_resources_enforced: bool,
+        wide: &WorkerWide,
         store: Arc<dyn RecordStore>,
     ) -> Result<Self, KubeError> {
         let keys = &pool.kubernetes;
@@ -42,6 +44,7 @@ impl KubernetesPool {
                 name,
                 pool,
                 job_resources_enforced,
+                wide,
             ),
             store,
             last_kept: Mutex::new(None),

@@ -34,6 +34,9 @@ pub struct Providers {
     pub pools: BTreeMap<String, PoolConfig>,
     /// `worker.jobResourcesEnforced`.
     pub job_resources_enforced: bool,
+    /// What every worker Job carries besides its pool's keys
+    /// (`worker.insecureRegistries`, `storage.juicefs`).
+    pub worker_wide: levers9_kube::WorkerWide,
     /// The record store, for the workers' tokens.
     pub store: Arc<dyn RecordStore>,
     /// What `provider: process` pools start their workers with.
@@ -58,8 +61,15 @@ pub async fn run(providers: Providers, stopped: watch::Receiver<bool>) {
                 let pool_name = name.clone();
                 // Made in the loop: the token file may be mounted after the start.
                 let store = providers.store.clone();
+                let wide = providers.worker_wide.clone();
                 let make = move || {
-                    kubernetes::KubernetesPool::connect(&pool_name, &pool, enforced, store.clone())
+                    kubernetes::KubernetesPool::connect(
+                        &pool_name,
+                        &pool,
+                        enforced,
+                        &wide,
+                        store.clone(),
+                    )
                 };
                 loops.push(tokio::spawn(reconcile_pool(
                     fleet, name, holder, stopped, make,
