@@ -106,12 +106,15 @@ bootstrap=$(printf '%s' "$bootstrap" | base64 -d)
 
 # --- chart --------------------------------------------------------------------
 # deploy/k3d/values.yaml: images, Postgres and Redis in the release (their
-# passwords generated into the levers9-database Secret), worker Jobs.
+# passwords generated into the levers9-database Secret), worker Jobs, and
+# the registry on plain HTTP (config.worker.insecureRegistries: the worker
+# Jobs get --insecure-registry for it).
 say "installing the chart"
 helm upgrade --install levers9 deploy/charts/levers9 --namespace "$namespace" \
   -f deploy/k3d/values.yaml \
   --set "config.worker.imageRegistry=$registry_in_cluster/levers9/images" \
   --set "config.imageService.runner.baseImageRegistry=$registry_in_cluster" \
+  --set "config.worker.insecureRegistries={$registry_in_cluster}" \
   --wait --timeout 5m
 
 # The chart's Service is a ClusterIP; this one is what k3d's load balancer

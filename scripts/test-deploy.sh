@@ -90,7 +90,9 @@ render() { "$helm" template levers9 "$chart" --namespace levers9 "$@"; }
 
 # Every option on, at once: EKS values plus what they leave off, a remote
 # provider: kubernetes pool with its token and CA from a Secret (docs/gke.md),
-# a pool written as raw config keys, per-pool hardening, both S3 keys.
+# a pool written as raw config keys, per-pool hardening, both S3 keys,
+# volumes in JuiceFS, a registry on plain HTTP and a registry credential for
+# worker Jobs.
 cat >"$work/everything.yaml" <<'VALUES'
 rbac: {legacyClusterWide: false}
 images:
@@ -108,6 +110,7 @@ storageKeys:
   workspace: {accessKeyId: AKIAWORKSPACETEST, secretAccessKey: workspace-s3cr3t}
 worker:
   namespace: levers9-workers
+  registryCredentialsSecret: levers9-registry
   pools:
     build:
       security: {seccomp: enforce}
@@ -130,10 +133,14 @@ config:
   worker:
     containerServerAuth: observe
     volumeMountValidation: log
+    insecureRegistries: [registry.internal:5000]
     pools:
       cpu-local:
         runtime: runc
         provider: local
+  storage:
+    juicefs:
+      metaUrl: "redis://:juicefs-meta-pw@redis.internal:6379/1"
 VALUES
 
 # Runs a Python check over rendered manifests (argument 1) with the rest of
@@ -328,7 +335,8 @@ assert pools["l40s"]["scaling"] == {"minWorkers": 0, "maxWorkers": 4}, pools["l4
 k = pools["l40s"]["kubernetes"]
 assert k == {"namespace": "levers9-workers", "controlplaneAddress": "levers9-controlplane:1993",
              "workerImage": "123456789012.dkr.ecr.us-east-2.amazonaws.com/levers9/worker:latest",
-             "workerTokenSecret": "levers9-worker-token"}, k
+             "workerTokenSecret": "levers9-worker-token", "imagePullSecrets": ["regcred"],
+             "registryCredentialsSecret": "levers9-registry", "juicefsSecret": "levers9-worker-juicefs"}, k
 assert "kubernetes" not in pools["cpu-local"], pools["cpu-local"]
 '
 check "a remote provider: kubernetes pool keeps its own apiServer, token, CA, namespace and address; the Secret is mounted there" manifests_py "$work/full.yaml" '
@@ -337,7 +345,8 @@ assert k == {"apiServer": "https://203.0.113.10", "caCertFile": "/etc/levers9/gk
              "tokenFile": "/etc/levers9/gke/gke-token", "namespace": "levers9-gke",
              "controlplaneAddress": "levers9-grpc.example.com:443",
              "workerImage": "123456789012.dkr.ecr.us-east-2.amazonaws.com/levers9/worker:latest",
-             "workerTokenSecret": "levers9-worker-token"}, k
+             "workerTokenSecret": "levers9-worker-token", "imagePullSecrets": ["regcred"],
+             "registryCredentialsSecret": "levers9-registry", "juicefsSecret": "levers9-worker-juicefs"}, k
 mounts = {m["name"]: m for m in controlplane()["volumeMounts"]}
 assert mounts["gke"] == {"name": "gke", "mountPath": "/etc/levers9/gke", "readOnly": True}, mounts
 volumes = {v["name"]: v for v in one("Deployment")["spec"]["template"]["spec"]["volumes"]}
@@ -350,6 +359,22 @@ assert w["pools"]["cpu-local"] == {"runtime": "runc", "provider": "local"}, w["p
 assert {"default", "build", "l40s", "gke-l4", "cpu-local"} == set(w["pools"]), w["pools"].keys()
 assert w["containerServerAuth"] == "observe" and w["volumeMountValidation"] == "log", w
 '
+check "worker Jobs: pools get the pull secrets, registry credential Secret and JuiceFS Secret; only the JuiceFS keys in that Secret, in the worker namespace" manifests_py "$work/full.yaml" '
+secret = one("Secret", "levers9-worker-juicefs")
+assert secret["metadata"]["namespace"] == "levers9-workers", secret["metadata"]
+assert secret["stringData"] == {"meta-url": "redis://:juicefs-meta-pw@redis.internal:6379/1",
+    "access-key": "AKIAJUICEFSTEST", "secret-key": "juicefs-s3cr3t"}, secret["stringData"]
+w = config()["worker"]
+assert w["insecureRegistries"] == ["registry.internal:5000"], w
+for name in ("default", "build", "l40s"):
+    assert w["pools"][name]["kubernetes"]["juicefsSecret"] == "levers9-worker-juicefs", name
+for path in (sys.argv[2], sys.argv[3]):
+    names = [d["metadata"]["name"] for d in yaml.safe_load_all(open(path)) if d and d["kind"] == "Secret"]
+    assert "levers9-worker-juicefs" not in names, f"{path}: no JuiceFS, no worker JuiceFS Secret"
+    pools = [d for d in yaml.safe_load_all(open(path)) if d and d["metadata"]["name"] == "levers9-config"][0]
+    assert "juicefsSecret" not in pools["stringData"]["config.yaml"], path
+    assert "registryCredentialsSecret" not in pools["stringData"]["config.yaml"], path
+' "$work/eks.yaml" "$work/k3d.yaml"
 check "worker Role follows worker.namespace" manifests_py "$work/full.yaml" '
 assert one("Role")["metadata"]["namespace"] == "levers9-workers"
 assert one("RoleBinding")["subjects"][0]["namespace"] == "levers9"
@@ -408,6 +433,15 @@ def keys(node):
             yield from keys(v)
 found = [k for k in keys(yaml.safe_load(open("deploy/k3d/values.yaml"))) if "password" in k.lower()]
 assert not found, f"a password in the values file in the tree: {found}"
+'
+check "k3d: the local registry is on plain HTTP for tag resolution and worker Jobs (config.worker.insecureRegistries), set by local-up.sh with the registry" manifests_py "$work/k3d.yaml" '
+w = config()["worker"]
+registry = w["imageRegistry"].split("/")[0]
+assert w["insecureRegistries"] == [registry], w
+assert config()["imageService"]["runner"]["baseImageRegistry"] == registry
+script = open("bin/local-up.sh").read()
+assert "--set \"config.worker.insecureRegistries={$registry_in_cluster}\"" in script
+assert "--set \"config.worker.imageRegistry=$registry_in_cluster/levers9/images\"" in script
 '
 check "minimal and EKS renders have no Postgres, Redis or database Secret (off by default)" manifests_py "$work/minimal.yaml" '
 for path in (sys.argv[1], sys.argv[2]):
@@ -485,13 +519,16 @@ levers9_bin() {
     printf '%s\n' "$LEVERS9_BIN"
     return
   fi
-  cargo build -q --locked -p levers9-cli >&2
+  # errexit does not reach into a command substitution: a failed build
+  # must not hand over an older binary.
+  cargo build -q --locked -p levers9-cli >&2 || return 1
   printf '%s\n' "$root/target/debug/levers9"
 }
 levers9=
-binary_accepts() {
+# The config file of a render and its controlplane's LEVERS9_* environment,
+# into $work/check-config/{config.yaml,env}.
+extract_config() {
   local rendered=$1
-  [ -n "$levers9" ] || { echo "no levers9 binary: see the first config check"; return 1; }
   "$python" - "$rendered" "$work/check-config" <<'PY'
 import pathlib, sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
@@ -504,6 +541,11 @@ env = deployment["spec"]["template"]["spec"]["containers"][0].get("env", [])
 out.joinpath("env").write_text("".join(
     f"{e['name']}={e.get('value', 'placeholder')}\n" for e in env if e["name"].startswith("LEVERS9_")))
 PY
+}
+binary_accepts() {
+  local rendered=$1
+  [ -n "$levers9" ] || { echo "no levers9 binary: see the first config check"; return 1; }
+  extract_config "$rendered"
   local vars=()
   mapfile -t vars <"$work/check-config/env"
   env -i PATH="$PATH" HOME="$work/home" "${vars[@]}" \
@@ -530,6 +572,82 @@ binary_refuses_an_unknown_key() {
   grep -F notAKey "$work/unknown.err"
 }
 check "levers9 controlplane --print-config refuses a key the schema does not have" binary_refuses_an_unknown_key
+
+# The worker Jobs the controlplane would create from each rendered config:
+# crates/levers9-kube's provider_jobs example prints them with the code the
+# controlplane runs (the pool's keys and WorkerWide::from_config). No API
+# server runs here, so they go through the schemas, and the env-name check.
+provider_jobs=
+provider_jobs_bin() {
+  cargo build -q --locked -p levers9-kube --example provider_jobs >&2 || return 1
+  printf '%s\n' "$root/target/debug/examples/provider_jobs"
+}
+provider_jobs=$(provider_jobs_bin 2>"$work/provider-jobs-build.log") || provider_jobs=
+jobs_of() {
+  local rendered=$1 out=$2 vars=()
+  [ -x "$provider_jobs" ] || { cat "$work/provider-jobs-build.log"; return 1; }
+  extract_config "$rendered"
+  mapfile -t vars <"$work/check-config/env"
+  env -i PATH="$PATH" HOME="$work/home" "${vars[@]}" "$provider_jobs" "$work/check-config/config.yaml" >"$out"
+  [ -s "$out" ] || { echo "no provider: kubernetes pool, no Job"; return 1; }
+  "$tools/venv/bin/kubernetes-validate" --quiet --strict -k "$kube_version" "$out"
+  "$python" - "$out" <<'PY'
+import glob, re, sys, yaml
+read = set()
+for path in glob.glob("crates/levers9-config/src/**/*.rs", recursive=True):
+    read |= set(re.findall(r'"(LEVERS9_[A-Z0-9_]+)"', open(path).read()))
+for job in [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]:
+    names = {e["name"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert names <= read | {"LEVERS9_TOKEN"}, f"a Job sets variables the binary never reads: {sorted(names - read)}"
+PY
+}
+k3d_jobs() {
+  jobs_of "$work/k3d.yaml" "$work/k3d-jobs.yaml"
+  manifests_py "$work/k3d-jobs.yaml" '
+jobs = kind("Job")
+assert {j["metadata"]["labels"]["levers9.dev/pool"] for j in jobs} == {"default", "build"}, jobs
+for job in jobs:
+    pod = job["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    assert c["image"] == "levers9/worker:dev", c["image"]
+    args = c["args"]
+    assert args[args.index("--insecure-registry") + 1] == "k3d-levers9-registry.localhost:5111", args
+    assert args[args.index("--controlplane") + 1] == "levers9-controlplane:1993", args
+    assert c["securityContext"] == {"privileged": True}
+    assert pod["volumes"] == [{"name": "state", "emptyDir": {}}], pod["volumes"]
+    assert [e["name"] for e in c["env"]] == ["LEVERS9_TOKEN"], "k3d keeps volumes local: no JuiceFS keys"
+'
+}
+check "k3d worker Jobs (as the controlplane makes them) pass kubernetes-validate --strict: --insecure-registry for the local registry, state on an emptyDir" k3d_jobs
+full_jobs() {
+  jobs_of "$work/full.yaml" "$work/full-jobs.yaml"
+  manifests_py "$work/full-jobs.yaml" '
+text = open(sys.argv[1]).read()
+for secret in ("juicefs-meta-pw", "AKIAJUICEFSTEST", "juicefs-s3cr3t", "placeholder"):
+    assert secret not in text, f"{secret} is in a Job spec"
+jobs = {j["metadata"]["labels"]["levers9.dev/pool"]: j for j in kind("Job")}
+assert set(jobs) == {"default", "build", "l40s", "gke-l4"}, jobs.keys()
+for name, job in jobs.items():
+    pod = job["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    args = c["args"]
+    assert args[args.index("--insecure-registry") + 1] == "registry.internal:5000", args
+    assert args[args.index("--registry-credentials") + 1] == "/etc/levers9/registry/.dockerconfigjson", args
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}], pod
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["registry-credentials"]["secret"]["secretName"] == "levers9-registry", volumes
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    assert mounts["registry-credentials"]["readOnly"] is True, mounts
+    env = {e["name"]: e for e in c["env"]}
+    for var, key in (("LEVERS9_JUICEFS_META_URL", "meta-url"), ("LEVERS9_JUICEFS_ACCESS_KEY", "access-key"),
+                     ("LEVERS9_JUICEFS_SECRET_KEY", "secret-key")):
+        assert env[var]["valueFrom"]["secretKeyRef"]["name"] == "levers9-worker-juicefs", (name, env[var])
+        assert env[var]["valueFrom"]["secretKeyRef"]["key"] == key, (name, env[var])
+    assert env["LEVERS9_JUICEFS_BUCKET"]["value"] == "https://levers9-volumes-123456789012.s3.us-east-2.amazonaws.com"
+assert jobs["l40s"]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+'
+}
+check "every-option worker Jobs pass kubernetes-validate --strict: registry credential mounted read-only, pull secret, JuiceFS keys by secretKeyRef, no secret in clear" full_jobs
 
 # --- deploy/eks/deploy.sh with a stand-in helm -------------------------------
 # The stand-in records its arguments and, while it runs, what the private

@@ -68,11 +68,22 @@ so a render without them fails with the name of the value to set.
 {{- include "levers9.fullname" . }}-database
 {{- end -}}
 
+{{- define "levers9.workerJuicefsSecret" -}}
+{{- include "levers9.fullname" . }}-worker-juicefs
+{{- end -}}
+
+{{/* Whether volumes live in JuiceFS (config.storage.juicefs.metaUrl). */}}
+{{- define "levers9.juicefsMetaUrl" -}}
+{{- (((.Values.config | default dict).storage | default dict).juicefs | default dict).metaUrl | default "" -}}
+{{- end -}}
+
 {{/*
 One pool of .Values.worker.pools as config keys. Keys the operator did not
 use are left out. A provider: kubernetes pool gets the `kubernetes` keys of
 worker Jobs in this cluster (the worker namespace, the worker image, the
-controlplane's Service and the worker token Secret), under any the pool sets
+controlplane's Service, the worker token Secret, the pull secrets of
+images.pullSecrets, worker.registryCredentialsSecret and, while volumes
+live in JuiceFS, the chart's worker JuiceFS Secret), under any the pool sets
 itself (apiServer, tokenFile, caCertFile, controlplaneAddress… of a remote
 cluster, docs/gke.md).
 */}}
@@ -84,6 +95,9 @@ cluster, docs/gke.md).
 {{- range $key := list "nodeSelector" "tolerations" "security" "containerServerAuth" "gpuType" "priority" "requiresPoolSelector" "resources" "provider" "scaling" }}{{ with index $pool $key }}{{ $_ := set $rendered $key . }}{{ end }}{{ end -}}
 {{- if eq ($pool.provider | default "local") "kubernetes" -}}
 {{- $cluster := dict "namespace" (include "levers9.workerNamespace" $root) "workerImage" (include "levers9.workerImage" $root) "controlplaneAddress" (printf "%s:1993" (include "levers9.controlplane" $root)) "workerTokenSecret" ($root.Values.worker.tokenSecret | default "levers9-worker-token") -}}
+{{- with $root.Values.images.pullSecrets }}{{ $names := list }}{{ range . }}{{ $names = append $names .name }}{{ end }}{{ $_ := set $cluster "imagePullSecrets" $names }}{{ end -}}
+{{- with $root.Values.worker.registryCredentialsSecret }}{{ $_ := set $cluster "registryCredentialsSecret" . }}{{ end -}}
+{{- if include "levers9.juicefsMetaUrl" $root }}{{ $_ := set $cluster "juicefsSecret" (include "levers9.workerJuicefsSecret" $root) }}{{ end -}}
 {{- $_ := set $rendered "kubernetes" (merge (deepCopy ($pool.kubernetes | default dict)) $cluster) -}}
 {{- else if $pool.kubernetes -}}
 {{- fail (printf "worker.pools.%s.kubernetes is set but its provider is %q: set worker.pools.%s.provider: kubernetes, or drop the kubernetes keys" $name ($pool.provider | default "local") $name) -}}
