@@ -146,6 +146,9 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     let metrics = Arc::new(Metrics::new(store.backend(), state.backend())?);
     let replica_id = uuid::Uuid::now_v7().to_string();
     let cache_ttl = Duration::from_secs(config.controlplane.auth.token_cache_seconds);
+    let images =
+        crate::images::ImageBuilds::new(&config.image_service, &config.worker.image_registry)
+            .with_insecure_registries(&config.worker.insecure_registries);
     let shared = Arc::new(Shared {
         auth: Authenticator::new(store.clone(), cache_ttl),
         store,
@@ -167,6 +170,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         )
         .with_job_resources_enforced(config.worker.job_resources_enforced)
         .with_worker_config(config.worker.clone())
+        .with_registry_keychain(images.keychain().clone())
         .with_runtime_pools(stores.machines.clone())
         .with_workspace_volume_storage(volumes.is_juicefs()),
         functions: stores.functions.clone(),
@@ -176,11 +180,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         base_image: config.image_service.runner.base_image_reference(),
         local_images: local_images(&config)?,
         state,
-        images: crate::images::ImageBuilds::new(
-            &config.image_service,
-            &config.worker.image_registry,
-        )
-        .with_insecure_registries(&config.worker.insecure_registries),
+        images,
         image_registry: config.worker.image_registry.clone(),
         bootstrap_secret: config.controlplane.auth.bootstrap_secret.clone(),
         machines: stores.machines.clone(),

@@ -359,6 +359,30 @@ impl RegistryKeychain {
         hosts
     }
 
+    /// Docker config JSON with the credentials of `hosts` (anonymous ones
+    /// left out); `None` when every one is anonymous.
+    ///
+    /// # Errors
+    /// As [`RegistryKeychain::credentials_for`].
+    pub async fn docker_config_for(
+        &self,
+        hosts: &[String],
+    ) -> Result<Option<String>, CredentialsError> {
+        let mut entries = Vec::with_capacity(hosts.len());
+        for host in hosts {
+            entries.push((host.as_str(), self.credentials_for(host).await?));
+        }
+        if entries
+            .iter()
+            .all(|(_, c)| *c == RegistryCredentials::Anonymous)
+        {
+            return Ok(None);
+        }
+        Ok(Some(docker_config_json(
+            entries.iter().map(|(h, c)| (*h, c)),
+        )))
+    }
+
     /// What to send to registry `host`: its own entry, an ECR token for an
     /// ECR host with none, or nothing.
     ///

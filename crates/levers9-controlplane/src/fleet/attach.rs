@@ -389,6 +389,7 @@ async fn pump_inbox(
         if let Some(controlplane_message::Kind::Run(run)) = &mut message.kind {
             if !open_secrets(&fleet, &worker_id, run).await
                 || !open_volume_storage(&fleet, &worker_id, run).await
+                || !open_registry_auth(&fleet, &worker_id, run).await
             {
                 continue;
             }
@@ -460,6 +461,34 @@ async fn open_secrets(fleet: &Fleet, worker_id: &str, run: &mut RunContainer) ->
             true
         }
         Err(reason) => {
+            fail_unsent(fleet, worker_id, run, reason).await;
+            false
+        }
+    }
+}
+
+/// The builder's variable for its registry credentials (docker config JSON),
+/// which it takes out of its environment before any build step runs.
+const REGISTRY_AUTH_ENV: &str = "LEVERS9_REGISTRY_AUTH";
+
+/// Adds the credentials of the registries a run request names (an image
+/// build's) to its environment, just before it goes to the worker: they are
+/// never stored with the container. On failure (an ECR token that cannot be
+/// had) the container fails with the reason and false is returned.
+async fn open_registry_auth(fleet: &Fleet, worker_id: &str, run: &mut RunContainer) -> bool {
+    let hosts = std::mem::take(&mut run.registry_auth_hosts);
+    if hosts.is_empty() {
+        return true;
+    }
+    match fleet.registry_keychain().docker_config_for(&hosts).await {
+        Ok(auth) => {
+            if let Some(auth) = auth {
+                run.env.insert(REGISTRY_AUTH_ENV.to_owned(), auth);
+            }
+            true
+        }
+        Err(error) => {
+            let reason = format!("cannot get the registry credentials for this build: {error}");
             fail_unsent(fleet, worker_id, run, reason).await;
             false
         }

@@ -33,6 +33,7 @@ use std::time::Duration;
 
 use levers9_api::v1::ControlplaneMessage;
 use levers9_config::{PoolConfig, WorkerConfig};
+use levers9_image::RegistryKeychain;
 use levers9_seal::Keyring;
 use levers9_state::{HotState, Reservation, Reserve, Write};
 use levers9_store::{MachineStore, SealedId, SealedKind, SealedStore};
@@ -72,6 +73,8 @@ pub struct Fleet {
     workspace_volume_storage: bool,
     /// The `worker` section whose hardening keys workers get on attach.
     worker_config: Arc<WorkerConfig>,
+    /// Registry credentials build containers get as they go to a worker.
+    registry_keychain: RegistryKeychain,
 }
 
 /// Opens workspace secrets for a container, at the last moment.
@@ -136,6 +139,7 @@ impl Fleet {
             runtime_pools: None,
             workspace_volume_storage: false,
             worker_config: Arc::default(),
+            registry_keychain: RegistryKeychain::default(),
         }
     }
 
@@ -199,6 +203,18 @@ impl Fleet {
         let hardening = self.worker_config.hardening_for(pool);
         // A config struct of strings, enums and maps always serializes.
         serde_json::to_string(&hardening).unwrap_or_default()
+    }
+
+    /// The registry credentials that containers naming registries (image
+    /// builds) get as they go to their worker.
+    pub fn with_registry_keychain(mut self, keychain: RegistryKeychain) -> Self {
+        self.registry_keychain = keychain;
+        self
+    }
+
+    /// See [`Fleet::with_registry_keychain`].
+    pub fn registry_keychain(&self) -> &RegistryKeychain {
+        &self.registry_keychain
     }
 
     /// The configuration of a pool, if it is configured.

@@ -119,6 +119,10 @@ pub struct ContainerRecord {
     /// Whether it shares its worker's network namespace (image builds).
     #[serde(default)]
     pub host_network: bool,
+    /// Registries whose credentials it gets as it goes to its worker
+    /// (image builds); only the hosts are stored.
+    #[serde(default)]
+    pub registry_auth_hosts: Vec<String>,
 }
 
 impl ContainerRecord {
@@ -197,6 +201,7 @@ impl ContainerRecord {
                     .collect(),
                 host_network: self.host_network,
                 volume_storage: None,
+                registry_auth_hosts: self.registry_auth_hosts.clone(),
             })),
         }
     }

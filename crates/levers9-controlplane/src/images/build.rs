@@ -23,8 +23,6 @@ const PIP_DIR: &str = "/levers9/build/pip";
 const FILES_DIR: &str = "/levers9/build/files";
 const BUILD_CPU_MILLICORES: u64 = 1000;
 const BUILD_MEMORY_MIB: u64 = 2048;
-/// The build container's registry credentials (docker config JSON).
-const REGISTRY_AUTH_ENV: &str = "LEVERS9_REGISTRY_AUTH";
 /// Lines of the log a failure message ends with.
 const TAIL_LINES: usize = 20;
 
@@ -124,10 +122,11 @@ pub(super) async fn run(
             canonical.steps.len()
         )));
     }
-    // Credentials reach the build container in its environment, which the
-    // builder takes out before any step runs (see levers9.builder).
-    let registry_auth = images.build_registry_auth(&start).await?;
-    let container = container(images, request, &start, from, registry_auth)?;
+    // Credentials reach the build container in its environment as it goes
+    // to its worker (fleet::attach), and the builder takes them out before
+    // any step runs (see levers9.builder).
+    let registry_auth_hosts = images.build_registry_hosts(&start);
+    let container = container(images, request, &start, from, registry_auth_hosts)?;
     shared
         .fleet
         .require_pool(&container.pool)
@@ -216,7 +215,7 @@ fn container(
     request: &BuildRequest,
     start: &str,
     from: usize,
-    registry_auth: Option<String>,
+    registry_auth_hosts: Vec<String>,
 ) -> Result<ContainerRecord, ApiError> {
     let canonical = &request.canonical;
     let steps = &canonical.steps[from..];
@@ -251,7 +250,7 @@ fn container(
             serde_json::json!({"step": canonical.steps[i], "id": prefix.id(), "spec": prefix.to_json()})
         }).collect::<Vec<_>>(),
     });
-    let mut env: BTreeMap<String, String> = [
+    let env: BTreeMap<String, String> = [
         ("LEVERS9_BUILD", job.to_string()),
         ("LEVERS9_PIP_PATH", PIP_DIR.to_owned()),
         ("LEVERS9_APT_MIRROR", images.apt_mirror.clone()),
@@ -262,9 +261,6 @@ fn container(
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
-    if let Some(auth) = registry_auth {
-        env.insert(REGISTRY_AUTH_ENV.to_owned(), auth);
-    }
     Ok(ContainerRecord {
         args: ["python3", "-m", "levers9.builder"]
             .map(str::to_owned)
@@ -276,6 +272,7 @@ fn container(
         objects,
         working_dir: "/".to_owned(),
         host_network: true,
+        registry_auth_hosts,
         ..ContainerRecord::pending(request.workspace_id.clone(), start)
     })
 }

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use levers9_config::ImageServiceConfig;
-use levers9_image::{RegistryCredentials, RegistryKeychain};
+use levers9_image::RegistryKeychain;
 use tokio::sync::broadcast;
 
 use crate::error::ApiError;
@@ -221,36 +221,21 @@ fn registry_keychain(config: &ImageServiceConfig) -> (RegistryKeychain, Option<S
 }
 
 impl ImageBuilds {
-    /// Docker config JSON with the credentials of the registries a build
-    /// starting at `start` talks to (where it pulls from, and
-    /// `worker.imageRegistry` it pushes to); `None` when both are anonymous.
-    pub(crate) async fn build_registry_auth(
-        &self,
-        start: &str,
-    ) -> Result<Option<String>, ApiError> {
+    /// The registries a build starting at `start` talks to: where it pulls
+    /// from, and `worker.imageRegistry` it pushes to.
+    pub(crate) fn build_registry_hosts(&self, start: &str) -> Vec<String> {
         let mut hosts = vec![self.host.clone()];
         if let Ok((host, _, _)) = registry::split(start) {
             if host != self.host {
                 hosts.push(host.to_owned());
             }
         }
-        let mut entries = Vec::new();
-        for host in hosts {
-            let credentials = self
-                .keychain
-                .credentials_for(&host)
-                .await
-                .map_err(|e| ApiError::FailedPrecondition(e.to_string()))?;
-            entries.push((host, credentials));
-        }
-        if entries
-            .iter()
-            .all(|(_, c)| *c == RegistryCredentials::Anonymous)
-        {
-            return Ok(None);
-        }
-        Ok(Some(levers9_image::credentials::docker_config_json(
-            entries.iter().map(|(h, c)| (h.as_str(), c)),
-        )))
+        hosts
+    }
+
+    /// The credentials of `imageService.registryCredentialsFile`, which
+    /// build containers get as they go to their worker.
+    pub fn keychain(&self) -> &RegistryKeychain {
+        &self.keychain
     }
 }

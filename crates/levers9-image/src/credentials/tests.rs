@@ -152,6 +152,39 @@ async fn the_keychain_answers_per_host_and_anonymous_otherwise() {
     );
 }
 
+#[tokio::test]
+async fn a_builds_docker_config_holds_only_the_hosts_it_names() {
+    let basic = RegistryCredentials::Basic {
+        username: "u".into(),
+        password: "p".into(),
+    };
+    let keychain = RegistryKeychain::new(
+        [
+            ("push.io".to_owned(), basic.clone()),
+            (
+                "other.io".to_owned(),
+                RegistryCredentials::Bearer { token: "t".into() },
+            ),
+        ]
+        .into(),
+    );
+
+    let json = keychain
+        .docker_config_for(&["push.io".into(), "base.io".into()])
+        .await
+        .unwrap()
+        .expect("one host has credentials");
+    let anonymous = keychain
+        .docker_config_for(&["base.io".into()])
+        .await
+        .unwrap();
+
+    let read = parse_docker_config("build", &json).unwrap();
+    assert_eq!(read.keys().collect::<Vec<_>>(), ["push.io"]);
+    assert_eq!(read["push.io"], HostCredentials::Static(basic));
+    assert_eq!(anonymous, None);
+}
+
 #[test]
 fn debug_and_authorization_headers() {
     let basic = RegistryCredentials::Basic {

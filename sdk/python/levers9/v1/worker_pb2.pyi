@@ -202,7 +202,7 @@ class Registered(_message.Message):
     def __init__(self, heartbeat_interval_ms: _Optional[int] = ..., worker_settings_json: _Optional[str] = ...) -> None: ...
 
 class RunContainer(_message.Message):
-    __slots__ = ("request_id", "container_id", "image", "args", "env", "cpu_millicores", "memory_mib", "secret_names", "workspace_id", "gpu_type", "gpu_count", "objects", "container_server", "working_dir", "volumes", "host_network", "volume_storage")
+    __slots__ = ("request_id", "container_id", "image", "args", "env", "cpu_millicores", "memory_mib", "secret_names", "workspace_id", "gpu_type", "gpu_count", "objects", "container_server", "working_dir", "volumes", "host_network", "volume_storage", "registry_auth_hosts")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -227,6 +227,7 @@ class RunContainer(_message.Message):
     VOLUMES_FIELD_NUMBER: _ClassVar[int]
     HOST_NETWORK_FIELD_NUMBER: _ClassVar[int]
     VOLUME_STORAGE_FIELD_NUMBER: _ClassVar[int]
+    REGISTRY_AUTH_HOSTS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     container_id: str
     image: str
@@ -244,7 +245,8 @@ class RunContainer(_message.Message):
     volumes: _containers.RepeatedCompositeFieldContainer[_volume_pb2.VolumeMount]
     host_network: bool
     volume_storage: _workspace_pb2.StorageCredentials
-    def __init__(self, request_id: _Optional[str] = ..., container_id: _Optional[str] = ..., image: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., cpu_millicores: _Optional[int] = ..., memory_mib: _Optional[int] = ..., secret_names: _Optional[_Iterable[str]] = ..., workspace_id: _Optional[str] = ..., gpu_type: _Optional[str] = ..., gpu_count: _Optional[int] = ..., objects: _Optional[_Iterable[_Union[ObjectMount, _Mapping]]] = ..., container_server: bool = ..., working_dir: _Optional[str] = ..., volumes: _Optional[_Iterable[_Union[_volume_pb2.VolumeMount, _Mapping]]] = ..., host_network: bool = ..., volume_storage: _Optional[_Union[_workspace_pb2.StorageCredentials, _Mapping]] = ...) -> None: ...
+    registry_auth_hosts: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request_id: _Optional[str] = ..., container_id: _Optional[str] = ..., image: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., cpu_millicores: _Optional[int] = ..., memory_mib: _Optional[int] = ..., secret_names: _Optional[_Iterable[str]] = ..., workspace_id: _Optional[str] = ..., gpu_type: _Optional[str] = ..., gpu_count: _Optional[int] = ..., objects: _Optional[_Iterable[_Union[ObjectMount, _Mapping]]] = ..., container_server: bool = ..., working_dir: _Optional[str] = ..., volumes: _Optional[_Iterable[_Union[_volume_pb2.VolumeMount, _Mapping]]] = ..., host_network: bool = ..., volume_storage: _Optional[_Union[_workspace_pb2.StorageCredentials, _Mapping]] = ..., registry_auth_hosts: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StopContainer(_message.Message):
     __slots__ = ("request_id", "container_id")
