@@ -15,6 +15,20 @@
 # multi-stage wiring, the runtime packages, the entrypoints and the runner's
 # Python. With LEVERS9_RUST_IMAGE=<a real rust image already in this buildah
 # store> the build stage compiles for real.
+# pip, in the worker's juicefs stage, is treated the same way: when this
+# machine's pip trusts a CA file of its own (`cert` in `pip config list`:
+# $PIP_CERT or a pip.conf), the build mounts it read-only with a pip.conf
+# naming it.
+#
+# With LEVERS9_PREBUILT_BIN=<a levers9 binary built on this machine> the
+# controlplane and worker images take that binary instead of running their
+# build stage: `--build-context build=DIR` replaces the stage named `build`
+# with a directory holding out/levers9, so no Rust image, real or stand-in,
+# is used (RUST_IMAGE names an image that does not exist, and nothing is
+# pulled). Their checks then require that the image's entrypoint prints the
+# binary's own `--version` and that /usr/local/bin/levers9 has its sha256.
+# scripts/test-images.sh runs it so in the test command. (The dashboard API
+# image still takes the Rust image as above.)
 #
 # The stand-in for node:22-bookworm-slim is the host's node and npm on the
 # Debian base, so the dashboard web image is built for real: `npm ci` from
@@ -27,10 +41,11 @@ cd "$(dirname "$0")/.."
 images=("$@")
 [ ${#images[@]} -gt 0 ] || images=(runner controlplane worker dashboard-api dashboard-web)
 
-cache=${LEVERS9_CACHE_DIR:-$HOME/.cache/levers9}/buildah
+cache=${LEVERS9_CACHE_DIR:-$HOME/.cache/levers9}/buildah-vfs
 mkdir -p "$cache"
-# A store of its own, so nothing else's images are touched.
-bah=(buildah --root "$cache/storage" --runroot "$cache/run")
+# A store of its own, so nothing else's images are touched; vfs works on
+# any filesystem, inside a container too, with no overlay mounts to leak.
+bah=(buildah --root "$cache/storage" --runroot "$cache/run" --storage-driver vfs)
 rust_image=${LEVERS9_RUST_IMAGE:-rust:1.95-bookworm}
 node_image=${LEVERS9_NODE_IMAGE:-node:22-bookworm-slim}
 # The API the web image is built for; its CSP must name it.
@@ -39,8 +54,41 @@ npm_cafile=$(npm config get cafile 2>/dev/null || true)
 npm_trust=()
 [ ! -f "$npm_cafile" ] || npm_trust=(--volume "$npm_cafile:$npm_cafile:ro")
 tag=${LEVERS9_IMAGE_TAG:-local}
+prebuilt=${LEVERS9_PREBUILT_BIN:-}
+# What RUST_IMAGE names when the build stage must not run.
+no_compiler=localhost/levers9/no-compiler-the-binary-is-prebuilt:none
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# Working containers this script made; removed on any exit, failures too.
+containers=()
+cleanup() {
+  local ctr
+  for ctr in "${containers[@]}"; do
+    "${bah[@]}" rm "$ctr" >/dev/null 2>&1 || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+remove_container() {
+  "${bah[@]}" rm "$1" >/dev/null
+  local kept=() ctr
+  for ctr in "${containers[@]}"; do [ "$ctr" = "$1" ] || kept+=("$ctr"); done
+  containers=("${kept[@]}")
+}
+pip_cafile=$(python3 -m pip config list 2>/dev/null | sed -n "s/^[^=]*\.cert='\(.*\)'$/\1/p" | head -n 1 || true)
+pip_trust=()
+if [ -f "$pip_cafile" ]; then
+  printf '[global]\ncert = /run/levers9-build-ca.crt\n' >"$work/pip.conf"
+  pip_trust=(--volume "$pip_cafile:/run/levers9-build-ca.crt:ro" --volume "$work/pip.conf:/etc/pip.conf:ro")
+fi
+if [ -n "$prebuilt" ]; then
+  if [ ! -f "$prebuilt" ] || [ ! -x "$prebuilt" ]; then
+    echo "build-local: LEVERS9_PREBUILT_BIN=$prebuilt is not an executable file" >&2
+    exit 2
+  fi
+  install -D -m 0755 "$prebuilt" "$work/prebuilt/out/levers9"
+  prebuilt_version=$("$prebuilt" --version)
+  prebuilt_sum=$(sha256sum "$prebuilt" | cut -d' ' -f1)
+fi
 
 have_image() { "${bah[@]}" inspect --type image "$1" >/dev/null 2>&1; }
 
@@ -61,10 +109,11 @@ make_debian_base() {
     bookworm "$work/debian.tar" "deb $(mirror) bookworm main"
   local ctr
   ctr=$("${bah[@]}" from scratch)
+  containers+=("$ctr")
   "${bah[@]}" add "$ctr" "$work/debian.tar" / >/dev/null
   "${bah[@]}" config --cmd bash --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
   "${bah[@]}" commit -q "$ctr" debian:bookworm-slim >/dev/null
-  "${bah[@]}" rm "$ctr" >/dev/null
+  remove_container "$ctr"
 }
 
 make_rust_stand_in() {
@@ -72,6 +121,7 @@ make_rust_stand_in() {
   echo "build-local: making a stand-in $rust_image (placeholder cargo, no compiler)"
   local ctr
   ctr=$("${bah[@]}" from debian:bookworm-slim)
+  containers+=("$ctr")
   cat >"$work/cargo" <<'STUB'
 #!/bin/sh
 # Stand-in cargo: checks it was asked for a release binary and writes one.
@@ -87,7 +137,7 @@ printf '#!/bin/sh\necho "%s stand-in $*"\n' "$bin" > "target/release/$bin"
 STUB
   "${bah[@]}" copy --chmod 0755 "$ctr" "$work/cargo" /usr/local/bin/cargo >/dev/null
   "${bah[@]}" commit -q "$ctr" "$rust_image" >/dev/null
-  "${bah[@]}" rm "$ctr" >/dev/null
+  remove_container "$ctr"
 }
 
 make_node_stand_in() {
@@ -99,6 +149,7 @@ make_node_stand_in() {
   fi
   echo "build-local: making a stand-in $node_image (this machine's node $(node --version) and npm)"
   ctr=$("${bah[@]}" from debian:bookworm-slim)
+  containers+=("$ctr")
   "${bah[@]}" copy "$ctr" "$node" /usr/local/bin/node >/dev/null
   "${bah[@]}" copy "$ctr" "$npm" /usr/local/lib/node_modules/npm >/dev/null
   if [ ${#npm_trust[@]} -gt 0 ]; then
@@ -108,17 +159,28 @@ make_node_stand_in() {
   "${bah[@]}" run --isolation chroot "$ctr" -- sh -c \
     'ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && npm --version >/dev/null'
   "${bah[@]}" commit -q "$ctr" "$node_image" >/dev/null
-  "${bah[@]}" rm "$ctr" >/dev/null
+  remove_container "$ctr"
 }
 
-# Extra bud arguments go after the image's name.
+image_id() { "${bah[@]}" images --quiet --no-trunc "$1" 2>/dev/null || true; }
+
+# Extra bud arguments go after the image's name. Every FROM image is in the
+# store already: nothing is pulled. A failed step's container is removed.
 build() {
-  local name=$1
+  local name=$1 before
   shift
   echo "build-local: building levers9/$name:$tag"
-  "${bah[@]}" bud --quiet --isolation chroot --layers \
-    --build-arg RUST_IMAGE="$rust_image" --build-arg NODE_IMAGE="$node_image" "$@" \
+  before=$(image_id "levers9/$name:$tag")
+  "${bah[@]}" bud --quiet --isolation chroot --layers --pull=never --force-rm \
+    --build-arg NODE_IMAGE="$node_image" "$@" \
     -f "docker/$name.Dockerfile" -t "levers9/$name:$tag" . >/dev/null
+  # The image the tag named before goes, with the cached layers only it
+  # used (a rebuilt binary's): vfs keeps every layer as a whole copy of the
+  # root filesystem, so the store would grow with every run. Layers the new
+  # image shares stay cached.
+  if [ -n "$before" ] && [ "$before" != "$(image_id "levers9/$name:$tag")" ]; then
+    "${bah[@]}" rmi "$before" >/dev/null 2>&1 || true
+  fi
 }
 
 # Runs a command in a fresh container of the image and prints its output.
@@ -126,8 +188,9 @@ run_in() {
   local image=$1 ctr out
   shift
   ctr=$("${bah[@]}" from "$image")
+  containers+=("$ctr")
   out=$("${bah[@]}" run --isolation chroot "$ctr" -- "$@")
-  "${bah[@]}" rm "$ctr" >/dev/null
+  remove_container "$ctr"
   printf '%s\n' "$out"
 }
 
@@ -138,11 +201,10 @@ check() {
       run_in "levers9/runner:$tag" python3 -c \
         'import sys, json, ssl, sqlite3, asyncio; print("python", sys.version.split()[0])' ;;
     controlplane)
-      run_in "levers9/controlplane:$tag" sh -c \
-        'command -v fusermount3 tini >/dev/null && levers9 --version' ;;
+      check_levers9 "$name" 'command -v fusermount3 tini >/dev/null' ;;
     worker)
-      run_in "levers9/worker:$tag" sh -c \
-        'runc --version | head -1 && runsc --version | head -1 && juicefs version && command -v fusermount3 >/dev/null && levers9 --version' ;;
+      check_levers9 "$name" \
+        'runc --version | head -1; runsc --version | head -1; juicefs version; command -v fusermount3 >/dev/null' ;;
     dashboard-api)
       run_in "levers9/dashboard-api:$tag" sh -ec "$non_root"$'\n''command -v tini >/dev/null && levers9-dashboard-api' ;;
     dashboard-web) check_web ;;
@@ -152,6 +214,24 @@ check() {
     "{{.FromImage}}: entrypoint {{.OCIv1.Config.Entrypoint}} cmd {{.OCIv1.Config.Cmd}}, {{len .OCIv1.RootFS.DiffIDs}} layer(s)" \
     "levers9/$name:$tag")
   printf '%s\n' "$summary"
+}
+
+# The image's own tools (a shell snippet), then its entrypoint (tini, then
+# levers9) with --version, and the binary's sha256. With a prebuilt binary
+# both must be that binary's.
+check_levers9() {
+  local image=levers9/$1:$tag out entrypoint=()
+  mapfile -t entrypoint < <("${bah[@]}" inspect --type image \
+    --format '{{range .OCIv1.Config.Entrypoint}}{{println .}}{{end}}' "$image" | grep .)
+  # TINI_SUBREAPER: tini is not PID 1 under `buildah run`, and says so.
+  out=$(run_in "$image" sh -ec "$2"$'\n''TINI_SUBREAPER=1 "$@" --version; sha256sum /usr/local/bin/levers9' \
+    sh "${entrypoint[@]}")
+  printf '%s\n' "$out"
+  [ -n "$prebuilt" ] || return 0
+  grep -qxF "$prebuilt_version" <<<"$out" ||
+    { echo "build-local: $image: its entrypoint did not print '$prebuilt_version'" >&2; return 1; }
+  grep -qxF "$prebuilt_sum  /usr/local/bin/levers9" <<<"$out" ||
+    { echo "build-local: $image: /usr/local/bin/levers9 is not $prebuilt" >&2; return 1; }
 }
 
 # The dashboard images run as uid 10001.
@@ -187,7 +267,7 @@ SH
 )
   run_in "levers9/dashboard-web:$tag" sh -ec "$non_root"$'\n'"$serve" sh \
     $((20000 + RANDOM % 20000)) "${api_base%/api}"
-  if "${bah[@]}" bud --quiet --isolation chroot --layers --build-arg NODE_IMAGE="$node_image" "${npm_trust[@]}" \
+  if "${bah[@]}" bud --quiet --isolation chroot --layers --pull=never --force-rm --build-arg NODE_IMAGE="$node_image" "${npm_trust[@]}" \
     -f docker/dashboard-web.Dockerfile -t levers9/dashboard-web:no-api . >"$work/no-api.log" 2>&1; then
     echo "build-local: the web image built without NEXT_PUBLIC_API_BASE" >&2
     return 1
@@ -199,7 +279,19 @@ make_debian_base
 for name in "${images[@]}"; do
   args=()
   case $name in
-    controlplane | worker | dashboard-api) make_rust_stand_in ;;
+    controlplane | worker)
+      if [ -n "$prebuilt" ]; then
+        args=(--build-arg "RUST_IMAGE=$no_compiler" --build-context "build=$work/prebuilt")
+      else
+        make_rust_stand_in
+        args=(--build-arg "RUST_IMAGE=$rust_image")
+      fi
+      [ "$name" = controlplane ] || args+=("${pip_trust[@]}")
+      ;;
+    dashboard-api)
+      make_rust_stand_in
+      args=(--build-arg "RUST_IMAGE=$rust_image")
+      ;;
     dashboard-web)
       make_node_stand_in
       args=(--build-arg "NEXT_PUBLIC_API_BASE=$api_base" "${npm_trust[@]}")
