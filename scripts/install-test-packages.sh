@@ -6,6 +6,9 @@ wanted=(
   redis-server redis-tools postgresql python3 python3-venv
   # containers: runtimes, a registry, and the tools that build test images
   runc runsc busybox-static umoci skopeo docker-registry
+  # the images from docker/*.Dockerfile (scripts/test-images.sh): a builder,
+  # the Debian base made locally, strip for the binary copied in
+  buildah mmdebstrap binutils
   # htpasswd -B, for a registry that asks for credentials
   apache2-utils
   # the hardening tests build a static probe that makes raw syscalls
