@@ -57,7 +57,7 @@ mod tests {
         gpu.container_server_auth = Some(ContainerServerAuthMode::Enforce);
         config.pools.insert("gpu".into(), gpu);
         config.volume_mount_validation = VolumeMountValidationMode::Enforce;
-        serde_json::to_string(&config.hardening_for("gpu")).expect("json")
+        config.hardening_json_for("gpu")
     }
 
     fn shipped(pool: &str) -> SecurityPolicy {
@@ -104,7 +104,7 @@ mod tests {
         let mut theirs = WorkerConfig::default();
         theirs.container_security.seccomp = Some(SeccompSetting::Off);
         theirs.container_server_auth = ContainerServerAuthMode::Off;
-        let json = serde_json::to_string(&theirs.hardening_for("default")).expect("json");
+        let json = theirs.hardening_json_for("default");
 
         let applied = apply_controlplane_settings(&local, &json, PoolOrigin::Configured).unwrap();
 

@@ -200,9 +200,7 @@ impl Fleet {
     /// The hardening keys for a worker of `pool`, as `Registered` carries
     /// them (see worker.proto).
     pub fn worker_settings_json(&self, pool: &str) -> String {
-        let hardening = self.worker_config.hardening_for(pool);
-        // A config struct of strings, enums and maps always serializes.
-        serde_json::to_string(&hardening).unwrap_or_default()
+        self.worker_config.hardening_json_for(pool)
     }
 
     /// The registry credentials that containers naming registries (image
