@@ -200,11 +200,10 @@ check() {
     runner)
       run_in "levers9/runner:$tag" python3 -c \
         'import sys, json, ssl, sqlite3, asyncio; print("python", sys.version.split()[0])' ;;
-    controlplane)
-      check_levers9 "$name" 'command -v fusermount3 tini >/dev/null' ;;
+    controlplane) check_levers9 "$name" 'fusermount3' '' ;;
     worker)
-      check_levers9 "$name" \
-        'runc --version | head -1; runsc --version | head -1; juicefs version; command -v fusermount3 >/dev/null' ;;
+      check_levers9 "$name" 'runc runsc juicefs fusermount3' \
+        'runc --version | head -1; runsc --version | head -1; juicefs version' ;;
     dashboard-api)
       run_in "levers9/dashboard-api:$tag" sh -ec "$non_root"$'\n''command -v tini >/dev/null && levers9-dashboard-api' ;;
     dashboard-web) check_web ;;
@@ -216,16 +215,14 @@ check() {
   printf '%s\n' "$summary"
 }
 
-# The image's own tools (a shell snippet), then its entrypoint (tini, then
-# levers9) with --version, and the binary's sha256. With a prebuilt binary
-# both must be that binary's.
+# In the image: its tools are on PATH, a shell snippet runs, then its
+# entrypoint (tini, then levers9) with --version, and the binary's sha256.
+# With a prebuilt binary both must be that binary's.
 check_levers9() {
   local image=levers9/$1:$tag out entrypoint=()
   mapfile -t entrypoint < <("${bah[@]}" inspect --type image \
     --format '{{range .OCIv1.Config.Entrypoint}}{{println .}}{{end}}' "$image" | grep .)
-  # TINI_SUBREAPER: tini is not PID 1 under `buildah run`, and says so.
-  out=$(run_in "$image" sh -ec "$2"$'\n''TINI_SUBREAPER=1 "$@" --version; sha256sum /usr/local/bin/levers9' \
-    sh "${entrypoint[@]}")
+  out=$(run_in "$image" sh -ec "$levers9_probe" sh "$2" "$3" "${entrypoint[@]}")
   printf '%s\n' "$out"
   [ -n "$prebuilt" ] || return 0
   grep -qxF "$prebuilt_version" <<<"$out" ||
@@ -233,6 +230,20 @@ check_levers9() {
   grep -qxF "$prebuilt_sum  /usr/local/bin/levers9" <<<"$out" ||
     { echo "build-local: $image: /usr/local/bin/levers9 is not $prebuilt" >&2; return 1; }
 }
+
+# Arguments: the tools, a snippet, the entrypoint. TINI_SUBREAPER: tini is
+# not PID 1 under `buildah run`, and would say so.
+levers9_probe=$(cat <<'SH'
+tools=$1 snippet=$2
+shift 2
+for tool in $tools; do
+  command -v "$tool" >/dev/null || { echo "no $tool in the image" >&2; exit 1; }
+done
+eval "$snippet"
+TINI_SUBREAPER=1 "$@" --version
+sha256sum /usr/local/bin/levers9
+SH
+)
 
 # The dashboard images run as uid 10001.
 non_root=$(cat <<'SH'

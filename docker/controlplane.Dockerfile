@@ -5,6 +5,9 @@
 ARG RUST_IMAGE=rust:1.95-bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
 
+# Its output is /out/levers9. `--build-context build=DIR`, DIR holding
+# out/levers9, replaces this stage with a binary built elsewhere: CI builds
+# the image so, with the test run's binary (scripts/test-images.sh).
 FROM ${RUST_IMAGE} AS build
 WORKDIR /src
 # Only what the workspace compiles from, so a docs or SDK change does not
