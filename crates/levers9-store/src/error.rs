@@ -22,6 +22,9 @@ pub enum StoreError {
         "{0:?} is not a final task state: expected one of complete, error, timeout, cancelled"
     )]
     NotFinalState(String),
+    /// The caller asked for something the records cannot hold; the text says what.
+    #[error("invalid request: {0}")]
+    Invalid(String),
     /// A stored row could not be read back as a record.
     #[error("corrupt record: {0}")]
     Corrupt(String),

@@ -200,6 +200,9 @@ pub struct NewDeployment {
     pub app_name: String,
     /// (function name, stub id) for every function of the app, names unique.
     pub functions: Vec<(String, String)>,
+    /// The schedules of its functions; the app's schedules are replaced by
+    /// these (see [`NewSchedule`](crate::NewSchedule)).
+    pub schedules: Vec<crate::NewSchedule>,
     /// The token that deploys it.
     pub deployed_by: String,
     /// When.

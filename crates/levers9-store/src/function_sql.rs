@@ -38,6 +38,7 @@ macro_rules! unfinished {
 pub(crate) mod attempts;
 pub(crate) mod deployments;
 mod moves;
+pub(crate) mod schedules;
 pub(crate) use moves::move_tasks;
 
 /// Tasks per INSERT statement. Each binds 5 values, so a statement binds 2,500,

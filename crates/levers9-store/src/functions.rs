@@ -15,6 +15,7 @@ use crate::function_model::{
 };
 use crate::function_sql;
 use crate::postgres::PostgresStore;
+use crate::schedule_model::{Fired, ScheduleFire, ScheduleRecord};
 use crate::sqlite::SqliteStore;
 
 /// Functions, stubs and tasks, whichever database holds them.
@@ -71,6 +72,19 @@ pub trait FunctionStore: Send + Sync + 'static {
         app_name: &str,
         function_name: &str,
     ) -> Result<Option<DeploymentRecord>, StoreError>;
+
+    /// The schedules of the current deploys of the workspace's apps, by app
+    /// then function name.
+    async fn list_schedules(&self, workspace_id: &str) -> Result<Vec<ScheduleRecord>, StoreError>;
+
+    /// Schedules of any workspace whose next tick (seconds since the epoch)
+    /// is at or before `now`, soonest first, at most `limit`.
+    async fn due_schedules(&self, now: i64, limit: u32) -> Result<Vec<ScheduleRecord>, StoreError>;
+
+    /// Fires a tick in one transaction: moves the schedule to its next tick
+    /// only if it still expects the one read, and inserts the tick's task
+    /// unless one with its id exists (see [`Fired`]).
+    async fn fire_schedule(&self, fire: &ScheduleFire) -> Result<Fired, StoreError>;
 
     /// Inserts tasks (state "pending", attempts 0) in one transaction: all or none.
     /// Each task's stub must belong to its workspace.
@@ -218,6 +232,23 @@ macro_rules! function_store_impl {
             ) -> Result<Option<DeploymentRecord>, StoreError> {
                 function_sql::deployments::get(&self.$reader, workspace_id, app_name, function_name)
                     .await
+            }
+            async fn list_schedules(
+                &self,
+                workspace_id: &str,
+            ) -> Result<Vec<ScheduleRecord>, StoreError> {
+                function_sql::schedules::list(&self.$reader, workspace_id).await
+            }
+            async fn due_schedules(
+                &self,
+                now: i64,
+                limit: u32,
+            ) -> Result<Vec<ScheduleRecord>, StoreError> {
+                // The writer, so a tick fired here a moment ago is seen moved.
+                function_sql::schedules::due(&self.$writer, now, limit).await
+            }
+            async fn fire_schedule(&self, fire: &ScheduleFire) -> Result<Fired, StoreError> {
+                function_sql::schedules::fire(&self.$writer, fire).await
             }
             async fn insert_tasks(&self, tasks: &[NewTask]) -> Result<(), StoreError> {
                 function_sql::insert_tasks(&self.$writer, tasks).await

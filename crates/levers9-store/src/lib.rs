@@ -1,6 +1,6 @@
 //! The durable records of levers9 behind four traits — [`RecordStore`] (workspaces and
 //! tokens), [`SealedStore`] (values sealed at rest), [`FunctionStore`] (uploaded
-//! objects, stubs, deployed apps and tasks) and [`MachineStore`] (pools and
+//! objects, stubs, deployed apps, their schedules and tasks) and [`MachineStore`] (pools and
 //! machines) — with a Postgres backend for production and an embedded SQLite
 //! backend for single-machine installs.
 #![deny(missing_docs)]
@@ -14,6 +14,7 @@ mod machines;
 mod model;
 mod postgres;
 mod records;
+mod schedule_model;
 mod sealed;
 mod sql;
 mod sqlite;
@@ -29,6 +30,7 @@ pub use machines::{
 };
 pub use model::{NewToken, NewWorkspace, TokenRecord, TokenType, UnknownTokenType, Workspace};
 pub use postgres::{PostgresSettings, PostgresStore};
+pub use schedule_model::{Fired, NewSchedule, ScheduleFire, ScheduleRecord};
 pub use sealed::{SealedId, SealedInfo, SealedKind, SealedStore, SealedValue};
 pub use sqlite::SqliteStore;
 

@@ -61,6 +61,7 @@ pub(super) async fn deploy(
                 .into_iter()
                 .map(|f| (f.function_name, f.stub_id))
                 .collect(),
+            schedules: Vec::new(),
             deployed_by: caller.token_id.clone(),
             at: Utc::now(),
         })

@@ -116,6 +116,16 @@ where
             })
         })?;
     }
+    super::schedules::replace(
+        &mut *tx,
+        &d.workspace_id,
+        &d.app_name,
+        version,
+        &d.functions,
+        &d.schedules,
+        d.at,
+    )
+    .await?;
     tx.commit().await?;
     u32::try_from(version)
         .map_err(|_| StoreError::Corrupt(format!("app {:?}: version {version}", d.app_name)))

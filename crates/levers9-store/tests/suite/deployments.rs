@@ -13,6 +13,7 @@ fn deployment(workspace_id: &str, app: &str, functions: &[(&str, &str)]) -> NewD
             .iter()
             .map(|(f, s)| ((*f).to_owned(), (*s).to_owned()))
             .collect(),
+        schedules: Vec::new(),
         deployed_by: "token-1".to_owned(),
         at: at(20),
     }

@@ -10,10 +10,12 @@ use uuid::Uuid;
 mod deployments;
 mod functions;
 mod machines;
+mod schedules;
 mod sealed;
 pub use deployments::*;
 pub use functions::*;
 pub use machines::*;
+pub use schedules::*;
 pub use sealed::*;
 
 /// Generates one `#[tokio::test]` per check, each on a fresh store from `$fresh`,
@@ -55,6 +57,12 @@ macro_rules! record_store_suite {
             stubs_are_listed_newest_first_per_workspace,
             a_redeploy_is_the_next_version_and_replaces_the_functions,
             a_deployment_names_only_stubs_of_its_workspace,
+            a_redeploy_replaces_the_apps_schedules_and_keeps_unchanged_ticks,
+            a_schedule_for_a_function_outside_the_deploy_is_refused_and_nothing_is_stored,
+            due_schedules_are_those_whose_tick_has_come_soonest_first,
+            a_tick_is_fired_once_whoever_fires_it,
+            a_tick_whose_task_exists_moves_on_without_a_second_task,
+            another_workspace_does_not_see_a_schedule,
             thousands_of_tasks_are_inserted_at_once_and_listed_newest_first,
             a_batch_of_tasks_is_stored_all_or_none,
             another_workspace_cannot_read_a_task,
