@@ -182,7 +182,7 @@ pub async fn run(args: WorkerArgs, context: Option<&str>) -> Result<()> {
                 controlplane: &args.controlplane,
                 token_secret: &args.token_secret,
             };
-            let manifest = job::manifest(&config.worker, &args.pool, &target)?;
+            let manifest = job::manifest(&config, &args.pool, &target)?;
             println!("{}", serde_json::to_string_pretty(&manifest)?);
             Ok(())
         }

@@ -2,7 +2,7 @@
 //! pool, from its `worker.pools.<name>` keys (levers9_kube::WorkerJob).
 
 use anyhow::{bail, Result};
-use levers9_config::WorkerConfig;
+use levers9_config::Config;
 use levers9_kube::{WorkerJob, WorkerWide};
 
 /// What the Job runs and where it reports.
@@ -16,11 +16,8 @@ pub struct JobTarget<'a> {
 }
 
 /// The Job manifest (JSON, which `kubectl apply -f -` takes as it is).
-pub fn manifest(
-    worker: &WorkerConfig,
-    pool_name: &str,
-    target: &JobTarget,
-) -> Result<serde_json::Value> {
+pub fn manifest(config: &Config, pool_name: &str, target: &JobTarget) -> Result<serde_json::Value> {
+    let worker = &config.worker;
     let Some(pool) = worker.pools.get(pool_name) else {
         let known: Vec<&str> = worker.pools.keys().map(String::as_str).collect();
         bail!(
@@ -42,12 +39,9 @@ pub fn manifest(
         token_secret: target.token_secret,
         attached_cluster: false,
     };
-    // The worker section has no storage keys: the JuiceFS variables are
-    // the controlplane's to add (WorkerWide::from_config).
-    let wide = WorkerWide {
-        insecure_registries: worker.insecure_registries.clone(),
-        juicefs: None,
-    };
+    // As the controlplane builds its Jobs: the insecure registries, and the
+    // JuiceFS keys that are no secret (the pool's juicefsSecret holds the rest).
+    let wide = WorkerWide::from_config(config);
     Ok(serde_json::to_value(job.job_with(&wide))?)
 }
 
@@ -61,8 +55,9 @@ mod tests {
         token_secret: "levers9-worker-token",
     };
 
-    fn config(enforced: bool) -> WorkerConfig {
-        WorkerConfig {
+    fn config(enforced: bool) -> Config {
+        let mut config = Config::default();
+        config.worker = levers9_config::WorkerConfig {
             pools: [(
                 "l40s".to_owned(),
                 levers9_config::PoolConfig {
@@ -72,8 +67,9 @@ mod tests {
             )]
             .into(),
             job_resources_enforced: enforced,
-            ..WorkerConfig::default()
-        }
+            ..levers9_config::WorkerConfig::default()
+        };
+        config
     }
 
     #[test]
@@ -92,5 +88,30 @@ mod tests {
             .expect_err("refused")
             .to_string();
         assert!(error.contains("configured: l40s"), "{error}");
+    }
+
+    #[test]
+    fn the_job_carries_the_juicefs_keys_as_the_controlplanes_jobs_do() {
+        let mut config = config(false);
+        config.storage.juicefs.meta_url = levers9_config::Secret::new("redis://:pw@r:6379/1");
+        config.storage.juicefs.bucket = "http://s3.test/volumes".into();
+        if let Some(pool) = config.worker.pools.get_mut("l40s") {
+            pool.kubernetes.juicefs_secret = "levers9-worker-juicefs".into();
+        }
+
+        let job = manifest(&config, "l40s", &TARGET).expect("manifest");
+
+        let env = job["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_array()
+            .expect("env");
+        let named = |name: &str| env.iter().find(|e| e["name"] == name).cloned();
+        let bucket = named("LEVERS9_JUICEFS_BUCKET").expect("the bucket");
+        assert_eq!(bucket["value"], "http://s3.test/volumes");
+        let meta = named("LEVERS9_JUICEFS_META_URL").expect("the metadata URL");
+        assert_eq!(
+            meta["valueFrom"]["secretKeyRef"]["name"],
+            "levers9-worker-juicefs"
+        );
+        assert!(!job.to_string().contains(":pw@"), "no secret in the Job");
     }
 }
