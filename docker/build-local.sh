@@ -183,15 +183,17 @@ build() {
   fi
 }
 
-# Runs a command in a fresh container of the image and prints its output.
+# Runs a command in a fresh container of the image, which is removed
+# whatever the command's status (returned). Call it outside $(…): the
+# container must be in this shell's list for the exit trap.
 run_in() {
-  local image=$1 ctr out
+  local image=$1 ctr rc=0
   shift
   ctr=$("${bah[@]}" from "$image")
   containers+=("$ctr")
-  out=$("${bah[@]}" run --isolation chroot "$ctr" -- "$@")
+  "${bah[@]}" run --isolation chroot "$ctr" -- "$@" || rc=$?
   remove_container "$ctr"
-  printf '%s\n' "$out"
+  return "$rc"
 }
 
 check() {
@@ -222,7 +224,8 @@ check_levers9() {
   local image=levers9/$1:$tag out entrypoint=()
   mapfile -t entrypoint < <("${bah[@]}" inspect --type image \
     --format '{{range .OCIv1.Config.Entrypoint}}{{println .}}{{end}}' "$image" | grep .)
-  out=$(run_in "$image" sh -ec "$levers9_probe" sh "$2" "$3" "${entrypoint[@]}")
+  run_in "$image" sh -ec "$levers9_probe" sh "$2" "$3" "${entrypoint[@]}" >"$work/probe.out"
+  out=$(cat "$work/probe.out")
   printf '%s\n' "$out"
   [ -n "$prebuilt" ] || return 0
   grep -qxF "$prebuilt_version" <<<"$out" ||
