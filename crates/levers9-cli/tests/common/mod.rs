@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 pub mod fleet;
 pub mod juicefs;
+pub mod registry;
 pub mod sdk;
 pub mod stubs;
 
