@@ -314,6 +314,31 @@ async fn worker_with(cp: &Controlplane, admin: &str, pool: &str, extra: &[&str])
     worker
 }
 
+/// The watch is not blind: a process with a needle in its arguments is
+/// found (and the needle masked in the report).
+#[test]
+fn the_cmdline_watch_finds_a_secret_argument() {
+    let needle = format!("l9-needle-{}", std::process::id());
+    let watch = CmdlineWatch::start(vec![needle.clone()]);
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "read line", &needle])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while watch.found().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let (found, _) = watch.finish();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("<SECRET>") && !found[0].contains(&needle),
+        "{found:?}"
+    );
+}
+
 /// An image spec of no steps on `base`.
 fn spec(base: &str) -> String {
     serde_json::json!({ "base_image": base }).to_string()

@@ -266,6 +266,11 @@ impl CmdlineWatch {
         }
     }
 
+    /// The command lines that held a needle so far (needles masked).
+    pub fn found(&self) -> Vec<String> {
+        self.found.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Stops watching; the command lines that held a needle (with the
     /// needle masked) and how many scans of /proc were made.
     pub fn finish(mut self) -> (Vec<String>, u64) {
