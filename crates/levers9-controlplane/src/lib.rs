@@ -14,6 +14,7 @@ pub mod machines;
 pub mod metrics;
 pub mod registry;
 pub mod rest;
+pub mod schedules;
 pub mod sealing;
 pub mod server;
 pub mod services;

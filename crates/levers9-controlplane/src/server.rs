@@ -343,6 +343,14 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
             },
             stopped.clone(),
         )),
+        tokio::spawn(crate::schedules::firer::run(
+            crate::schedules::firer::Parts {
+                store: shared.functions.clone(),
+                tasks: shared.fleet.tasks().clone(),
+            },
+            replica_id.clone(),
+            stopped.clone(),
+        )),
         tokio::spawn(crate::functions::dispatcher::run(
             crate::functions::dispatcher::Parts {
                 store: shared.functions.clone(),

@@ -10,6 +10,7 @@ mod image;
 mod machine;
 mod pool;
 mod run;
+mod schedule;
 mod secret;
 mod stub;
 mod task;
@@ -78,6 +79,10 @@ pub enum Command {
     /// List deployed apps and their functions.
     #[command(subcommand)]
     Deployment(deploy::DeploymentCommand),
+    /// List the schedules of deployed functions (@function(schedule=…)):
+    /// levers9 schedule list.
+    #[command(subcommand)]
+    Schedule(schedule::ScheduleCommand),
     /// List, show and cancel the calls of your functions.
     #[command(subcommand)]
     Task(task::TaskCommand),
@@ -134,6 +139,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Run(args) => run::run(args, context).await,
         Command::Deploy(args) => deploy::deploy(args, context).await,
         Command::Deployment(command) => deploy::run(command, context).await,
+        Command::Schedule(command) => schedule::run(command, context).await,
         Command::Task(command) => task::run(command, context).await,
         Command::Stub(command) => stub::run(command, context).await,
         Command::Volume(command) => volume::run(command, context).await,

@@ -12,6 +12,7 @@ use levers9_store::NewDeployment;
 
 use super::convert;
 use super::function::FunctionApi;
+use super::schedule;
 use crate::error::ApiError;
 
 const MAX_APP_NAME: usize = 64;
@@ -50,6 +51,13 @@ pub(super) async fn deploy(
         // NotFound for a stub of another workspace, as for any call.
         api.stub(&caller, &f.stub_id).await?;
     }
+    let now = Utc::now();
+    let schedules = schedule::of_deploy(
+        &caller.workspace.id,
+        &request.app_name,
+        &request.functions,
+        now,
+    )?;
     let version = api
         .shared
         .functions
@@ -61,9 +69,9 @@ pub(super) async fn deploy(
                 .into_iter()
                 .map(|f| (f.function_name, f.stub_id))
                 .collect(),
-            schedules: Vec::new(),
+            schedules,
             deployed_by: caller.token_id.clone(),
-            at: Utc::now(),
+            at: now,
         })
         .await?;
     tracing::info!(

@@ -11,9 +11,9 @@ use levers9_api::v1::{
     GetDeploymentResponse, GetObjectRequest, GetObjectResponse, GetOrCreateStubRequest,
     GetOrCreateStubResponse, GetStubRequest, GetStubResponse, GetTaskRequest, GetTaskResponse,
     HeadObjectRequest, HeadObjectResponse, ListDeploymentsRequest, ListDeploymentsResponse,
-    ListStubsRequest, ListStubsResponse, ListTasksRequest, ListTasksResponse, PutObjectRequest,
-    PutObjectResponse, RunEvent, RunRequest, RunStart, SpawnTaskRequest, SpawnTaskResponse,
-    TaskOutcome, WaitTaskRequest,
+    ListSchedulesRequest, ListSchedulesResponse, ListStubsRequest, ListStubsResponse,
+    ListTasksRequest, ListTasksResponse, PutObjectRequest, PutObjectResponse, RunEvent, RunRequest,
+    RunStart, SpawnTaskRequest, SpawnTaskResponse, TaskOutcome, WaitTaskRequest,
 };
 use levers9_store::{task_state, NewTask, StubRecord, TaskRecord, TokenType};
 use prost::Message;
@@ -25,6 +25,7 @@ use super::container::{check_secrets, qualify_image};
 use super::convert;
 use super::deployment;
 use super::run_driver::RunDriver;
+use super::schedule;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::functions::objects::digest_hex;
@@ -392,6 +393,16 @@ impl FunctionService for FunctionApi {
         let (metadata, _, request) = request.into_parts();
         Ok(Response::new(
             deployment::get(self, &metadata, request).await?,
+        ))
+    }
+
+    async fn list_schedules(
+        &self,
+        request: Request<ListSchedulesRequest>,
+    ) -> Result<Response<ListSchedulesResponse>, Status> {
+        let (metadata, _, request) = request.into_parts();
+        Ok(Response::new(
+            schedule::list(self, &metadata, request).await?,
         ))
     }
 

@@ -10,6 +10,7 @@ mod function;
 mod image;
 mod machine;
 mod run_driver;
+mod schedule;
 mod secret;
 mod token;
 mod volume;

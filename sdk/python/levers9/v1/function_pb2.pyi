@@ -358,12 +358,22 @@ class CancelTaskResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class DeployedFunction(_message.Message):
-    __slots__ = ("function_name", "stub_id")
+    __slots__ = ("function_name", "stub_id", "schedule")
     FUNCTION_NAME_FIELD_NUMBER: _ClassVar[int]
     STUB_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     function_name: str
     stub_id: str
-    def __init__(self, function_name: _Optional[str] = ..., stub_id: _Optional[str] = ...) -> None: ...
+    schedule: Schedule
+    def __init__(self, function_name: _Optional[str] = ..., stub_id: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ...) -> None: ...
+
+class Schedule(_message.Message):
+    __slots__ = ("cron", "period_seconds")
+    CRON_FIELD_NUMBER: _ClassVar[int]
+    PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    cron: str
+    period_seconds: int
+    def __init__(self, cron: _Optional[str] = ..., period_seconds: _Optional[int] = ...) -> None: ...
 
 class DeployRequest(_message.Message):
     __slots__ = ("app_name", "functions")
@@ -418,3 +428,31 @@ class GetDeploymentResponse(_message.Message):
     DEPLOYMENT_FIELD_NUMBER: _ClassVar[int]
     deployment: Deployment
     def __init__(self, deployment: _Optional[_Union[Deployment, _Mapping]] = ...) -> None: ...
+
+class ListSchedulesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ScheduleInfo(_message.Message):
+    __slots__ = ("app_name", "function_name", "schedule", "stub_id", "last_tick", "last_task_id", "next_tick")
+    APP_NAME_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    STUB_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_TICK_FIELD_NUMBER: _ClassVar[int]
+    LAST_TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    NEXT_TICK_FIELD_NUMBER: _ClassVar[int]
+    app_name: str
+    function_name: str
+    schedule: Schedule
+    stub_id: str
+    last_tick: str
+    last_task_id: str
+    next_tick: str
+    def __init__(self, app_name: _Optional[str] = ..., function_name: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., stub_id: _Optional[str] = ..., last_tick: _Optional[str] = ..., last_task_id: _Optional[str] = ..., next_tick: _Optional[str] = ...) -> None: ...
+
+class ListSchedulesResponse(_message.Message):
+    __slots__ = ("schedules",)
+    SCHEDULES_FIELD_NUMBER: _ClassVar[int]
+    schedules: _containers.RepeatedCompositeFieldContainer[ScheduleInfo]
+    def __init__(self, schedules: _Optional[_Iterable[_Union[ScheduleInfo, _Mapping]]] = ...) -> None: ...

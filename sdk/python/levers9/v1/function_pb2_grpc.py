@@ -118,6 +118,11 @@ class FunctionServiceStub(object):
                 request_serializer=levers9_dot_v1_dot_function__pb2.GetDeploymentRequest.SerializeToString,
                 response_deserializer=levers9_dot_v1_dot_function__pb2.GetDeploymentResponse.FromString,
                 _registered_method=True)
+        self.ListSchedules = channel.unary_unary(
+                '/levers9.v1.FunctionService/ListSchedules',
+                request_serializer=levers9_dot_v1_dot_function__pb2.ListSchedulesRequest.SerializeToString,
+                response_deserializer=levers9_dot_v1_dot_function__pb2.ListSchedulesResponse.FromString,
+                _registered_method=True)
 
 
 class FunctionServiceServicer(object):
@@ -248,6 +253,13 @@ class FunctionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListSchedules(self, request, context):
+        """The schedules of the current versions of the workspace's apps.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_FunctionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -330,6 +342,11 @@ def add_FunctionServiceServicer_to_server(servicer, server):
                     servicer.GetDeployment,
                     request_deserializer=levers9_dot_v1_dot_function__pb2.GetDeploymentRequest.FromString,
                     response_serializer=levers9_dot_v1_dot_function__pb2.GetDeploymentResponse.SerializeToString,
+            ),
+            'ListSchedules': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSchedules,
+                    request_deserializer=levers9_dot_v1_dot_function__pb2.ListSchedulesRequest.FromString,
+                    response_serializer=levers9_dot_v1_dot_function__pb2.ListSchedulesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -768,6 +785,33 @@ class FunctionService(object):
             '/levers9.v1.FunctionService/GetDeployment',
             levers9_dot_v1_dot_function__pb2.GetDeploymentRequest.SerializeToString,
             levers9_dot_v1_dot_function__pb2.GetDeploymentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSchedules(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/levers9.v1.FunctionService/ListSchedules',
+            levers9_dot_v1_dot_function__pb2.ListSchedulesRequest.SerializeToString,
+            levers9_dot_v1_dot_function__pb2.ListSchedulesResponse.FromString,
             options,
             channel_credentials,
             insecure,
