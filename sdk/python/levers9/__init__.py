@@ -28,6 +28,7 @@ from .errors import (
 )
 from .function import Function, function
 from .image import Image
+from .schedule import Cron, Period
 from .volume import Volume
 
 __version__ = "0.1.0"
@@ -37,10 +38,12 @@ __all__ = [
     "ConfigError",
     "ControlplaneError",
     "ControlplaneUnavailable",
+    "Cron",
     "Function",
     "FunctionCall",
     "Image",
     "Levers9Error",
+    "Period",
     "RemoteError",
     "RemoteTraceback",
     "TaskCancelled",

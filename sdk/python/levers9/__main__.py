@@ -132,7 +132,8 @@ def deploy(argv: List[str]) -> int:
         return _EXIT_FAILED
     print(f"deployed app {app} version {version}")
     for function_name, stub_id in functions:
-        print(f"  {function_name}  {stub_id}")
+        schedule = getattr(module, function_name).schedule
+        print(f"  {function_name}  {stub_id}" + (f"  {schedule!r}" if schedule is not None else ""))
     return 0
 
 

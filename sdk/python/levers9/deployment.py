@@ -5,7 +5,7 @@ token of the same workspace, without the code.
 A deploy makes the stub of every ``@function`` in the file, exactly as a first
 ``.remote()`` would (same upload, same stub ids), then names them all in one
 Deploy call: the app's next version, which replaces the previous one's
-functions at once.
+functions at once, and its schedules (a function's ``schedule=``) with them.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .client import Client, get_client
 from .function import Function, _RemoteCalls
+from .schedule import to_proto as schedule_proto
 from .v1 import function_pb2 as pb
 
 
@@ -65,15 +66,14 @@ def deploy(module, app_name: Optional[str] = None) -> Tuple[str, int, List[Tuple
             f"{os.path.basename(module.__file__)} defines no levers9 function: decorate one with @levers9.function"
         )
     functions = []
+    deployed = []
     client = None
     for name, fn in found.items():
         client, stub_id = fn._client_and_stub()
         functions.append((name, stub_id))
-    response = client.call(
-        "Deploy",
-        pb.DeployRequest(
-            app_name=app,
-            functions=[pb.DeployedFunction(function_name=n, stub_id=s) for n, s in functions],
-        ),
-    )
+        entry = pb.DeployedFunction(function_name=name, stub_id=stub_id)
+        if fn.schedule is not None:
+            entry.schedule.CopyFrom(schedule_proto(fn.schedule, pb))
+        deployed.append(entry)
+    response = client.call("Deploy", pb.DeployRequest(app_name=app, functions=deployed))
     return app, response.version, functions

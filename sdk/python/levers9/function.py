@@ -15,6 +15,7 @@ from typing import Dict, Optional, Tuple
 
 from .aio import AioGeneratorMethod, AioMethod
 from .resources import FunctionConfig, build_config
+from .schedule import check_schedule
 
 
 class _RemoteCalls:
@@ -90,10 +91,12 @@ class Function(_RemoteCalls):
     ``levers9 deploy``), callable the same way without its code.
     """
 
-    def __init__(self, raw_f, config: FunctionConfig):
+    def __init__(self, raw_f, config: FunctionConfig, schedule=None):
         functools.update_wrapper(self, raw_f)
         self.raw_f = raw_f
         self.config = config
+        # A Cron or Period, used by a deploy only (it is not part of the stub).
+        self.schedule = schedule
         # Stub ids by controlplane (address, token): a process may switch
         # targets (e.g. LEVERS9_TOKEN changed), and ids are per workspace.
         self._stub_ids: Dict[Tuple[str, str], str] = {}
@@ -155,6 +158,7 @@ def function(
     pool: Optional[str] = None,
     max_containers: Optional[int] = None,
     volumes=None,
+    schedule=None,
 ):
     """Makes a module-level function runnable remotely; usable as ``@function`` or ``@function(...)``.
 
@@ -169,7 +173,11 @@ def function(
     ``LEVERS9_SECCOMP="observe"|"enforce"`` are allowed, to ask for stricter
     containers than the pool's (never looser). pool: the worker pool. max_containers: at most this many containers at once.
     volumes: `Volume`s of the workspace to mount, e.g.
-    ``[Volume("data", mount_path="/data")]``.
+    ``[Volume("data", mount_path="/data")]``. schedule: ``Cron("*/5 * * * *")``
+    or ``Period(minutes=5)``: once the file is deployed (``levers9 deploy``),
+    the controlplane calls the function with no arguments at every tick
+    (UTC); it does nothing for a function that is only called with
+    ``.remote()``.
     """
     if _fn is not None and not callable(_fn):
         raise TypeError(f"@function takes keyword arguments only, e.g. @function(cpu=2); got {_fn!r}")
@@ -197,6 +205,7 @@ def function(
             raise TypeError(f"@function decorates functions defined with def or async def; got {type(fn).__name__}")
         if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
             raise TypeError(f"{fn.__qualname__} is a generator; remote functions return a value: return a list instead")
-        return Function(fn, config)
+        check_schedule(schedule, fn)
+        return Function(fn, config, schedule)
 
     return decorate(_fn) if _fn is not None else decorate
