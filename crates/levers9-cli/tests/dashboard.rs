@@ -318,6 +318,7 @@ async fn deploy(cp: &Controlplane, token: &str, app: &str, function: &str, stub_
                 functions: vec![DeployedFunction {
                     function_name: function.into(),
                     stub_id: stub_id.into(),
+                    schedule: None,
                 }],
             },
             token,

@@ -29,6 +29,7 @@ async fn deploy(
             .map(|(name, stub_id)| DeployedFunction {
                 function_name: (*name).into(),
                 stub_id: (*stub_id).into(),
+                schedule: None,
             })
             .collect(),
     };
