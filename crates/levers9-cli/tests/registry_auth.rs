@@ -158,6 +158,29 @@ async fn the_controlplane_resolves_private_tags_only_with_its_credentials_file()
         refused.message()
     );
 
+    // A wrong password is refused the same way, and not repeated.
+    let wrong = tempfile::tempdir().expect("dir");
+    let wrong_password = format!("wrong-{}", registry.password);
+    let wrong_file = registry.docker_config_with_password(wrong.path(), &wrong_password);
+    let misconfigured = Controlplane::start_with(env(&[(
+        "LEVERS9_REGISTRY_CREDENTIALS_FILE",
+        wrong_file.display().to_string(),
+    )]));
+    let admin = misconfigured.admin_token().await;
+    let refused = verify(&misconfigured, &admin, &by_tag)
+        .await
+        .expect_err("the registry refuses a wrong password");
+    assert_eq!(refused.code(), tonic::Code::FailedPrecondition, "{refused}");
+    assert!(
+        refused
+            .message()
+            .contains(&format!("registry {address} refused"))
+            && !refused.message().contains(&wrong_password),
+        "{}",
+        refused.message()
+    );
+    assert!(!misconfigured.log().contains(&wrong_password));
+
     let credentials = tempfile::tempdir().expect("dir");
     let file = registry.docker_config(credentials.path());
     let cp = Controlplane::start_with(env(&[(
@@ -195,6 +218,7 @@ async fn the_controlplane_resolves_private_tags_only_with_its_credentials_file()
 
     let logs = [
         ("controlplane without credentials", anonymous.log()),
+        ("controlplane with a wrong password", misconfigured.log()),
         ("controlplane with credentials", cp.log()),
     ];
     assert_no_leaks(&registry, watch, &logs);
@@ -300,6 +324,20 @@ async fn an_image_builds_from_and_into_a_private_registry() {
         ("worker", runner.log()),
         ("build output", build_log),
     ];
+    // The build container's bundle (its config.json holds the
+    // credentials while it runs) goes once it has exited.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let on_disk = files_holding(build.state_dir.path(), &secrets(&registry));
+        if on_disk.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the build worker's state dir keeps the credentials after the build: {on_disk:#?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
     assert_no_leaks(&registry, watch, &logs);
 }
 
@@ -337,6 +375,34 @@ fn the_cmdline_watch_finds_a_secret_argument() {
         found[0].contains("<SECRET>") && !found[0].contains(&needle),
         "{found:?}"
     );
+}
+
+/// The files under `dir` (symbolic links not followed) that hold a needle.
+fn files_holding(dir: &std::path::Path, needles: &[String]) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() {
+                let Ok(bytes) = std::fs::read(entry.path()) else {
+                    continue;
+                };
+                let content = String::from_utf8_lossy(&bytes);
+                if needles.iter().any(|n| content.contains(n.as_str())) {
+                    found.push(entry.path());
+                }
+            }
+        }
+    }
+    found
 }
 
 /// An image spec of no steps on `base`.

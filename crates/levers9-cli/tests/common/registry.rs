@@ -126,10 +126,22 @@ impl PrivateRegistry {
     /// credentials, as `~/.docker/config.json` or a dockerconfigjson
     /// Secret's `.dockerconfigjson` would.
     pub fn docker_config(&self, dir: &Path) -> PathBuf {
+        self.docker_config_with(dir, &self.basic_auth())
+    }
+
+    /// Like [`PrivateRegistry::docker_config`], with another password
+    /// (one the registry refuses).
+    pub fn docker_config_with_password(&self, dir: &Path, password: &str) -> PathBuf {
+        let auth = base64::engine::general_purpose::STANDARD
+            .encode(format!("{}:{password}", self.username));
+        self.docker_config_with(dir, &auth)
+    }
+
+    fn docker_config_with(&self, dir: &Path, auth: &str) -> PathBuf {
         use std::os::unix::fs::PermissionsExt as _;
         let path = dir.join("config.json");
         let json = serde_json::json!({
-            "auths": { self.address.as_str(): { "auth": self.basic_auth() } }
+            "auths": { self.address.as_str(): { "auth": auth } }
         });
         std::fs::write(&path, json.to_string()).expect("write docker config");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
