@@ -305,6 +305,15 @@ impl Rig {
         .await;
     }
 
+    /// Each attempt of `task_id`: its number and outcome, oldest first.
+    async fn outcomes(&self, task_id: &str) -> Vec<(u32, String)> {
+        let attempts = self.store.task_attempts(task_id).await.expect("attempts");
+        attempts
+            .into_iter()
+            .map(|a| (a.attempt, a.outcome))
+            .collect()
+    }
+
     async fn row(&self, task_id: &str, final_state: &str) -> levers9_store::TaskRecord {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
@@ -675,12 +684,11 @@ async fn a_draining_workers_inputs_are_handed_back_without_using_an_attempt() {
         other => panic!("expected the idle draining container stopped, got {other:?}"),
     }
     rig.row(&task, task_state::COMPLETE).await;
-    let attempts = rig.store.task_attempts(&task).await.expect("attempts");
-    let outcomes: Vec<(u32, &str)> = attempts
-        .iter()
-        .map(|a| (a.attempt, a.outcome.as_str()))
-        .collect();
-    assert_eq!(outcomes, [(1, "requeued"), (1, task_state::COMPLETE)]);
+    let outcomes = rig.outcomes(&task).await;
+    assert_eq!(
+        outcomes,
+        [(1, "requeued".into()), (1, task_state::COMPLETE.into())]
+    );
 }
 
 /// A worker lost under a `retries=0` call (a reclaimed spot node): the
@@ -719,12 +727,12 @@ async fn a_lost_workers_input_runs_again_without_using_a_retry() {
         other => panic!("expected the result, got {other:?}"),
     }
     rig.row(&task, task_state::COMPLETE).await;
+    let outcomes = rig.outcomes(&task).await;
+    assert_eq!(
+        outcomes,
+        [(1, "lost".into()), (1, task_state::COMPLETE.into())]
+    );
     let attempts = rig.store.task_attempts(&task).await.expect("attempts");
-    let outcomes: Vec<(u32, &str)> = attempts
-        .iter()
-        .map(|a| (a.attempt, a.outcome.as_str()))
-        .collect();
-    assert_eq!(outcomes, [(1, "lost"), (1, task_state::COMPLETE)]);
     assert!(attempts[0].message.contains("infrastructure retry 1 of 3"));
 }
 
@@ -743,7 +751,11 @@ async fn a_task_that_loses_its_worker_past_the_bound_fails_with_the_reason() {
     }
     let ended = rig.row(&task, task_state::ERROR).await;
     assert!(ended.message.contains("declared lost"), "{}", ended.message);
-    let attempts = rig.store.task_attempts(&task).await.expect("attempts");
-    let outcomes: Vec<&str> = attempts.iter().map(|a| a.outcome.as_str()).collect();
+    let outcomes: Vec<String> = rig
+        .outcomes(&task)
+        .await
+        .into_iter()
+        .map(|(_, o)| o)
+        .collect();
     assert_eq!(outcomes, ["lost", "lost", "lost", task_state::ERROR]);
 }

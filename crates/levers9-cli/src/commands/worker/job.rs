@@ -56,20 +56,21 @@ mod tests {
     };
 
     fn config(enforced: bool) -> Config {
-        let mut config = Config::default();
-        config.worker = levers9_config::WorkerConfig {
-            pools: [(
-                "l40s".to_owned(),
-                levers9_config::PoolConfig {
-                    gpu_type: "L40S".into(),
-                    ..Default::default()
-                },
-            )]
-            .into(),
-            job_resources_enforced: enforced,
-            ..levers9_config::WorkerConfig::default()
-        };
-        config
+        Config {
+            worker: levers9_config::WorkerConfig {
+                pools: [(
+                    "l40s".to_owned(),
+                    levers9_config::PoolConfig {
+                        gpu_type: "L40S".into(),
+                        ..Default::default()
+                    },
+                )]
+                .into(),
+                job_resources_enforced: enforced,
+                ..levers9_config::WorkerConfig::default()
+            },
+            ..Config::default()
+        }
     }
 
     #[test]
