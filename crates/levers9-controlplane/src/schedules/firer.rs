@@ -122,8 +122,12 @@ pub async fn run(parts: Parts, holder: String, stopped: watch::Receiver<bool>) {
     }
 }
 
+/// Sleeps for `time`, or less if `stopped` changes.
 async fn wait(stopped: &mut watch::Receiver<bool>, time: Duration) {
-    let _ = tokio::time::timeout(time, stopped.changed()).await;
+    // A dropped sender answers at once: sleep then, rather than spin.
+    if let Ok(Err(_)) = tokio::time::timeout(time, stopped.changed()).await {
+        tokio::time::sleep(time).await;
+    }
 }
 
 /// Fires due schedules by a clock.
