@@ -202,7 +202,7 @@ check() {
     runner)
       run_in "levers9/runner:$tag" python3 -c \
         'import sys, json, ssl, sqlite3, asyncio; print("python", sys.version.split()[0])' ;;
-    controlplane) check_levers9 "$name" 'fusermount3' '' ;;
+    controlplane) check_levers9 "$name" 'juicefs fusermount3' 'juicefs version' ;;
     worker)
       check_levers9 "$name" 'runc runsc juicefs fusermount3' \
         'runc --version | head -1; runsc --version | head -1; juicefs version' ;;

