@@ -15,7 +15,7 @@ use common::{Backend, Controlplane};
 async fn the_sdk_suite_passes_on_postgres_redis_and_runc() {
     let cp = controlplane(Backend::Servers, &[]);
     let admin = cp.admin_token().await;
-    let worker = Worker::start(&cp, &admin, "default", "runc").await;
+    let worker = Worker::start_roomy(&cp, &admin, "default", "runc").await;
     // For test_deploy.py: another workspace must not see this one's apps.
     let other = other_workspace(&cp, &admin, "other").await;
     pytest(

@@ -69,6 +69,22 @@ impl Worker {
         Self::start_in(cp, admin, pool, runtime, state_dir).await
     }
 
+    /// Like [`Worker::start`], with room for the SDK's whole suite: each of
+    /// its functions' warm containers keeps its reservation (125m by
+    /// default) until its keep-warm window ends, and together they fill the
+    /// usual two cores, so a later test's container would wait a minute for
+    /// room. Reservations only: the containers use far less.
+    pub async fn start_roomy(cp: &Controlplane, admin: &str, pool: &str, runtime: &str) -> Worker {
+        let state_dir = tempfile::Builder::new()
+            .prefix("l9w-")
+            .tempdir()
+            .expect("state dir");
+        let room = ["--cpu-millicores", "8000", "--memory-mib", "8192"];
+        let (worker, worker_id) = Self::spawn_in(cp, admin, pool, runtime, state_dir, &room).await;
+        worker.wait_listed(cp, admin, &worker_id).await;
+        worker
+    }
+
     /// Like [`Worker::start`], reusing a state dir (a restarted worker).
     pub async fn start_in(
         cp: &Controlplane,
@@ -190,10 +206,13 @@ impl Worker {
     ) -> Worker {
         let log = state_dir.path().join("worker.log");
         let log_file = std::fs::File::create(&log).expect("log");
+        // Two cores and 2 GiB unless the caller sized it.
+        let sized = args.contains(&"--cpu-millicores");
+        let capacity = ["--cpu-millicores", "2000", "--memory-mib", "2048"];
         let child = Command::new(BIN)
             .arg("worker")
             .args(args)
-            .args(["--cpu-millicores", "2000", "--memory-mib", "2048"])
+            .args(capacity.iter().filter(|_| !sized))
             // Tests end with containers running: drain no longer than this.
             .args(["--drain-grace-seconds", "1"])
             .arg("--controlplane")
