@@ -21,15 +21,14 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::container::{check_secrets, qualify_image};
 use super::convert;
 use super::deployment;
 use super::run_driver::RunDriver;
 use super::schedule;
+use super::stub;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::functions::objects::digest_hex;
-use crate::functions::spec::{stub_id, StubSpec};
 use crate::functions::{task_reply, DispatchEvent, Ticket};
 use crate::Shared;
 
@@ -259,81 +258,9 @@ impl FunctionService for FunctionApi {
         request: Request<GetOrCreateStubRequest>,
     ) -> Result<Response<GetOrCreateStubResponse>, Status> {
         let caller = self.caller(request.metadata()).await?;
-        let body = request.into_inner();
-        let workspace_id = &caller.workspace.id;
-        if body.function_name.is_empty() || body.module_path.is_empty() {
-            return Err(ApiError::InvalidArgument(
-                "a stub needs module_path and function_name: where the function is defined".into(),
-            )
-            .into());
-        }
-        if body.module_path.starts_with('/') || body.module_path.split('/').any(|p| p == "..") {
-            return Err(ApiError::InvalidArgument(format!(
-                "module_path {:?} must be a path inside the code object",
-                body.module_path
-            ))
-            .into());
-        }
-        for (what, digest) in [("code", &body.code_digest), ("sdk", &body.sdk_digest)] {
-            digest_hex(digest)?;
-            if !self
-                .shared
-                .functions
-                .has_object(workspace_id, digest)
-                .await
-                .map_err(ApiError::from)?
-            {
-                return Err(ApiError::FailedPrecondition(format!(
-                    "the {what} object {digest} is not uploaded: PutObject it first"
-                ))
-                .into());
-            }
-        }
-        let config = body.config.unwrap_or_default();
-        let image = if config.image.trim().is_empty() {
-            self.shared.base_image.clone().ok_or_else(|| {
-                ApiError::InvalidArgument(
-                    "no image given and no Python base image configured: set \
-                     imageService.runner.baseImageRegistry (levers9 up does) or pass \
-                     image=Image.from_registry(\"registry/name@sha256:…\")"
-                        .into(),
-                )
-            })?
-        } else {
-            qualify_image(config.image.trim(), &self.shared.image_registry)?
-        };
-        let spec = StubSpec::from_config(config, image)?;
-        self.shared.fleet.require_pool(&spec.pool).await?;
-        check_secrets(&self.shared, workspace_id, &spec.secrets, &spec.env).await?;
-        let config_json = spec.to_json();
-        let id = stub_id(
-            workspace_id,
-            &[
-                &body.name,
-                &body.code_digest,
-                &body.sdk_digest,
-                &body.module_path,
-                &body.function_name,
-                &config_json,
-            ],
-        );
-        let stub = self
-            .shared
-            .functions
-            .get_or_create_stub(StubRecord {
-                id,
-                workspace_id: workspace_id.clone(),
-                name: body.name,
-                code_digest: body.code_digest,
-                sdk_digest: body.sdk_digest,
-                module_path: body.module_path,
-                function_name: body.function_name,
-                config_json,
-                created_at: chrono::Utc::now(),
-            })
-            .await
-            .map_err(ApiError::from)?;
-        Ok(Response::new(GetOrCreateStubResponse { stub_id: stub.id }))
+        Ok(Response::new(
+            stub::get_or_create(&self.shared, &caller, request.into_inner()).await?,
+        ))
     }
 
     async fn list_stubs(

@@ -12,6 +12,7 @@ mod machine;
 mod run_driver;
 mod schedule;
 mod secret;
+mod stub;
 mod token;
 mod volume;
 mod worker;
