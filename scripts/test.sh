@@ -7,9 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-test-packages.sh
 # The house rules first: they fail in seconds (fmt) or a few minutes
-# (clippy) rather than after the whole suite.
+# (clippy, the dashboard's ESLint) rather than after the whole suite.
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+scripts/dashboard-web.sh lint
 LEVERS9_TEST_PYTHON=$(scripts/python-test-env.sh)
 export LEVERS9_TEST_PYTHON
 scripts/test-deploy.sh

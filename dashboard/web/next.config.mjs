@@ -15,6 +15,5 @@ export default function config(phase) {
     output: "standalone",
     poweredByHeader: false,
     reactStrictMode: true,
-    eslint: { ignoreDuringBuilds: true },
   };
 }
