@@ -26,6 +26,7 @@ bench-scheduling:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	scripts/dashboard-web.sh lint
 
 bench-functions:
 	scripts/test-servers.sh scripts/bench-functions.sh
