@@ -1,5 +1,5 @@
 //! Hot state of the levers9 controlplane: TTL keys, leases, FIFO queues,
-//! pub/sub, capacity counters, sets and bounded logs that are fast, shared
+//! pub/sub, capacity counters, sets, maps and bounded logs that are fast, shared
 //! between controlplane replicas and may expire.
 //!
 //! One trait, [`HotState`], with two implementations that pass the same test
@@ -11,6 +11,7 @@
 mod amounts;
 mod batch;
 mod error;
+mod maps;
 mod memory;
 mod redis;
 
@@ -20,11 +21,12 @@ use futures::stream::BoxStream;
 
 pub use crate::batch::{Reservation, Reserve, Write};
 pub use crate::error::StateError;
+pub use crate::maps::MapPut;
 pub use crate::memory::MemoryState;
 pub use crate::redis::RedisState;
 
 /// Fast, shared, possibly expiring state; keys, leases, queues, channels,
-/// capacity records, sets and logs are separate namespaces, so one name may be
+/// capacity records, sets, maps and logs are separate namespaces, so one name may be
 /// used for each without collisions.
 #[async_trait::async_trait]
 pub trait HotState: Send + Sync + 'static {
@@ -117,6 +119,51 @@ pub trait HotState: Send + Sync + 'static {
 
     /// Number of items in a queue.
     async fn queue_len(&self, queue: &str) -> Result<u64, StateError>;
+
+    /// Appends `values` to the tail of a queue in one atomic step, unless
+    /// that would leave it with more than `max_len` items: then nothing is
+    /// pushed and None comes back. Some(the queue's length after the push)
+    /// otherwise.
+    async fn push_capped(
+        &self,
+        queue: &str,
+        values: &[Vec<u8>],
+        max_len: u64,
+    ) -> Result<Option<u64>, StateError>;
+
+    /// Deletes a queue and every item in it; how many items it held.
+    async fn queue_delete(&self, queue: &str) -> Result<u64, StateError>;
+
+    /// Writes `entries` (field, value) into the map `map`, creating it, in
+    /// one atomic step, unless that would leave the map with more than
+    /// `max_entries` fields: then nothing is written ([`MapPut::Full`]).
+    /// With `keep_existing`, a field already in the map keeps its value.
+    async fn map_put(
+        &self,
+        map: &str,
+        entries: &[(Vec<u8>, Vec<u8>)],
+        max_entries: u64,
+        keep_existing: bool,
+    ) -> Result<MapPut, StateError>;
+
+    /// The value of a field of the map; None if either is missing.
+    async fn map_get(&self, map: &str, field: &[u8]) -> Result<Option<Vec<u8>>, StateError>;
+
+    /// Removes a field of the map and returns its value, in one atomic
+    /// step; None if it was not there. An emptied map no longer exists.
+    async fn map_take(&self, map: &str, field: &[u8]) -> Result<Option<Vec<u8>>, StateError>;
+
+    /// Number of fields in the map; 0 if it does not exist.
+    async fn map_len(&self, map: &str) -> Result<u64, StateError>;
+
+    /// The fields of the map, sorted; empty if it does not exist.
+    async fn map_fields(&self, map: &str) -> Result<Vec<Vec<u8>>, StateError>;
+
+    /// The fields of the map with their values, sorted by field.
+    async fn map_entries(&self, map: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StateError>;
+
+    /// Deletes the map and every field in it; true if it existed.
+    async fn map_delete(&self, map: &str) -> Result<bool, StateError>;
 
     /// Publishes a message to every current subscriber of channel; returns nothing about receivers.
     async fn publish(&self, channel: &str, message: &[u8]) -> Result<(), StateError>;

@@ -10,13 +10,15 @@ use tokio::time::Instant;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::BroadcastStream;
 
-use crate::{HotState, Reservation, Reserve, StateError, Write};
+use crate::{HotState, MapPut, Reservation, Reserve, StateError, Write};
 
 use self::capacity::Capacities;
 use self::expiring::Expiring;
+use self::maps::Maps;
 
 mod capacity;
 mod expiring;
+mod maps;
 
 /// Messages a subscriber may fall behind by before it starts losing the oldest ones.
 const CHANNEL_CAPACITY: usize = 1024;
@@ -42,6 +44,7 @@ struct Inner {
     /// Emptied sets are removed, as Redis does.
     sets: Mutex<HashMap<String, BTreeSet<String>>>,
     logs: Mutex<Expiring<VecDeque<Vec<u8>>>>,
+    maps: Mutex<Maps>,
 }
 
 #[derive(Default)]
@@ -286,6 +289,75 @@ impl HotState for MemoryState {
         let queues = self.inner.queues.lock().await;
         let len = queues.get(queue).map_or(0, |q| q.items.len());
         Ok(u64::try_from(len).unwrap_or(u64::MAX))
+    }
+
+    async fn push_capped(
+        &self,
+        queue: &str,
+        values: &[Vec<u8>],
+        max_len: u64,
+    ) -> Result<Option<u64>, StateError> {
+        let mut queues = self.inner.queues.lock().await;
+        let len = queues.get(queue).map_or(0, |q| q.items.len());
+        if (len + values.len()) as u64 > max_len {
+            return Ok(None);
+        }
+        if values.is_empty() {
+            return Ok(Some(len as u64));
+        }
+        let q = queues.entry(queue.to_owned()).or_default();
+        q.items.extend(values.iter().cloned());
+        // One wake-up per item, as that many pushes would give.
+        for _ in values {
+            q.pushed.notify_one();
+        }
+        Ok(Some(q.items.len() as u64))
+    }
+
+    async fn queue_delete(&self, queue: &str) -> Result<u64, StateError> {
+        let mut queues = self.inner.queues.lock().await;
+        let Some(q) = queues.get_mut(queue) else {
+            return Ok(0);
+        };
+        let deleted = q.items.len() as u64;
+        q.items.clear();
+        forget_if_idle(&mut queues, queue);
+        Ok(deleted)
+    }
+
+    async fn map_put(
+        &self,
+        map: &str,
+        entries: &[(Vec<u8>, Vec<u8>)],
+        max_entries: u64,
+        keep_existing: bool,
+    ) -> Result<MapPut, StateError> {
+        let mut maps = self.inner.maps.lock().await;
+        Ok(maps.put(map, entries, max_entries, keep_existing))
+    }
+
+    async fn map_get(&self, map: &str, field: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
+        Ok(self.inner.maps.lock().await.get(map, field))
+    }
+
+    async fn map_take(&self, map: &str, field: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
+        Ok(self.inner.maps.lock().await.take(map, field))
+    }
+
+    async fn map_len(&self, map: &str) -> Result<u64, StateError> {
+        Ok(self.inner.maps.lock().await.len(map))
+    }
+
+    async fn map_fields(&self, map: &str) -> Result<Vec<Vec<u8>>, StateError> {
+        Ok(self.inner.maps.lock().await.fields(map))
+    }
+
+    async fn map_entries(&self, map: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StateError> {
+        Ok(self.inner.maps.lock().await.entries(map))
+    }
+
+    async fn map_delete(&self, map: &str) -> Result<bool, StateError> {
+        Ok(self.inner.maps.lock().await.delete(map))
     }
 
     async fn publish(&self, channel: &str, message: &[u8]) -> Result<(), StateError> {

@@ -8,13 +8,14 @@ use ::redis::{Client, RedisError, Script};
 use futures::stream::{BoxStream, StreamExt};
 use tokio::sync::Mutex;
 
-use crate::{HotState, Reservation, Reserve, StateError, Write};
+use crate::{HotState, MapPut, Reservation, Reserve, StateError, Write};
 
 mod batch;
 mod capacity;
 mod claims;
 mod collections;
 mod connect;
+mod maps;
 mod queue;
 
 /// Deadline of establishing a connection.
@@ -47,7 +48,7 @@ return 0
 /// Hot state in one Redis server (cluster mode is not supported yet).
 ///
 /// Every key and channel is namespaced by the key prefix, then by kind
-/// (`kv:`, `lease:`, `queue:`, `channel:`, `capacity:`, `set:`, `log:`), so
+/// (`kv:`, `lease:`, `queue:`, `channel:`, `capacity:`, `set:`, `map:`, `log:`), so
 /// one Redis can serve several installs and a key, a lease and a queue of the
 /// same name never collide.
 pub struct RedisState {
@@ -248,6 +249,54 @@ impl HotState for RedisState {
             .arg(self.name("queue", queue))
             .query_async(&mut self.commands())
             .await?)
+    }
+
+    async fn push_capped(
+        &self,
+        queue: &str,
+        values: &[Vec<u8>],
+        max_len: u64,
+    ) -> Result<Option<u64>, StateError> {
+        self.queue_push_capped(queue, values, max_len).await
+    }
+
+    async fn queue_delete(&self, queue: &str) -> Result<u64, StateError> {
+        self.queue_clear(queue).await
+    }
+
+    async fn map_put(
+        &self,
+        map: &str,
+        entries: &[(Vec<u8>, Vec<u8>)],
+        max_entries: u64,
+        keep_existing: bool,
+    ) -> Result<MapPut, StateError> {
+        self.hash_put(map, entries, max_entries, keep_existing)
+            .await
+    }
+
+    async fn map_get(&self, map: &str, field: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
+        self.hash_get(map, field).await
+    }
+
+    async fn map_take(&self, map: &str, field: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
+        self.hash_take(map, field).await
+    }
+
+    async fn map_len(&self, map: &str) -> Result<u64, StateError> {
+        self.hash_len(map).await
+    }
+
+    async fn map_fields(&self, map: &str) -> Result<Vec<Vec<u8>>, StateError> {
+        self.hash_fields(map).await
+    }
+
+    async fn map_entries(&self, map: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StateError> {
+        self.hash_entries(map).await
+    }
+
+    async fn map_delete(&self, map: &str) -> Result<bool, StateError> {
+        self.hash_delete(map).await
     }
 
     async fn publish(&self, channel: &str, message: &[u8]) -> Result<(), StateError> {

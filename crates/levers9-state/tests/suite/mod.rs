@@ -19,6 +19,9 @@ pub use batch::*;
 // Claims.
 mod claims;
 pub use claims::*;
+// Maps and capped queues.
+mod maps;
+pub use maps::*;
 
 /// One `#[tokio::test]` per check below, each on a fresh state made by `$make().await`.
 macro_rules! hot_state_suite {
@@ -76,6 +79,14 @@ macro_rules! hot_state_suite {
             pop_many_takes_up_to_max_oldest_first,
             claimed_items_stay_until_unclaimed,
             a_claim_waits_for_a_push,
+            map_put_get_take_and_list,
+            map_put_replaces_or_keeps_existing_values,
+            map_put_over_the_limit_writes_nothing,
+            concurrent_map_puts_never_pass_the_limit,
+            push_capped_refuses_what_would_pass_the_limit,
+            a_capped_push_wakes_a_waiting_pop,
+            queue_delete_empties_the_queue,
+            maps_do_not_collide_with_other_kinds,
         );
     };
     (@each $make:path; $($check:ident),+ $(,)?) => {
