@@ -100,6 +100,15 @@ class LoopbackClient:
         return call
 
 
+def _wait_for(condition, within=30):
+    """The first truthy value of `condition()`, polled until `within` seconds pass."""
+    deadline = time.monotonic() + within
+    while not (value := condition()):
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+    return value
+
+
 def _map(client, n):
     return invoke.run_many(client, "stub-1", invoke.pickled_inputs([range(n)]), order_outputs=True, return_exceptions=False)
 
@@ -110,9 +119,10 @@ def test_no_more_than_1000_inputs_wait_for_a_result():
     collected = []
     consumer = threading.Thread(target=lambda: collected.extend(results))
     consumer.start()
-    time.sleep(0.5)
-    call = client.calls[0]
-    # No result has come back, so the 1001st input waits for a free slot.
+    call = _wait_for(lambda: client.calls and client.calls[0].received >= invoke.MAX_IN_FLIGHT and client.calls[0])
+    # No result has come back, so the 1001st input waits for a free slot;
+    # given a moment to be sent if it could, it is not.
+    time.sleep(0.2)
     assert call.received == invoke.MAX_IN_FLIGHT
     call.answer_everything()
     consumer.join(timeout=10)
