@@ -203,6 +203,9 @@ pub struct NewDeployment {
     /// The schedules of its functions; the app's schedules are replaced by
     /// these (see [`NewSchedule`](crate::NewSchedule)).
     pub schedules: Vec<crate::NewSchedule>,
+    /// The web endpoints of its functions; the app's endpoints are replaced
+    /// by these (see [`NewEndpoint`](crate::NewEndpoint)).
+    pub endpoints: Vec<crate::NewEndpoint>,
     /// The token that deploys it.
     pub deployed_by: String,
     /// When.

@@ -37,6 +37,7 @@ macro_rules! unfinished {
 
 pub(crate) mod attempts;
 pub(crate) mod deployments;
+pub(crate) mod endpoints;
 mod moves;
 pub(crate) mod schedules;
 pub(crate) use moves::move_tasks;

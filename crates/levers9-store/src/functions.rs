@@ -8,6 +8,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::endpoint_model::EndpointRecord;
 use crate::error::StoreError;
 use crate::function_model::{
     AttemptRecord, DeploymentRecord, NewDeployment, NewTask, StubRecord, TaskEnd, TaskMoves,
@@ -72,6 +73,14 @@ pub trait FunctionStore: Send + Sync + 'static {
         app_name: &str,
         function_name: &str,
     ) -> Result<Option<DeploymentRecord>, StoreError>;
+
+    /// The web endpoint `name` of the workspace named `workspace_name`
+    /// (set by the current deploy of one of its apps).
+    async fn find_endpoint(
+        &self,
+        workspace_name: &str,
+        name: &str,
+    ) -> Result<Option<EndpointRecord>, StoreError>;
 
     /// The schedules of the current deploys of the workspace's apps, by app
     /// then function name.
@@ -232,6 +241,13 @@ macro_rules! function_store_impl {
             ) -> Result<Option<DeploymentRecord>, StoreError> {
                 function_sql::deployments::get(&self.$reader, workspace_id, app_name, function_name)
                     .await
+            }
+            async fn find_endpoint(
+                &self,
+                workspace_name: &str,
+                name: &str,
+            ) -> Result<Option<EndpointRecord>, StoreError> {
+                function_sql::endpoints::find(&self.$reader, workspace_name, name).await
             }
             async fn list_schedules(
                 &self,

@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod endpoint_model;
 mod error;
 mod function_model;
 mod function_sql;
@@ -19,6 +20,7 @@ mod sealed;
 mod sql;
 mod sqlite;
 
+pub use endpoint_model::{EndpointRecord, NewEndpoint};
 pub use error::StoreError;
 pub use function_model::{
     task_state, AttemptRecord, DeploymentRecord, NewDeployment, NewTask, StubRecord, TaskEnd,

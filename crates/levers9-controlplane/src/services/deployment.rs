@@ -70,6 +70,7 @@ pub(super) async fn deploy(
                 .map(|f| (f.function_name, f.stub_id))
                 .collect(),
             schedules,
+            endpoints: Vec::new(),
             deployed_by: caller.token_id.clone(),
             at: now,
         })

@@ -65,6 +65,7 @@ where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
     for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> bool: Encode<'q, DB> + Type<DB>,
     for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
     (i64,): for<'r> FromRow<'r, DB::Row>,
@@ -124,6 +125,15 @@ where
         &d.functions,
         &d.schedules,
         d.at,
+    )
+    .await?;
+    super::endpoints::replace(
+        &mut *tx,
+        &d.workspace_id,
+        &d.app_name,
+        version,
+        &d.functions,
+        &d.endpoints,
     )
     .await?;
     tx.commit().await?;

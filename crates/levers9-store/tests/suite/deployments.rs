@@ -14,6 +14,7 @@ fn deployment(workspace_id: &str, app: &str, functions: &[(&str, &str)]) -> NewD
             .map(|(f, s)| ((*f).to_owned(), (*s).to_owned()))
             .collect(),
         schedules: Vec::new(),
+        endpoints: Vec::new(),
         deployed_by: "token-1".to_owned(),
         at: at(20),
     }

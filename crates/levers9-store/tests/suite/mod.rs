@@ -8,11 +8,13 @@ use levers9_store::{NewToken, NewWorkspace, RecordStore, StoreError, TokenRecord
 use uuid::Uuid;
 
 mod deployments;
+mod endpoints;
 mod functions;
 mod machines;
 mod schedules;
 mod sealed;
 pub use deployments::*;
+pub use endpoints::*;
 pub use functions::*;
 pub use machines::*;
 pub use schedules::*;
@@ -57,6 +59,8 @@ macro_rules! record_store_suite {
             stubs_are_listed_newest_first_per_workspace,
             a_redeploy_is_the_next_version_and_replaces_the_functions,
             a_deployment_names_only_stubs_of_its_workspace,
+            an_endpoint_is_found_by_workspace_name_and_goes_with_a_redeploy,
+            an_endpoint_name_belongs_to_one_app_of_a_workspace,
             a_redeploy_replaces_the_apps_schedules_and_keeps_unchanged_ticks,
             a_schedule_for_a_function_outside_the_deploy_is_refused_and_nothing_is_stored,
             due_schedules_are_those_whose_tick_has_come_soonest_first,

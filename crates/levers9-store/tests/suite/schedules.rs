@@ -26,6 +26,7 @@ fn deployment(ws: &str, functions: &[(&str, &str)], schedules: Vec<NewSchedule>)
             .map(|(f, s)| ((*f).to_owned(), (*s).to_owned()))
             .collect(),
         schedules,
+        endpoints: Vec::new(),
         deployed_by: "token-1".to_owned(),
         at: at(20),
     }

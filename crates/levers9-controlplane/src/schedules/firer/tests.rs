@@ -91,6 +91,7 @@ impl Setup {
                     spec: spec.to_stored(),
                     next_tick: ticks::first_tick(&spec, deployed_at),
                 }],
+                endpoints: Vec::new(),
                 deployed_by: "tok-1".into(),
                 at: Utc::now(),
             })

@@ -1,0 +1,33 @@
+//! The records of web endpoints: functions of deployed apps served over HTTP
+//! under a name of their workspace.
+
+/// An endpoint named by a deploy, for
+/// [`NewDeployment::endpoints`](crate::NewDeployment::endpoints).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEndpoint {
+    /// A function of the deploy (its stub is the deploy's).
+    pub function_name: String,
+    /// The name it is served under, unique in the workspace.
+    pub name: String,
+    /// Served without a token.
+    pub public: bool,
+}
+
+/// An endpoint of the current deploy of an app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointRecord {
+    /// The workspace that owns it.
+    pub workspace_id: String,
+    /// The name it is served under.
+    pub name: String,
+    /// The app whose deploy named it.
+    pub app_name: String,
+    /// The function within the app.
+    pub function_name: String,
+    /// The stub its requests call.
+    pub stub_id: String,
+    /// Served without a token.
+    pub public: bool,
+    /// The app version that set it.
+    pub version: u32,
+}

@@ -1,0 +1,120 @@
+//! Web endpoints of deployed apps (see `migrations/*/0009_endpoints.sql`).
+
+use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
+
+use crate::endpoint_model::{EndpointRecord, NewEndpoint};
+use crate::error::StoreError;
+
+#[derive(FromRow)]
+pub(crate) struct EndpointRow {
+    workspace_id: String,
+    name: String,
+    app_name: String,
+    function_name: String,
+    stub_id: String,
+    public: bool,
+    version: i64,
+}
+
+impl EndpointRow {
+    fn into_record(self) -> Result<EndpointRecord, StoreError> {
+        let version = u32::try_from(self.version).map_err(|_| {
+            StoreError::Corrupt(format!(
+                "endpoint {:?}: version {}",
+                self.name, self.version
+            ))
+        })?;
+        Ok(EndpointRecord {
+            workspace_id: self.workspace_id,
+            name: self.name,
+            app_name: self.app_name,
+            function_name: self.function_name,
+            stub_id: self.stub_id,
+            public: self.public,
+            version,
+        })
+    }
+}
+
+/// Replaces the app's endpoints by those of its new `version`, inside the
+/// deploy's transaction (`conn`). AlreadyExists when another app of the
+/// workspace serves one of the names.
+pub(crate) async fn replace<'c, DB>(
+    conn: &'c mut DB::Connection,
+    workspace_id: &str,
+    app_name: &str,
+    version: i64,
+    functions: &[(String, String)],
+    endpoints: &[NewEndpoint],
+) -> Result<(), StoreError>
+where
+    DB: Database,
+    for<'e> &'e mut DB::Connection: Executor<'e, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> bool: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+{
+    // First, so a name the app keeps is free for its new row.
+    sqlx::query("DELETE FROM endpoints WHERE workspace_id = $1 AND app_name = $2")
+        .bind(workspace_id)
+        .bind(app_name)
+        .execute(&mut *conn)
+        .await?;
+    for e in endpoints {
+        let Some((_, stub_id)) = functions.iter().find(|(f, _)| *f == e.function_name) else {
+            return Err(StoreError::Invalid(format!(
+                "an endpoint for {:?}, which is not a function of app {app_name:?}",
+                e.function_name
+            )));
+        };
+        sqlx::query(
+            "INSERT INTO endpoints \
+             (workspace_id, name, app_name, function_name, stub_id, public, version) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(workspace_id)
+        .bind(e.name.as_str())
+        .bind(app_name)
+        .bind(e.function_name.as_str())
+        .bind(stub_id.as_str())
+        .bind(e.public)
+        .bind(version)
+        .execute(&mut *conn)
+        .await
+        .map_err(|err| match err.as_database_error() {
+            Some(db) if db.is_unique_violation() => StoreError::AlreadyExists(format!(
+                "endpoint name {:?} (another app of the workspace serves it; pick another \
+                 name, or remove it from that app and deploy it first)",
+                e.name
+            )),
+            _ => StoreError::Database(err),
+        })?;
+    }
+    Ok(())
+}
+
+/// The endpoint `name` of the workspace named `workspace_name`.
+pub(crate) async fn find<DB>(
+    pool: &Pool<DB>,
+    workspace_name: &str,
+    name: &str,
+) -> Result<Option<EndpointRecord>, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    EndpointRow: for<'r> FromRow<'r, DB::Row>,
+{
+    let row: Option<EndpointRow> = sqlx::query_as(
+        "SELECT e.workspace_id, e.name, e.app_name, e.function_name, e.stub_id, e.public, \
+         e.version FROM endpoints e JOIN workspaces w ON w.id = e.workspace_id \
+         WHERE w.name = $1 AND e.name = $2",
+    )
+    .bind(workspace_name)
+    .bind(name)
+    .fetch_optional(pool)
+    .await?;
+    row.map(EndpointRow::into_record).transpose()
+}
