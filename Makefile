@@ -1,6 +1,6 @@
 # levers9: the two commands a newcomer needs are `make quickstart` and `make test`.
 
-.PHONY: build test quickstart bench bench-containers bench-functions bench-scheduling lint
+.PHONY: build test quickstart bench bench-containers bench-functions bench-endpoints bench-scheduling lint
 
 build:
 	cargo build --release -p levers9-cli
@@ -30,3 +30,6 @@ lint:
 
 bench-functions:
 	scripts/test-servers.sh scripts/bench-functions.sh
+
+bench-endpoints:
+	scripts/test-servers.sh scripts/bench-functions.sh bench/functions/endpoints.py

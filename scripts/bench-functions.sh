@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Function-call benchmarks (make bench-functions): a release controlplane on
 # the test Postgres and Redis, a release runc worker, the Python base image
-# in the test registry, then bench/functions/bench.py. Run it through
+# in the test registry, then bench/functions/bench.py (or the bench file
+# given, e.g. bench/functions/endpoints.py). Run it through
 # scripts/test-servers.sh, which starts the servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,4 +51,5 @@ LEVERS9_TOKEN=$token "$bin" worker --pool default --runtime runc --worker-id ben
   --controlplane "127.0.0.1:$grpc_port" --state-dir "$work/worker" >"$work/worker.log" 2>&1 &
 pids+=($!)
 sleep 2
-LEVERS9_BENCH_RAW_BUNDLE=$work/bundle "$python" bench/functions/bench.py
+LEVERS9_BENCH_RAW_BUNDLE=$work/bundle LEVERS9_BENCH_HTTP=http://127.0.0.1:$http_port \
+  "$python" "${1:-bench/functions/bench.py}"

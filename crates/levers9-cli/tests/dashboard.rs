@@ -319,6 +319,7 @@ async fn deploy(cp: &Controlplane, token: &str, app: &str, function: &str, stub_
                     function_name: function.into(),
                     stub_id: stub_id.into(),
                     schedule: None,
+                    endpoint: None,
                 }],
             },
             token,

@@ -30,6 +30,7 @@ async fn deploy(
                 function_name: (*name).into(),
                 stub_id: (*stub_id).into(),
                 schedule: None,
+                endpoint: None,
             })
             .collect(),
     };

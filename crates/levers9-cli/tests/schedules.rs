@@ -227,6 +227,7 @@ async fn a_schedule_that_does_not_parse_is_refused_by_the_sdk_and_the_controlpla
                 function_name: "f".into(),
                 stub_id: stub_id.clone(),
                 schedule: Some(Schedule { kind: Some(kind) }),
+                endpoint: None,
             }],
         };
         let refused = cp

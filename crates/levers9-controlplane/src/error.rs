@@ -36,6 +36,13 @@ pub enum ApiError {
     /// A local resource (object storage on disk) failed.
     #[error("{0}")]
     Unavailable(String),
+    /// A call ran past its time.
+    #[error("{0}")]
+    DeadlineExceeded(String),
+    /// The caller's own function failed; the message is its exception as
+    /// Python prints its last line (`ValueError: ...`).
+    #[error("{0}")]
+    FunctionFailed(String),
 }
 
 impl From<ApiError> for Status {
@@ -46,6 +53,8 @@ impl From<ApiError> for Status {
             ApiError::InvalidArgument(m) => Status::invalid_argument(m),
             ApiError::NotFound(m) => Status::not_found(m),
             ApiError::FailedPrecondition(m) => Status::failed_precondition(m),
+            ApiError::DeadlineExceeded(m) => Status::deadline_exceeded(m),
+            ApiError::FunctionFailed(m) => Status::unknown(m),
             ApiError::Store(StoreError::AlreadyExists(m)) => Status::already_exists(m),
             ApiError::Corrupt(detail) => {
                 tracing::error!(%detail, "a stored record is unreadable");

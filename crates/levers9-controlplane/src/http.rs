@@ -1,4 +1,5 @@
-//! The HTTP listener: liveness, readiness, metrics and the REST mapping.
+//! The HTTP listener: liveness, readiness, metrics, web endpoints and the
+//! REST mapping.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,6 +21,7 @@ const READY_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 /// The whole HTTP router.
 pub fn router(shared: Arc<Shared>, services: Services, metrics: Arc<Metrics>) -> Router {
     let local_images = shared.local_images.clone();
+    let endpoints = crate::endpoints::router(shared.clone(), services.function.clone());
     let probes = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
@@ -36,7 +38,10 @@ pub fn router(shared: Arc<Shared>, services: Services, metrics: Arc<Metrics>) ->
             }),
         )
     };
-    let mut router = probes.merge(scrape).merge(crate::rest::router(services));
+    let mut router = probes
+        .merge(scrape)
+        .merge(endpoints)
+        .merge(crate::rest::router(services));
     if let Some(images) = local_images {
         router = router.merge(crate::registry::router(images));
     }

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod backends;
+pub mod endpoints;
 pub mod error;
 pub mod fleet;
 pub mod functions;

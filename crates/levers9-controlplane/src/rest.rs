@@ -219,7 +219,8 @@ fn metadata_from_headers(headers: &HeaderMap) -> MetadataMap {
     metadata
 }
 
-fn error_response(status: &Status) -> Response {
+/// The body and HTTP status of a failed call, as grpc-gateway writes them.
+pub(crate) fn error_response(status: &Status) -> Response {
     let body = serde_json::json!({
         "code": status.code() as i32,
         "message": status.message(),

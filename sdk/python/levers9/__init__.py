@@ -26,6 +26,7 @@ from .errors import (
     TaskFailed,
     TaskTimeout,
 )
+from .endpoint import Endpoint, endpoint
 from .function import Function, function
 from .image import Image
 from .schedule import Cron, Period
@@ -39,6 +40,7 @@ __all__ = [
     "ControlplaneError",
     "ControlplaneUnavailable",
     "Cron",
+    "Endpoint",
     "Function",
     "FunctionCall",
     "Image",
@@ -50,5 +52,6 @@ __all__ = [
     "TaskFailed",
     "TaskTimeout",
     "Volume",
+    "endpoint",
     "function",
 ]

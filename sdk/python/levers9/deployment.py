@@ -5,7 +5,8 @@ token of the same workspace, without the code.
 A deploy makes the stub of every ``@function`` in the file, exactly as a first
 ``.remote()`` would (same upload, same stub ids), then names them all in one
 Deploy call: the app's next version, which replaces the previous one's
-functions at once, and its schedules (a function's ``schedule=``) with them.
+functions at once, and its schedules (a function's ``schedule=``) and web
+endpoints (``@endpoint``) with them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from .client import Client, get_client
+from .endpoint import Endpoint
 from .function import Function, _RemoteCalls
 from .schedule import to_proto as schedule_proto
 from .v1 import function_pb2 as pb
@@ -74,6 +76,8 @@ def deploy(module, app_name: Optional[str] = None) -> Tuple[str, int, List[Tuple
         entry = pb.DeployedFunction(function_name=name, stub_id=stub_id)
         if fn.schedule is not None:
             entry.schedule.CopyFrom(schedule_proto(fn.schedule, pb))
+        if isinstance(fn, Endpoint):
+            entry.endpoint.CopyFrom(pb.EndpointSpec(name=fn.endpoint_name, public=fn.public))
         deployed.append(entry)
     response = client.call("Deploy", pb.DeployRequest(app_name=app, functions=deployed))
     return app, response.version, functions

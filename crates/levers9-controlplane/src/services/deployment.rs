@@ -58,6 +58,7 @@ pub(super) async fn deploy(
         &request.functions,
         now,
     )?;
+    let endpoints = crate::endpoints::of_deploy(&request.functions)?;
     let version = api
         .shared
         .functions
@@ -70,7 +71,7 @@ pub(super) async fn deploy(
                 .map(|f| (f.function_name, f.stub_id))
                 .collect(),
             schedules,
-            endpoints: Vec::new(),
+            endpoints,
             deployed_by: caller.token_id.clone(),
             at: now,
         })

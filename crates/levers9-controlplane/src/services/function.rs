@@ -12,8 +12,8 @@ use levers9_api::v1::{
     GetOrCreateStubResponse, GetStubRequest, GetStubResponse, GetTaskRequest, GetTaskResponse,
     HeadObjectRequest, HeadObjectResponse, ListDeploymentsRequest, ListDeploymentsResponse,
     ListSchedulesRequest, ListSchedulesResponse, ListStubsRequest, ListStubsResponse,
-    ListTasksRequest, ListTasksResponse, PutObjectRequest, PutObjectResponse, RunEvent, RunRequest,
-    RunStart, SpawnTaskRequest, SpawnTaskResponse, TaskOutcome, WaitTaskRequest,
+    ListTasksRequest, ListTasksResponse, PutObjectRequest, PutObjectResponse, RunEvent, RunInput,
+    RunRequest, RunStart, SpawnTaskRequest, SpawnTaskResponse, TaskOutcome, WaitTaskRequest,
 };
 use levers9_store::{task_state, NewTask, StubRecord, TaskRecord, TokenType};
 use prost::Message;
@@ -40,7 +40,7 @@ pub struct FunctionApi {
     pub(super) shared: Arc<Shared>,
 }
 
-pub(super) type EventStream = Pin<Box<dyn Stream<Item = Result<RunEvent, Status>> + Send>>;
+pub(crate) type EventStream = Pin<Box<dyn Stream<Item = Result<RunEvent, Status>> + Send>>;
 
 impl FunctionApi {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
@@ -106,6 +106,50 @@ impl FunctionApi {
                     "no task {task_id:?} in this workspace: see levers9 task list"
                 ))
             })
+    }
+
+    /// Runs one input (`payload`) of the workspace's stub `stub_id` as a
+    /// `Call` does, for a caller that decided itself who may call it (the
+    /// endpoint gateway): its events, ending with the result. Dropping the
+    /// stream cancels the task.
+    pub(crate) async fn call_stub(
+        &self,
+        workspace_id: &str,
+        stub_id: &str,
+        payload: Vec<u8>,
+    ) -> Result<EventStream, ApiError> {
+        let stub = match self.shared.stubs.get(workspace_id, stub_id) {
+            Some(stub) => stub,
+            None => {
+                let stub = self
+                    .shared
+                    .functions
+                    .get_stub(workspace_id, stub_id)
+                    .await?
+                    .ok_or_else(|| ApiError::NotFound(format!("no stub {stub_id:?}")))?;
+                self.shared.stubs.put(&stub);
+                stub
+            }
+        };
+        let start = RunStart {
+            stub_id: stub.id.clone(),
+            ..RunStart::default()
+        };
+        let inbound = futures::stream::iter([Ok(RunRequest {
+            kind: Some(run_request::Kind::Input(RunInput { index: 0, payload })),
+        })]);
+        let (reply, events) = self.shared.fleet.tasks().open_reply().await?;
+        let api = FunctionApi {
+            shared: self.shared.clone(),
+        };
+        Ok(RunDriver::spawn(
+            api,
+            stub,
+            reply,
+            &start,
+            inbound.boxed(),
+            events.boxed(),
+        ))
     }
 
     /// Stores tasks for inputs and tells the dispatcher; the tickets say

@@ -85,6 +85,7 @@ mod tests {
             function_name: name.into(),
             stub_id: "stub".into(),
             schedule: kind.map(|kind| Schedule { kind: Some(kind) }),
+            endpoint: None,
         }
     }
 

@@ -13,7 +13,9 @@ Contract with the worker (frames in `levers9.wire`):
    ``LEVERS9_CONCURRENCY`` threads, send its ``output`` frames, then exactly
    one ``result`` frame. Inputs that come while every thread is busy wait
    and start in the order they came, each on the thread that just sent a
-   result: the worker starts their timeouts by that rule.
+   result: the worker starts their timeouts by that rule. An input whose
+   body is a JSON object (a web endpoint's) gets its value as JSON (see
+   `json_input`).
 3. For a ``cancel`` frame, drop the input if it has not started and send
    its ``result`` with state ``cancelled`` (no body); if it runs already,
    send ``cancel_refused`` (a thread cannot be interrupted: the worker
@@ -42,7 +44,7 @@ from typing import Callable
 
 from .. import wire
 from ..modules import find_attribute, load_file
-from . import capture, execute
+from . import capture, execute, json_input
 
 # The worker listens before it starts the container, but a slow bind or a
 # restart of the container server should not cost the container.
@@ -216,12 +218,13 @@ def _run_task(conn: Connection, router: capture.OutputRouter, fn: Callable, name
     os.environ["LEVERS9_TASK_ID"] = task_id
     os.environ["LEVERS9_TASK_ATTEMPT"] = str(header.get("attempt", 1))
     router.begin_task(task_id)
+    as_json = json_input.is_json(body)
     try:
-        value = execute.call_function(fn, body)
+        value = json_input.call(fn, body) if as_json else execute.call_function(fn, body)
     except BaseException as e:  # the function's SystemExit is its failure, not ours
         result = execute.error_result(task_id, e)
     else:
-        result = execute.complete_result(task_id, name, value)
+        result = (json_input.complete_result if as_json else execute.complete_result)(task_id, name, value)
     finally:
         # Output first, so the caller sees everything printed before the result.
         router.end_task(task_id)

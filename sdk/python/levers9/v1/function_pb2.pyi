@@ -358,14 +358,24 @@ class CancelTaskResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class DeployedFunction(_message.Message):
-    __slots__ = ("function_name", "stub_id", "schedule")
+    __slots__ = ("function_name", "stub_id", "schedule", "endpoint")
     FUNCTION_NAME_FIELD_NUMBER: _ClassVar[int]
     STUB_ID_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     function_name: str
     stub_id: str
     schedule: Schedule
-    def __init__(self, function_name: _Optional[str] = ..., stub_id: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ...) -> None: ...
+    endpoint: EndpointSpec
+    def __init__(self, function_name: _Optional[str] = ..., stub_id: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., endpoint: _Optional[_Union[EndpointSpec, _Mapping]] = ...) -> None: ...
+
+class EndpointSpec(_message.Message):
+    __slots__ = ("name", "public")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PUBLIC_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    public: bool
+    def __init__(self, name: _Optional[str] = ..., public: bool = ...) -> None: ...
 
 class Schedule(_message.Message):
     __slots__ = ("cron", "period_seconds")

@@ -1,0 +1,221 @@
+//! Web endpoints end to end, with a real controlplane, a runc worker and a
+//! real HTTP client: functions deployed with `@endpoint` through the SDK
+//! (`levers9 deploy`) answer POSTed JSON and GET query parameters with
+//! their value as JSON; private ones need a token of their workspace (none
+//! or a wrong one is 401, another workspace's is 404 like a name that does
+//! not exist); a body that is not a JSON object is 400; the function's
+//! exception is 500 with its type and message; its timeout is 504.
+
+mod common;
+
+use std::path::Path;
+
+use common::fleet::{python_image, Worker};
+use common::stubs::{other_workspace, workspace_token};
+use common::{backend_env, text, with_token, Backend, Controlplane, SECRET};
+use levers9_api::v1::GetWorkspaceRequest;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+/// The app: a private endpoint, public ones, one that fails, one that
+/// runs past its timeout, and a plain function (not served).
+const APP: &str = r#"from levers9 import endpoint, function
+
+
+@endpoint(name="greet")
+def greet(name="world", excited=False):
+    return {"greeting": "hello " + name + ("!" if excited else "")}
+
+
+@endpoint(name="open-greet", public=True)
+async def open_greet(name="world"):
+    return {"greeting": "hi " + name}
+
+
+@endpoint(name="fail", public=True)
+def fail(reason="none"):
+    raise ValueError("refused: " + reason)
+
+
+@endpoint(name="slow", public=True, timeout=2)
+def slow():
+    import time
+
+    time.sleep(60)
+
+
+@function
+def plain(x):
+    return x
+"#;
+
+/// A controlplane environment with the test Python image as the
+/// functions' base image.
+fn env() -> Vec<(String, String)> {
+    let mut env = backend_env(Backend::Embedded);
+    let image = python_image();
+    let (registry, name) = image.split_once('/').expect("image has a registry");
+    env.push(("LEVERS9_BOOTSTRAP_SECRET".into(), SECRET.into()));
+    env.push(("LEVERS9_BASE_IMAGE_REGISTRY".into(), registry.into()));
+    env.push(("LEVERS9_BASE_IMAGE".into(), name.into()));
+    env
+}
+
+/// Runs `levers9 deploy FILE` as `token`, with the SDK from this tree.
+fn deploy(cp: &Controlplane, token: &str, file: &Path) -> std::process::Output {
+    let python = std::env::var("LEVERS9_TEST_PYTHON").unwrap_or_else(|_| {
+        panic!("LEVERS9_TEST_PYTHON is not set: run the tests with scripts/test.sh (make test)")
+    });
+    let home = tempfile::tempdir().expect("home");
+    let port = cp.grpc_port.to_string();
+    let sdk = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sdk/python");
+    let env = [
+        ("LEVERS9_TOKEN", token),
+        ("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1"),
+        ("LEVERS9_CONTROLPLANE_PORT", port.as_str()),
+        ("LEVERS9_PYTHON", python.as_str()),
+        ("PYTHONPATH", sdk),
+    ];
+    let file = file.to_str().expect("utf-8 path");
+    cp.cli(home.path(), &["deploy", file], &env, None)
+}
+
+async fn workspace_name(cp: &Controlplane, token: &str) -> String {
+    cp.workspaces()
+        .await
+        .get_workspace(with_token(GetWorkspaceRequest {}, token))
+        .await
+        .expect("get workspace")
+        .into_inner()
+        .workspace
+        .expect("a workspace")
+        .name
+}
+
+/// One request: its status and its body as JSON.
+async fn send(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
+    let response = request.send().await.expect("request");
+    let status = response.status();
+    let body = response.bytes().await.expect("body");
+    let value = serde_json::from_slice(&body)
+        .unwrap_or_else(|_| panic!("{status}: not JSON: {}", String::from_utf8_lossy(&body)));
+    (status, value)
+}
+
+fn message(body: &Value) -> &str {
+    body["message"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn deployed_endpoints_answer_json_over_http_with_tokens_errors_and_timeouts() {
+    let cp = Controlplane::start_with(env());
+    let admin = cp.admin_token().await;
+    let worker = Worker::start(&cp, &admin, "default", "runc").await;
+    let user = workspace_token(&cp, &admin, "user").await;
+    let stranger = other_workspace(&cp, &admin, "elsewhere").await;
+    let code = tempfile::tempdir().expect("code");
+    let file = code.path().join("web.py");
+    std::fs::write(&file, APP).expect("write app");
+    let out = deploy(&cp, &user, &file);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let logs = || format!("{}\n--------\n{}", cp.log(), worker.log());
+
+    let ws = workspace_name(&cp, &user).await;
+    let url = |name: &str| cp.http(&format!("/endpoint/{ws}/{name}"));
+    let http = reqwest::Client::new();
+    let bearer = |token: &str| format!("Bearer {token}");
+
+    // A private endpoint with the workspace's token: POST and GET.
+    let (status, body) = send(
+        http.post(url("greet"))
+            .header("authorization", bearer(&user))
+            .json(&json!({"name": "Ada", "excited": true})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}\n{}", logs());
+    assert_eq!(body, json!({"greeting": "hello Ada!"}));
+    let (status, body) = send(
+        http.get(format!("{}?name=Bob", url("greet")))
+            .header("authorization", bearer(&user)),
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"greeting": "hello Bob"}))
+    );
+
+    // Without a valid token: 401, whether the name exists or not.
+    for (name, token) in [
+        ("greet", None),
+        ("greet", Some("not-a-token")),
+        ("no-such-endpoint", None),
+    ] {
+        let mut request = http.post(url(name)).json(&json!({}));
+        if let Some(token) = token {
+            request = request.header("authorization", bearer(token));
+        }
+        let (status, body) = send(request).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{name} {token:?}: {body}");
+    }
+    // Another workspace's token and a name that does not exist: 404 alike.
+    for (name, token) in [("greet", &stranger), ("no-such-endpoint", &user)] {
+        let (status, body) = send(
+            http.post(url(name))
+                .header("authorization", bearer(token))
+                .json(&json!({})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{name}: {body}");
+        assert!(
+            message(&body).starts_with(&format!("no endpoint {name:?} in workspace {ws:?}")),
+            "{body}"
+        );
+    }
+    // A plain function of the app is not served.
+    let (status, _) = send(
+        http.post(url("plain"))
+            .header("authorization", bearer(&user))
+            .json(&json!({"x": 1})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // A public endpoint needs no token (an async function here).
+    let (status, body) = send(http.post(url("open-greet")).json(&json!({"name": "Cy"}))).await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"greeting": "hi Cy"}))
+    );
+
+    // A body that is not a JSON object: 400 saying why.
+    for (raw, says) in [
+        ("{\"name\": ", "the body is not valid JSON ("),
+        ("[1, 2]", "the body is a JSON array, not an object"),
+    ] {
+        let (status, body) = send(
+            http.post(url("open-greet"))
+                .header("content-type", "application/json")
+                .body(raw),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(message(&body).starts_with(says), "{body}");
+    }
+
+    // The function's exception: 500 with its type and message.
+    let (status, body) = send(http.post(url("fail")).json(&json!({"reason": "bad day"}))).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert_eq!(message(&body), "ValueError: refused: bad day", "{body}");
+
+    // Arguments the function does not take fail the call the same way.
+    let (status, body) = send(http.post(url("open-greet")).json(&json!({"nom": "x"}))).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(
+        message(&body).starts_with("TypeError: ") && message(&body).contains("'nom'"),
+        "{body}"
+    );
+
+    // Past its timeout: 504.
+    let (status, body) = send(http.post(url("slow"))).await;
+    assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{body}\n{}", logs());
+}

@@ -1,0 +1,145 @@
+//! One request to an endpoint: who may call it, the call, and its outcome
+//! as an HTTP answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use levers9_api::v1::{run_event, TaskOutcome};
+use levers9_store::{task_state, TokenType};
+use tonic::metadata::{MetadataMap, MetadataValue};
+use tonic::Status;
+
+use super::lookup::{Endpoints, Resolved};
+use super::request;
+use crate::error::ApiError;
+use crate::services::FunctionApi;
+use crate::Shared;
+
+/// How long a request may wait beyond its function's timeout: for a
+/// container to start and for the inputs queued ahead of it. Past it the
+/// caller gets 504 and the task is cancelled.
+const START_ALLOWANCE: Duration = Duration::from_secs(120);
+
+/// The tokens that may call a private endpoint (as for `.remote()`).
+const CALLERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
+
+/// Serves every endpoint of the install.
+pub(super) struct Gateway {
+    shared: Arc<Shared>,
+    function: Arc<FunctionApi>,
+    endpoints: Endpoints,
+}
+
+impl Gateway {
+    pub(super) fn new(shared: Arc<Shared>, function: Arc<FunctionApi>) -> Self {
+        Self {
+            endpoints: Endpoints::new(shared.functions.clone()),
+            shared,
+            function,
+        }
+    }
+
+    /// Calls the endpoint `name` of the workspace named `workspace` with
+    /// the request's arguments and answers with its value as JSON.
+    pub(super) async fn serve(
+        &self,
+        workspace: &str,
+        name: &str,
+        method: &Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<Response, Status> {
+        let found = self.endpoints.find(workspace, name).await?;
+        let endpoint = self.authorize(workspace, name, found, headers).await?;
+        let payload = request::arguments(method, uri, body)?;
+        let outcome = self.call(&endpoint, payload).await?;
+        Ok(respond(outcome)?)
+    }
+
+    /// A public endpoint is served to anyone. Otherwise the caller needs a
+    /// token of the endpoint's workspace; without a valid one it gets 401
+    /// whether or not the name exists, and with one of another workspace
+    /// 404, as for a name that does not exist: neither learns which names a
+    /// workspace has.
+    async fn authorize(
+        &self,
+        workspace: &str,
+        name: &str,
+        found: Option<Resolved>,
+        headers: &HeaderMap,
+    ) -> Result<Resolved, ApiError> {
+        if let Some(endpoint) = found.as_ref().filter(|e| e.record.public) {
+            return Ok(endpoint.clone());
+        }
+        let mut metadata = MetadataMap::new();
+        if let Some(value) = headers
+            .get(AUTHORIZATION)
+            .and_then(|v| MetadataValue::try_from(v.as_bytes()).ok())
+        {
+            metadata.insert("authorization", value);
+        }
+        let caller = self.shared.auth.authenticate(&metadata).await?;
+        caller.require(CALLERS, "call endpoints")?;
+        match found {
+            Some(endpoint) if endpoint.record.workspace_id == caller.workspace.id => Ok(endpoint),
+            _ => Err(ApiError::NotFound(format!(
+                "no endpoint {name:?} in workspace {workspace:?}: deploy a function with \
+                 @levers9.endpoint(name={name:?}) in it (levers9 deploy)"
+            ))),
+        }
+    }
+
+    /// Runs the call and waits for its outcome, at most the function's
+    /// timeout and [`START_ALLOWANCE`]; a caller that goes away first drops
+    /// the call, which cancels its task.
+    async fn call(&self, endpoint: &Resolved, payload: Vec<u8>) -> Result<TaskOutcome, Status> {
+        let record = &endpoint.record;
+        let mut events = self
+            .function
+            .call_stub(&record.workspace_id, &record.stub_id, payload)
+            .await?;
+        let wait = endpoint.timeout + START_ALLOWANCE;
+        let outcome = tokio::time::timeout(wait, async {
+            while let Some(event) = events.next().await {
+                if let Some(run_event::Kind::Result(outcome)) = event?.kind {
+                    return Ok(outcome);
+                }
+            }
+            Err(Status::unavailable(
+                "the call ended without a result; call again",
+            ))
+        })
+        .await;
+        match outcome {
+            Ok(outcome) => outcome,
+            Err(_) => Err(ApiError::DeadlineExceeded(format!(
+                "no result within {} s (the function's timeout and {} s to start a \
+                 container); the call was cancelled",
+                wait.as_secs(),
+                START_ALLOWANCE.as_secs()
+            ))
+            .into()),
+        }
+    }
+}
+
+/// 200 with the value the runner encoded as JSON; the function's exception
+/// is 500 and its timeout 504, with the message the runner wrote.
+fn respond(outcome: TaskOutcome) -> Result<Response, ApiError> {
+    match outcome.state.as_str() {
+        task_state::COMPLETE => {
+            Ok(([(CONTENT_TYPE, "application/json")], outcome.payload).into_response())
+        }
+        task_state::TIMEOUT => Err(ApiError::DeadlineExceeded(outcome.message)),
+        task_state::CANCELLED => Err(ApiError::FunctionFailed(format!(
+            "the call was cancelled: {}",
+            outcome.message
+        ))),
+        _ => Err(ApiError::FunctionFailed(outcome.message)),
+    }
+}

@@ -1,0 +1,136 @@
+//! Web endpoints: functions of deployed apps served by the HTTP listener at
+//! `/endpoint/<workspace name>/<endpoint name>`, JSON in and out
+//! (docs/endpoints.md).
+//!
+//! A request becomes one task of the endpoint's stub, exactly as a
+//! `.remote()` is one `Call`: same dispatcher, same warm containers, same
+//! autoscaling on queued inputs, same `max_containers`. Its keyword
+//! arguments reach the runner as a JSON object rather than a pickle (a
+//! pickle starts with the PROTO opcode, never `{`), and the runner answers
+//! such an input with its value as JSON.
+
+mod call;
+mod lookup;
+mod request;
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+use levers9_api::v1::DeployedFunction;
+use levers9_store::NewEndpoint;
+
+use crate::error::ApiError;
+use crate::rest::error_response;
+use crate::services::FunctionApi;
+use crate::Shared;
+
+const MAX_NAME: usize = 64;
+
+/// The endpoints a deploy names; InvalidArgument naming the function for a
+/// name that cannot be a path segment.
+pub(crate) fn of_deploy(functions: &[DeployedFunction]) -> Result<Vec<NewEndpoint>, ApiError> {
+    functions
+        .iter()
+        .filter_map(|f| f.endpoint.as_ref().map(|e| (f, e)))
+        .map(|(f, e)| {
+            check_name(&e.name).map_err(|problem| {
+                ApiError::InvalidArgument(format!(
+                    "the endpoint of {:?}: {problem}",
+                    f.function_name
+                ))
+            })?;
+            Ok(NewEndpoint {
+                function_name: f.function_name.clone(),
+                name: e.name.clone(),
+                public: e.public,
+            })
+        })
+        .collect()
+}
+
+/// Names are one URL path segment that needs no escaping.
+fn check_name(name: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if name.is_empty()
+        || name.len() > MAX_NAME
+        || name.starts_with('.')
+        || !name.chars().all(allowed)
+    {
+        return Err(format!(
+            "name {name:?} is not valid: use 1 to {MAX_NAME} letters, digits, '-', '_' or '.', \
+             not starting with '.'"
+        ));
+    }
+    Ok(())
+}
+
+/// The routes under `/endpoint`.
+pub fn router(shared: Arc<Shared>, function: Arc<FunctionApi>) -> Router {
+    let gateway = Arc::new(call::Gateway::new(shared, function));
+    Router::new()
+        .route("/endpoint/{workspace}/{name}", get(serve).post(serve))
+        .with_state(gateway)
+}
+
+async fn serve(
+    State(gateway): State<Arc<call::Gateway>>,
+    Path((workspace, name)): Path<(String, String)>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match gateway
+        .serve(&workspace, &name, &method, &uri, &headers, &body)
+        .await
+    {
+        Ok(response) => response,
+        Err(status) => error_response(&status),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use levers9_api::v1::EndpointSpec;
+
+    use super::*;
+
+    fn function(name: &str, endpoint: Option<&str>) -> DeployedFunction {
+        DeployedFunction {
+            function_name: name.into(),
+            stub_id: "stub".into(),
+            schedule: None,
+            endpoint: endpoint.map(|n| EndpointSpec {
+                name: n.into(),
+                public: true,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_deploy_names_its_endpoints_and_refuses_names_that_are_not_a_path_segment() {
+        let endpoints =
+            of_deploy(&[function("f", Some("hello-1.v2")), function("g", None)]).unwrap();
+        assert_eq!(
+            endpoints,
+            [NewEndpoint {
+                function_name: "f".into(),
+                name: "hello-1.v2".into(),
+                public: true
+            }]
+        );
+        for bad in ["", "a/b", "..", "with space", &"x".repeat(65)] {
+            let err = of_deploy(&[function("f", Some(bad))]).unwrap_err();
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("the endpoint of \"f\": name {bad:?} is not valid")),
+                "{err}"
+            );
+        }
+    }
+}
