@@ -120,6 +120,30 @@ async fn gpu_requests_find_their_pool_or_say_why_not() {
     );
 }
 
+/// Waits until the controlplane's scheduler has read a picture of the
+/// fleet with exactly `workers` (it reads one every 500 ms and logs each
+/// change).
+async fn schedules_on(cp: &Controlplane, workers: &[&str]) {
+    let mut sorted = workers.to_vec();
+    sorted.sort_unstable();
+    let want = format!("workers={sorted:?}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let log = cp.log();
+        let last = log
+            .lines()
+            .rfind(|l| l.contains("the workers this replica schedules on changed"));
+        if last.is_some_and(|l| l.contains(&want)) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the scheduler never read {want}:\n{log}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A cordoned worker gets nothing new; with every worker cordoned a
 /// request waits; uncordoning lets it run; drain waits for what runs.
 #[tokio::test]
@@ -137,8 +161,7 @@ async fn cordon_uncordon_and_drain() {
             .any(|l| l.contains(&id1) && l.contains("cordoned")),
         "{list}"
     );
-    // The picture each scheduler decides on is read every 500 ms.
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    schedules_on(&cp, &[&id2]).await;
     for _ in 0..3 {
         let id = detached(
             &cp,
@@ -154,7 +177,7 @@ async fn cordon_uncordon_and_drain() {
     }
 
     run_cli(&cp, &admin, &["worker", "cordon", &id2]);
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    schedules_on(&cp, &[]).await;
     let waiting = detached(
         &cp,
         &admin,

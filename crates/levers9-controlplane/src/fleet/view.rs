@@ -65,9 +65,18 @@ pub async fn run(
     mut stopped: watch::Receiver<bool>,
 ) {
     let mut records: HashMap<String, WorkerRecord> = HashMap::new();
+    let mut schedulable: Vec<String> = Vec::new();
     loop {
         match read(&fleet, &mut records).await {
             Ok(offers) => {
+                let mut ids: Vec<String> = offers.iter().map(|o| o.worker_id.clone()).collect();
+                ids.sort_unstable();
+                // Once per change, so an operator (and a test) can tell
+                // when a cordon or a new worker reached this replica.
+                if ids != schedulable {
+                    tracing::info!(workers = ?ids, "the workers this replica schedules on changed");
+                    schedulable = ids;
+                }
                 tx.send_replace(Arc::new(offers));
             }
             Err(error) => tracing::warn!(%error, "cannot read the fleet for scheduling"),
