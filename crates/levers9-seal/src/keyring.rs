@@ -4,6 +4,7 @@
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use rand::RngCore;
+use sha2::{Digest, Sha256};
 
 use crate::key::{Key, KeyId};
 
@@ -81,6 +82,20 @@ impl Keyring {
         }
     }
 
+    /// HMAC-SHA256 of `data` under a key derived from the current key, for
+    /// names that must be stable for the same content yet tell a database
+    /// reader nothing about it (a plain hash of a weak value can be
+    /// guessed). It changes when the current key does.
+    pub fn keyed_digest(&self, data: &[u8]) -> [u8; 32] {
+        // A subkey, so the AES key itself is never used as a MAC key.
+        let subkey: [u8; 32] = Sha256::new()
+            .chain_update(b"levers9 keyed digest v1\0")
+            .chain_update(self.current.bytes())
+            .finalize()
+            .into();
+        hmac_sha256(&subkey, data)
+    }
+
     /// Opens a value sealed by any key of the ring, checking it belongs to `aad`.
     pub fn open(&self, aad: &[u8], sealed: &Sealed) -> Result<Vec<u8>, OpenError> {
         let key = std::iter::once(&self.current)
@@ -100,6 +115,27 @@ impl Keyring {
             .decrypt(Nonce::from_slice(nonce), payload)
             .map_err(|_| tampered())
     }
+}
+
+/// RFC 2104 HMAC over SHA-256 with a 32-byte key (shorter than the block,
+/// so it is zero-padded rather than hashed).
+fn hmac_sha256(key: &[u8; 32], data: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut inner_pad = [0x36u8; BLOCK];
+    let mut outer_pad = [0x5cu8; BLOCK];
+    for (i, byte) in key.iter().enumerate() {
+        inner_pad[i] ^= byte;
+        outer_pad[i] ^= byte;
+    }
+    let inner = Sha256::new()
+        .chain_update(inner_pad)
+        .chain_update(data)
+        .finalize();
+    Sha256::new()
+        .chain_update(outer_pad)
+        .chain_update(inner)
+        .finalize()
+        .into()
 }
 
 fn cipher(key: &Key) -> Aes256Gcm {
@@ -127,6 +163,22 @@ mod tests {
         );
         let swapped = ring.open(b"secret/ws-b/DB_PASSWORD", &sealed);
         assert_eq!(swapped, Err(OpenError::Tampered(key(1).id().clone())));
+    }
+
+    #[test]
+    fn keyed_digests_are_hmac_sha256_and_follow_the_current_key() {
+        // RFC 4231 test case 2: key "Jefe" (zero-padded like our 32-byte keys).
+        let mut jefe = [0u8; 32];
+        jefe[..4].copy_from_slice(b"Jefe");
+        assert_eq!(
+            hex::encode(hmac_sha256(&jefe, b"what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        let ring = Keyring::new(key(1), vec![]);
+        assert_eq!(ring.keyed_digest(b"a"), ring.keyed_digest(b"a"));
+        assert_ne!(ring.keyed_digest(b"a"), ring.keyed_digest(b"b"));
+        let rotated = Keyring::new(key(2), vec![key(1)]);
+        assert_ne!(ring.keyed_digest(b"a"), rotated.keyed_digest(b"a"));
     }
 
     #[test]

@@ -30,7 +30,8 @@ from .endpoint import Endpoint, endpoint
 from .function import Function, function
 from .image import Image
 from .schedule import Cron, Period
-from .volume import Volume
+from .secret import Secret
+from .volume import FileEntry, Volume, VolumeFileNotFound, VolumeNotFound
 
 __version__ = "0.1.0"
 
@@ -40,6 +41,7 @@ __all__ = [
     "ControlplaneError",
     "ControlplaneUnavailable",
     "Cron",
+    "FileEntry",
     "Endpoint",
     "Function",
     "FunctionCall",
@@ -48,10 +50,13 @@ __all__ = [
     "Period",
     "RemoteError",
     "RemoteTraceback",
+    "Secret",
     "TaskCancelled",
     "TaskFailed",
     "TaskTimeout",
     "Volume",
+    "VolumeFileNotFound",
+    "VolumeNotFound",
     "endpoint",
     "function",
 ]

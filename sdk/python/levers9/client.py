@@ -68,6 +68,16 @@ class Client:
         except grpc.RpcError as e:
             raise self.translate(e, method, timeout) from None
 
+    def service(self, stub_class):
+        """A stub of another service (SecretService, VolumeService…) on this
+        channel; pass `metadata` to its calls and `translate` its errors."""
+        return stub_class(self._channel)
+
+    @property
+    def metadata(self):
+        """The call metadata: the token."""
+        return self._metadata
+
     def build_image(self, request):
         """Opens the BuildImage stream; no deadline, the controlplane's build timeout applies."""
         return self._images.BuildImage(request, metadata=self._metadata)

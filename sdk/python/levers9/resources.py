@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Tuple, Union
 
 from .image import Image
+from .secret import Secret
 from .volume import Volume
 
 # StubConfig's numeric fields are uint32 on the wire.
@@ -38,7 +39,8 @@ class FunctionConfig:
     keep_warm_seconds: int = 60
     concurrency: int = 1
     env: Dict[str, str] = field(default_factory=dict)
-    secrets: Tuple[str, ...] = ()
+    # Names, and inline Secrets that become names when the stub is made.
+    secrets: Tuple[Union[str, Secret], ...] = ()
     pool: str = ""
     max_containers: int = 0
     # (name, mount_path) of each volume.
@@ -157,15 +159,25 @@ def _check_security_value(name: str, value: str) -> None:
     raise ValueError(f"env[{name!r}] = {value!r} is not a value a function can ask for: use {choices}")
 
 
-def parse_secrets(secrets) -> Tuple[str, ...]:
+def parse_secrets(secrets) -> Tuple[Union[str, Secret], ...]:
+    """Names, with `Secret.from_name` as its name; inline secrets
+    (`Secret.from_dict`) stay objects, stored at stub creation."""
     if secrets is None:
         return ()
-    if isinstance(secrets, str) or not isinstance(secrets, (list, tuple)):
-        raise ValueError(f"secrets is a list of secret names, e.g. secrets=['openai']; got {secrets!r}")
-    for name in secrets:
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"every secret name must be a non-empty string; got {name!r}")
-    return tuple(secrets)
+    if isinstance(secrets, (str, Secret)) or not isinstance(secrets, (list, tuple)):
+        raise ValueError(
+            "secrets is a list of secret names or Secret objects, e.g. "
+            f"secrets=['openai', Secret.from_dict({{'KEY': value}})]; got {secrets!r}"
+        )
+    parsed = []
+    for secret in secrets:
+        if isinstance(secret, Secret):
+            parsed.append(secret.name if secret.name is not None else secret)
+        elif isinstance(secret, str) and secret.strip():
+            parsed.append(secret)
+        else:
+            raise ValueError(f"every secret must be a non-empty name or a Secret; got {secret!r}")
+    return tuple(parsed)
 
 
 def parse_volumes(volumes) -> Tuple[Tuple[str, str], ...]:

@@ -19,6 +19,7 @@ from typing import Dict, Set, Tuple
 from .archive import Archive, code_archive, sdk_archive
 from .client import PUT_OBJECT_TIMEOUT_SECONDS, Client
 from .errors import Levers9Error
+from .secret import resolve_secrets
 from .v1 import function_pb2 as pb
 from .v1 import volume_pb2
 
@@ -136,7 +137,7 @@ def stub_config(config, client: Client) -> pb.StubConfig:
         keep_warm_seconds=config.keep_warm_seconds,
         concurrency=config.concurrency,
         env=dict(config.env),
-        secrets=list(config.secrets),
+        secrets=resolve_secrets(config.secrets, client),
         pool=config.pool,
         max_containers=config.max_containers,
         volumes=[volume_pb2.VolumeMount(name=name, mount_path=path) for name, path in config.volumes],

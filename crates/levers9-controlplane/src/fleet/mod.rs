@@ -111,7 +111,8 @@ impl SecretOpener {
                 .map_err(|e| format!("cannot open secret {name}: {e}"))?;
             let text =
                 String::from_utf8(plain).map_err(|_| format!("secret {name} is not UTF-8 text"))?;
-            opened.push((name.clone(), text));
+            // An inline secret's stored name is not its variable's.
+            opened.push((crate::sealing::env_name(name).to_owned(), text));
         }
         Ok(opened)
     }

@@ -1,9 +1,11 @@
 //! Values sealed at rest: the keyring from the configuration, the binding of
 //! each value to its row, and re-sealing onto the current key at start.
 
+mod inline;
 mod rotation;
 mod storage;
 
+pub use inline::{env_name, inline_secret_name, INLINE_PREFIX};
 pub use rotation::{rotate, RotationReport};
 pub use storage::{open_storage, storage_id, volume_storage};
 

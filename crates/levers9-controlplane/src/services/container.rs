@@ -91,10 +91,23 @@ pub(super) async fn check_secrets(
     secrets: &[String],
     env: &BTreeMap<String, String>,
 ) -> Result<(), ApiError> {
+    let mut variables = BTreeMap::new();
     for name in secrets {
-        if env.contains_key(name) {
+        // What the container sees: an inline secret's variable, not its
+        // stored name.
+        let variable = crate::sealing::env_name(name);
+        if env.contains_key(variable) {
             return Err(ApiError::InvalidArgument(format!(
-                "{name} is both an environment variable and a secret: keep one"
+                "{variable} is both an environment variable and a secret: keep one"
+            )));
+        }
+        if variables
+            .insert(variable, name)
+            .is_some_and(|other| other != name)
+        {
+            return Err(ApiError::InvalidArgument(format!(
+                "two secrets set {variable} (an inline one and a named one, or two inline \
+                 ones with different values): keep one"
             )));
         }
         let id = SealedId {
@@ -103,8 +116,14 @@ pub(super) async fn check_secrets(
             name: name.clone(),
         };
         if shared.sealed.get_sealed(&id).await?.is_none() {
+            let fix = if variable == name {
+                format!("create it with levers9 secret create {name}")
+            } else {
+                "it was deleted: the SDK stores it again (Secret.from_dict) when its caller runs"
+                    .to_owned()
+            };
             return Err(ApiError::InvalidArgument(format!(
-                "no secret {name:?} in this workspace: create it with levers9 secret create {name}"
+                "no secret {name:?} in this workspace: {fix}"
             )));
         }
     }

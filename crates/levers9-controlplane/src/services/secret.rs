@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use levers9_api::v1::{
-    secret_service_server::SecretService, CreateSecretRequest, CreateSecretResponse,
-    DeleteSecretRequest, DeleteSecretResponse, ListSecretsRequest, ListSecretsResponse,
-    UpdateSecretRequest, UpdateSecretResponse,
+    secret_service_server::SecretService, CreateInlineSecretRequest, CreateInlineSecretResponse,
+    CreateSecretRequest, CreateSecretResponse, DeleteSecretRequest, DeleteSecretResponse,
+    ListSecretsRequest, ListSecretsResponse, UpdateSecretRequest, UpdateSecretResponse,
 };
-use levers9_store::{SealedId, SealedKind, TokenType};
+use levers9_store::{SealedId, SealedKind, StoreError, TokenType};
 use tonic::{Request, Response, Status};
 
 use super::convert;
@@ -22,6 +22,8 @@ const MANAGERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 /// almost certainly a file that belongs in a volume.
 const MAX_VALUE_BYTES: usize = 64 * 1024;
 const MAX_NAME_LEN: usize = 128;
+/// Variables of one inline secret: a function's environment, not a vault.
+const MAX_INLINE_VALUES: usize = 100;
 /// Names the platform itself sets in containers.
 const RESERVED_PREFIX: &str = "LEVERS9_";
 
@@ -190,6 +192,71 @@ impl SecretService for SecretApi {
         tracing::info!(workspace_id = %caller.workspace.id, %name, "secret deleted");
         Ok(Response::new(DeleteSecretResponse {}))
     }
+
+    async fn create_inline_secret(
+        &self,
+        request: Request<CreateInlineSecretRequest>,
+    ) -> Result<Response<CreateInlineSecretResponse>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        // By variable, so the names come back in a stable order.
+        let values: std::collections::BTreeMap<String, String> =
+            request.into_inner().values.into_iter().collect();
+        if values.is_empty() || values.len() > MAX_INLINE_VALUES {
+            return Err(ApiError::InvalidArgument(format!(
+                "an inline secret has 1 to {MAX_INLINE_VALUES} variables; got {}",
+                values.len()
+            ))
+            .into());
+        }
+        for (variable, value) in &values {
+            validate_inline_variable(variable)?;
+            // Messages name the variable, never the value.
+            if value.is_empty() || value.len() > MAX_VALUE_BYTES {
+                return Err(ApiError::InvalidArgument(format!(
+                    "inline secret variable {variable} has a {}-byte value: give 1 to \
+                     {MAX_VALUE_BYTES} bytes (put large files in a volume)",
+                    value.len()
+                ))
+                .into());
+            }
+        }
+        let workspace_id = &caller.workspace.id;
+        let mut names = Vec::with_capacity(values.len());
+        for (variable, value) in &values {
+            let name =
+                sealing::inline_secret_name(&self.shared.keyring, workspace_id, variable, value);
+            let sealed = sealing::sealed_value(
+                &self.shared.keyring,
+                secret_id(&caller, &name),
+                value.as_bytes(),
+                chrono::Utc::now(),
+            );
+            match self.shared.sealed.insert_sealed(sealed).await {
+                Ok(()) => {
+                    tracing::info!(%workspace_id, %name, "inline secret created");
+                }
+                // The name is derived from the value: the row holds it already.
+                Err(StoreError::AlreadyExists(_)) => {}
+                Err(error) => return Err(ApiError::from(error).into()),
+            }
+            names.push(name);
+        }
+        Ok(Response::new(CreateInlineSecretResponse { names }))
+    }
+}
+
+/// A variable of an inline secret: a secret name whose stored form,
+/// `LEVERS9_INLINE_<digest>_<variable>`, still fits the name limit.
+fn validate_inline_variable(variable: &str) -> Result<(), ApiError> {
+    validate_name(variable)?;
+    let stored = sealing::INLINE_PREFIX.len() + 25 + variable.len();
+    if stored > MAX_NAME_LEN {
+        return Err(ApiError::InvalidArgument(format!(
+            "inline secret variable {variable:?} is too long: use at most {} characters",
+            MAX_NAME_LEN + variable.len() - stored
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

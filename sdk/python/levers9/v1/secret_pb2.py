@@ -24,13 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17levers9/v1/secret.proto\x12\nlevers9.v1\"N\n\x06Secret\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12\x12\n\ncreated_at\x18\x03 \x01(\t\x12\x12\n\nupdated_at\x18\x04 \x01(\t\"2\n\x13\x43reateSecretRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\":\n\x14\x43reateSecretResponse\x12\"\n\x06secret\x18\x01 \x01(\x0b\x32\x12.levers9.v1.Secret\"2\n\x13UpdateSecretRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\":\n\x14UpdateSecretResponse\x12\"\n\x06secret\x18\x01 \x01(\x0b\x32\x12.levers9.v1.Secret\"\x14\n\x12ListSecretsRequest\":\n\x13ListSecretsResponse\x12#\n\x07secrets\x18\x01 \x03(\x0b\x32\x12.levers9.v1.Secret\"#\n\x13\x44\x65leteSecretRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x16\n\x14\x44\x65leteSecretResponse2\xd8\x02\n\rSecretService\x12Q\n\x0c\x43reateSecret\x12\x1f.levers9.v1.CreateSecretRequest\x1a .levers9.v1.CreateSecretResponse\x12Q\n\x0cUpdateSecret\x12\x1f.levers9.v1.UpdateSecretRequest\x1a .levers9.v1.UpdateSecretResponse\x12N\n\x0bListSecrets\x12\x1e.levers9.v1.ListSecretsRequest\x1a\x1f.levers9.v1.ListSecretsResponse\x12Q\n\x0c\x44\x65leteSecret\x12\x1f.levers9.v1.DeleteSecretRequest\x1a .levers9.v1.DeleteSecretResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17levers9/v1/secret.proto\x12\nlevers9.v1\"N\n\x06Secret\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12\x12\n\ncreated_at\x18\x03 \x01(\t\x12\x12\n\nupdated_at\x18\x04 \x01(\t\"2\n\x13\x43reateSecretRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\":\n\x14\x43reateSecretResponse\x12\"\n\x06secret\x18\x01 \x01(\x0b\x32\x12.levers9.v1.Secret\"2\n\x13UpdateSecretRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\":\n\x14UpdateSecretResponse\x12\"\n\x06secret\x18\x01 \x01(\x0b\x32\x12.levers9.v1.Secret\"\x14\n\x12ListSecretsRequest\":\n\x13ListSecretsResponse\x12#\n\x07secrets\x18\x01 \x03(\x0b\x32\x12.levers9.v1.Secret\"#\n\x13\x44\x65leteSecretRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x16\n\x14\x44\x65leteSecretResponse\"\x8d\x01\n\x19\x43reateInlineSecretRequest\x12\x41\n\x06values\x18\x01 \x03(\x0b\x32\x31.levers9.v1.CreateInlineSecretRequest.ValuesEntry\x1a-\n\x0bValuesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"+\n\x1a\x43reateInlineSecretResponse\x12\r\n\x05names\x18\x01 \x03(\t2\xbd\x03\n\rSecretService\x12Q\n\x0c\x43reateSecret\x12\x1f.levers9.v1.CreateSecretRequest\x1a .levers9.v1.CreateSecretResponse\x12Q\n\x0cUpdateSecret\x12\x1f.levers9.v1.UpdateSecretRequest\x1a .levers9.v1.UpdateSecretResponse\x12N\n\x0bListSecrets\x12\x1e.levers9.v1.ListSecretsRequest\x1a\x1f.levers9.v1.ListSecretsResponse\x12Q\n\x0c\x44\x65leteSecret\x12\x1f.levers9.v1.DeleteSecretRequest\x1a .levers9.v1.DeleteSecretResponse\x12\x63\n\x12\x43reateInlineSecret\x12%.levers9.v1.CreateInlineSecretRequest\x1a&.levers9.v1.CreateInlineSecretResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'levers9.v1.secret_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_CREATEINLINESECRETREQUEST_VALUESENTRY']._loaded_options = None
+  _globals['_CREATEINLINESECRETREQUEST_VALUESENTRY']._serialized_options = b'8\001'
   _globals['_SECRET']._serialized_start=39
   _globals['_SECRET']._serialized_end=117
   _globals['_CREATESECRETREQUEST']._serialized_start=119
@@ -49,6 +51,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DELETESECRETREQUEST']._serialized_end=460
   _globals['_DELETESECRETRESPONSE']._serialized_start=462
   _globals['_DELETESECRETRESPONSE']._serialized_end=484
-  _globals['_SECRETSERVICE']._serialized_start=487
-  _globals['_SECRETSERVICE']._serialized_end=831
+  _globals['_CREATEINLINESECRETREQUEST']._serialized_start=487
+  _globals['_CREATEINLINESECRETREQUEST']._serialized_end=628
+  _globals['_CREATEINLINESECRETREQUEST_VALUESENTRY']._serialized_start=583
+  _globals['_CREATEINLINESECRETREQUEST_VALUESENTRY']._serialized_end=628
+  _globals['_CREATEINLINESECRETRESPONSE']._serialized_start=630
+  _globals['_CREATEINLINESECRETRESPONSE']._serialized_end=673
+  _globals['_SECRETSERVICE']._serialized_start=676
+  _globals['_SECRETSERVICE']._serialized_end=1121
 # @@protoc_insertion_point(module_scope)

@@ -57,6 +57,11 @@ class SecretServiceStub(object):
                 request_serializer=levers9_dot_v1_dot_secret__pb2.DeleteSecretRequest.SerializeToString,
                 response_deserializer=levers9_dot_v1_dot_secret__pb2.DeleteSecretResponse.FromString,
                 _registered_method=True)
+        self.CreateInlineSecret = channel.unary_unary(
+                '/levers9.v1.SecretService/CreateInlineSecret',
+                request_serializer=levers9_dot_v1_dot_secret__pb2.CreateInlineSecretRequest.SerializeToString,
+                response_deserializer=levers9_dot_v1_dot_secret__pb2.CreateInlineSecretResponse.FromString,
+                _registered_method=True)
 
 
 class SecretServiceServicer(object):
@@ -93,6 +98,17 @@ class SecretServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateInlineSecret(self, request, context):
+        """Seals the values of an inline secret (the SDK's Secret.from_dict), each
+        under a name the controlplane derives from the workspace, the variable
+        and its value with a keyed digest, and returns those names for a stub's
+        secrets; a container gets each value under its variable's own name.
+        The same values give the same names, so a second call stores nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SecretServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -115,6 +131,11 @@ def add_SecretServiceServicer_to_server(servicer, server):
                     servicer.DeleteSecret,
                     request_deserializer=levers9_dot_v1_dot_secret__pb2.DeleteSecretRequest.FromString,
                     response_serializer=levers9_dot_v1_dot_secret__pb2.DeleteSecretResponse.SerializeToString,
+            ),
+            'CreateInlineSecret': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateInlineSecret,
+                    request_deserializer=levers9_dot_v1_dot_secret__pb2.CreateInlineSecretRequest.FromString,
+                    response_serializer=levers9_dot_v1_dot_secret__pb2.CreateInlineSecretResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -228,6 +249,33 @@ class SecretService(object):
             '/levers9.v1.SecretService/DeleteSecret',
             levers9_dot_v1_dot_secret__pb2.DeleteSecretRequest.SerializeToString,
             levers9_dot_v1_dot_secret__pb2.DeleteSecretResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateInlineSecret(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/levers9.v1.SecretService/CreateInlineSecret',
+            levers9_dot_v1_dot_secret__pb2.CreateInlineSecretRequest.SerializeToString,
+            levers9_dot_v1_dot_secret__pb2.CreateInlineSecretResponse.FromString,
             options,
             channel_credentials,
             insecure,
