@@ -45,6 +45,9 @@ class FunctionConfig:
     max_containers: int = 0
     # (name, mount_path) of each volume.
     volumes: Tuple[Tuple[str, str], ...] = ()
+    # Volumes from Volume.from_name(create_if_missing=True): made, if
+    # missing, before the stub is (they are not part of it).
+    volumes_to_create: Tuple[Volume, ...] = field(default=(), compare=False)
 
 
 def parse_cpu(cpu) -> int:
@@ -244,5 +247,6 @@ def build_config(
         pool=parse_pool(pool),
         max_containers=0 if max_containers is None else _whole(max_containers, "max_containers", minimum=1),
         volumes=parse_volumes(volumes),
+        volumes_to_create=tuple(v for v in volumes or () if v.create_if_missing),
     )
 

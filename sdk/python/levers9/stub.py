@@ -125,6 +125,8 @@ def ensure_stored(client: Client, archive: Archive) -> None:
 
 
 def stub_config(config, client: Client) -> pb.StubConfig:
+    for volume in config.volumes_to_create:
+        volume.ensure_exists(client)
     image = config.image if isinstance(config.image, str) else config.image.build(client=client)
     return pb.StubConfig(
         image=image,

@@ -132,17 +132,28 @@ class Volume:
 
         Nothing is called here (a container imports this module too): the
         volume is looked up, and with ``create_if_missing=True`` created, on
-        the first file call or `hydrate`. A volume that does not exist makes
+        the first file call, `hydrate`, or the first remote call of a
+        function that mounts it. A volume that does not exist makes
         those calls raise `VolumeNotFound`, saying how to create it.
         """
         volume = Volume(name, mount_path)
         volume._create_if_missing = bool(create_if_missing)
         return volume
 
+    @property
+    def create_if_missing(self) -> bool:
+        """Whether the first use creates the volume (`from_name`)."""
+        return self._create_if_missing
+
     def hydrate(self) -> "Volume":
         """Checks the volume exists (creating it with ``create_if_missing``); returns it."""
         self._ensure(self._client())
         return self
+
+    def ensure_exists(self, client) -> None:
+        """`hydrate` on `client`'s controlplane: what making the stub of a
+        function that mounts this volume does first."""
+        self._ensure(client)
 
     def read_file(self, path: str) -> bytes:
         """The whole content of the file at `path` in the volume."""

@@ -55,3 +55,8 @@ def needs_a_missing_secret():
 def read_mounted(path):
     with open(os.path.join("/data", path), "rb") as f:
         return f.read()
+
+
+@function(volumes=[Volume.from_name("sdk-made-for-a-mount", mount_path="/made", create_if_missing=True)])
+def list_made():
+    return sorted(os.listdir("/made"))

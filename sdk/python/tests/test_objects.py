@@ -162,6 +162,9 @@ def test_a_missing_volume_or_file_is_named_with_what_to_do():
     made = Volume.from_name("sdk-made-on-use", create_if_missing=True)
     assert list(made.iterdir()) == []
     assert "sdk-made-on-use" in _volume_names()
+    # A function mounting one makes it before its stub.
+    assert app.list_made.remote() == []
+    assert "sdk-made-for-a-mount" in _volume_names()
 
 
 def _volume_names():

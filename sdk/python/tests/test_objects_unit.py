@@ -57,6 +57,8 @@ def test_volume_names_and_the_old_form_still_work():
         pass
 
     assert f.config.volumes == (("a", "/a"), ("b", "/b"))
+    made = Volume.from_name("c", mount_path="/c", create_if_missing=True)
+    assert build_config(volumes=[Volume("a"), made]).volumes_to_create == (made,)
 
 
 def test_modified_times_parse_with_nanoseconds():
