@@ -1,6 +1,6 @@
 # levers9: the two commands a newcomer needs are `make quickstart` and `make test`.
 
-.PHONY: build test quickstart bench bench-containers bench-functions bench-endpoints bench-scheduling lint
+.PHONY: build test quickstart bench bench-containers bench-functions bench-endpoints bench-maps bench-scheduling lint
 
 build:
 	cargo build --release -p levers9-cli
@@ -33,3 +33,7 @@ bench-functions:
 
 bench-endpoints:
 	scripts/test-servers.sh scripts/bench-functions.sh bench/functions/endpoints.py
+
+# Map throughput by max_containers and concurrency (LEVERS9_BENCH_MAPS).
+bench-maps:
+	scripts/test-servers.sh scripts/bench-functions.sh bench/functions/maps.py

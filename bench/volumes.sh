@@ -52,6 +52,7 @@ json.dump(spec, open(path, "w"))
 PY
 
 now() { date +%s%N; }
+# MiB (dd bs=1M is 1,048,576 bytes) per second.
 rate() { python3 -c "print(f'{$mib / (($2 - $1) / 1e9):.0f}')"; }
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 in_container() {
@@ -76,7 +77,7 @@ drop_caches
 t0=$(now); in_container "dd if=/data/ctr.bin of=/dev/null bs=1M 2>/dev/null"; t1=$(now)
 ctr_read=$(rate "$t0" "$t1")
 
-echo "| where | sequential write MB/s | sequential read MB/s |"
+echo "| where | sequential write MiB/s | sequential read MiB/s |"
 echo "|---|---|---|"
 echo "| host, on the JuiceFS mount | $host_write | $host_read |"
 echo "| runc container, volume bind-mounted (incl. container start) | $ctr_write | $ctr_read |"

@@ -3,12 +3,19 @@
 # the test Postgres and Redis, a release runc worker, the Python base image
 # in the test registry, then bench/functions/bench.py (or the bench file
 # given, e.g. bench/functions/endpoints.py). Run it through
-# scripts/test-servers.sh, which starts the servers.
+# scripts/test-servers.sh, which starts the servers. LEVERS9_BENCH_PROFILE=debug
+# uses a debug build (to check that a bench runs; its figures are not the
+# release build's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked -p levers9-cli >&2
+profile=${LEVERS9_BENCH_PROFILE:-release}
+if [ "$profile" = release ]; then
+  cargo build --release --locked -p levers9-cli >&2
+else
+  cargo build --locked -p levers9-cli >&2
+fi
 python=$(scripts/python-test-env.sh)
-bin=$PWD/target/release/levers9
+bin=$PWD/target/$profile/levers9
 work=$(mktemp -d /tmp/l9bench.XXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work" 2>/dev/null || echo "bench: left $work (a container mount was still busy)" >&2; }

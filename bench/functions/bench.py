@@ -8,6 +8,16 @@ Run through scripts/bench-functions.sh, which starts the stack. Measures:
 - `.map` throughput over N trivial inputs: a first map, which also starts
   the containers it needs, and a second on those warm containers; for a
   function with `concurrency=100` and for one with the default (1).
+
+With LEVERS9_BENCH_CPU=1 it also prints the CPU time each process of the
+stack spent per warm call and per map input (bench/cpu.py: /proc
+utime+stime of the caller, controlplane, worker, runners, PostgreSQL and
+Redis, before and after each phase).
+
+Warm-ups: the warm calls are timed after 300 untimed ones; raw runc after
+one untimed run; each timed cold call right after an untimed cold call of
+another new stub (which also makes the process's one-time uploads), so the
+machine has just started a container of the same image when it is timed.
 """
 
 import os
@@ -15,13 +25,35 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 
 from levers9 import function
+
 
 WARM_UP_CALLS = 300
 WARM_CALLS = int(os.environ.get("LEVERS9_BENCH_WARM_CALLS", "300"))
 COLD_CALLS = int(os.environ.get("LEVERS9_BENCH_COLD_CALLS", "5"))
 MAP_INPUTS = int(os.environ.get("LEVERS9_BENCH_MAP_INPUTS", "10000"))
+# The stack (controlplane, worker) was started by this script's parent,
+# scripts/bench-functions.sh.
+METER = None
+
+
+def cpu_meter():
+    """bench/cpu.py's meter when LEVERS9_BENCH_CPU=1. Imported here, not at
+    the top: this module is also the functions' code, loaded in containers
+    that have only this directory."""
+    if os.environ.get("LEVERS9_BENCH_CPU") != "1":
+        return None
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import cpu
+
+    return cpu.Meter.for_stack(root=os.getppid())
+
+
+def measured(label, units):
+    """The phase's CPU by process, when LEVERS9_BENCH_CPU=1."""
+    return METER.phase(label, units) if METER else nullcontext()
 
 
 @function(keep_warm_seconds=300, concurrency=100)
@@ -57,18 +89,22 @@ def row(measure, samples, unit="ms"):
 
 def raw_runc(bundle):
     times = []
-    for i in range(COLD_CALLS):
+    # One untimed run first, as the cold calls have theirs.
+    for i in range(-1, COLD_CALLS):
         start = time.perf_counter()
         subprocess.run(
             ["runc", "run", "-b", bundle, f"l9-bench-raw-{os.getpid()}-{i}"],
             check=True,
             stdout=subprocess.DEVNULL,
         )
-        times.append((time.perf_counter() - start) * 1000)
+        if i >= 0:
+            times.append((time.perf_counter() - start) * 1000)
     return times
 
 
 def main():
+    global METER
+    METER = cpu_meter()
     print("| measure | n | p50 | p99 | mean |")
     print("|---|---|---|---|---|")
     echo.remote(0)  # warm one container up
@@ -77,16 +113,20 @@ def main():
     for i in range(WARM_UP_CALLS):
         echo.remote(i)
     warm = []
-    for i in range(WARM_CALLS):
-        start = time.perf_counter()
-        echo.remote(i)
-        warm.append((time.perf_counter() - start) * 1000)
+    with measured("per warm call", WARM_CALLS):
+        for i in range(WARM_CALLS):
+            start = time.perf_counter()
+            echo.remote(i)
+            warm.append((time.perf_counter() - start) * 1000)
     row("warm .remote() round trip", warm)
 
     cold = []
     for n in range(COLD_CALLS):
         f = cold_function(n)
-        f.remote()  # uploads happen once per process; the stub is new
+        # Untimed: the first one makes the process's uploads; every timed
+        # cold call follows a cold start, as every timed raw run follows a
+        # raw run.
+        f.remote()
         g = cold_function(n + 1000)
         start = time.perf_counter()
         g.remote()
@@ -104,13 +144,16 @@ def main():
     maps(echo, "")
     echo_one_at_a_time.remote(0)
     maps(echo_one_at_a_time, " (concurrency 1)")
+    if METER:
+        METER.print_table()
 
 
 def maps(f, label):
-    for which in (".map, scaling up from one warm container,", ".map on the containers the first one started"):
-        start = time.perf_counter()
-        results = list(f.map(range(MAP_INPUTS)))
-        elapsed = time.perf_counter() - start
+    for n, which in enumerate((".map, scaling up from one warm container,", ".map on the containers the first one started")):
+        with measured(f"per input, {('first', 'second')[n]} map{label}", MAP_INPUTS):
+            start = time.perf_counter()
+            results = list(f.map(range(MAP_INPUTS)))
+            elapsed = time.perf_counter() - start
         assert results == list(range(MAP_INPUTS)), "map returned wrong results"
         print(f"| {which}{label} over {MAP_INPUTS} inputs | {MAP_INPUTS} | {MAP_INPUTS / elapsed:.0f} inputs/s | | {elapsed:.2f} s total |")
 
