@@ -130,14 +130,11 @@ async fn a_build_outlives_the_replica_that_started_it() {
     let app = slow_app(dir.path());
     std::thread::scope(|s| {
         let started = s.spawn(|| image_build(&first, &admin, &app));
-        for _ in 0..1200 {
-            if first.log().contains("image build started") {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        logged(&first, "image build started");
         let follower = s.spawn(|| image_build(&second, &admin, &app));
-        std::thread::sleep(Duration::from_secs(3));
+        // Killed only once the second replica follows the build, so the
+        // test is about taking over a lease, not about a second build.
+        logged(&second, "following the build on another replica");
         let pid = first.pid().to_string();
         let killed = Command::new("kill").args(["-KILL", &pid]).status();
         assert!(killed.is_ok_and(|s| s.success()), "kill the first replica");
@@ -150,6 +147,17 @@ async fn a_build_outlives_the_replica_that_started_it() {
             "it waited for the first replica: {stderr}"
         );
     });
+}
+
+/// Waits (two minutes at most) until `cp` has logged `line`.
+fn logged(cp: &Controlplane, line: &str) {
+    for _ in 0..1200 {
+        if cp.log().contains(line) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("the controlplane never logged {line:?}:\n{}", cp.log());
 }
 
 /// Two controlplane replicas on one fresh Postgres database, Redis prefix
