@@ -1,6 +1,6 @@
 # levers9: the two commands a newcomer needs are `make quickstart` and `make test`.
 
-.PHONY: build test quickstart bench bench-containers bench-functions bench-endpoints bench-maps bench-scheduling lint
+.PHONY: build test quickstart bench bench-containers bench-functions bench-endpoints bench-maps bench-peers bench-scheduling lint
 
 build:
 	cargo build --release -p levers9-cli
@@ -37,3 +37,7 @@ bench-endpoints:
 # Map throughput by max_containers and concurrency (LEVERS9_BENCH_MAPS).
 bench-maps:
 	scripts/test-servers.sh scripts/bench-functions.sh bench/functions/maps.py
+
+# levers9 beside Ray, Celery+Redis and raw runc/crun/runsc, interleaved.
+bench-peers:
+	scripts/test-servers.sh scripts/bench-peers.sh
