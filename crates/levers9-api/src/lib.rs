@@ -17,6 +17,11 @@ pub use bearer::{Bearer, InvalidToken};
 /// gRPC metadata key that carries the bootstrap secret on the first Authorize.
 pub const BOOTSTRAP_SECRET_METADATA: &str = "x-levers9-bootstrap-secret";
 
+/// gRPC metadata key with which a worker (with its own token) calls
+/// DictService or QueueService for one of its containers: the call acts in
+/// that container's workspace, so no workspace token enters containers.
+pub const CONTAINER_ID_METADATA: &str = "x-levers9-container-id";
+
 /// An error with its causes on one line: transport errors say only
 /// "transport error" themselves, and the cause is what helps.
 pub fn error_chain(error: &dyn std::error::Error) -> String {

@@ -7,12 +7,12 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use levers9_api::v1::{
     auth_service_client::AuthServiceClient, cluster_service_client::ClusterServiceClient,
-    container_service_client::ContainerServiceClient,
+    container_service_client::ContainerServiceClient, dict_service_client::DictServiceClient,
     function_service_client::FunctionServiceClient, image_service_client::ImageServiceClient,
-    machine_service_client::MachineServiceClient, secret_service_client::SecretServiceClient,
-    token_service_client::TokenServiceClient, volume_service_client::VolumeServiceClient,
-    worker_service_client::WorkerServiceClient, workspace_service_client::WorkspaceServiceClient,
-    AuthorizeRequest, AuthorizeResponse,
+    machine_service_client::MachineServiceClient, queue_service_client::QueueServiceClient,
+    secret_service_client::SecretServiceClient, token_service_client::TokenServiceClient,
+    volume_service_client::VolumeServiceClient, worker_service_client::WorkerServiceClient,
+    workspace_service_client::WorkspaceServiceClient, AuthorizeRequest, AuthorizeResponse,
 };
 use levers9_api::{Bearer, BOOTSTRAP_SECRET_METADATA};
 use tonic::service::interceptor::InterceptedService;
@@ -141,6 +141,16 @@ impl Client {
     /// SecretService.
     pub fn secrets(&self) -> SecretServiceClient<Authed> {
         SecretServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
+    /// DictService.
+    pub fn dicts(&self) -> DictServiceClient<Authed> {
+        DictServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
+    /// QueueService.
+    pub fn queues(&self) -> QueueServiceClient<Authed> {
+        QueueServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
     }
 
     /// VolumeService.

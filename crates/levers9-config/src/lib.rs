@@ -26,8 +26,8 @@ pub use pool_provider::{PoolKubernetes, PoolProcess, PoolScaling};
 pub use pools::{PoolProvider, PoolResources, Toleration};
 pub use schema::{
     AuthConfig, Config, ControlplaneConfig, DatabaseConfig, ImageServiceConfig, KeyRotationConfig,
-    ListenerConfig, PoolConfig, PoolRuntime, PostgresConfig, RedisConfig, RunnerConfig,
-    SqliteConfig, StorageConfig, TlsConfig, WorkerConfig,
+    ListenerConfig, ObjectsConfig, PoolConfig, PoolRuntime, PostgresConfig, RedisConfig,
+    RunnerConfig, SqliteConfig, StorageConfig, TlsConfig, WorkerConfig,
 };
 pub use secret::Secret;
 pub use security::{

@@ -59,6 +59,35 @@ pub struct ControlplaneConfig {
     /// `levers9 pool join --dev` or a platform with no prebuilt binary. For
     /// development only: the download link asks for no token.
     pub agent_dev_builds: bool,
+    /// Limits of the named dicts and queues of workspaces.
+    pub objects: ObjectsConfig,
+}
+
+/// `controlplane.objects.*`: limits of named dicts and queues. They live in
+/// the hot state, in memory, so every limit bounds what one workspace can
+/// make Redis (or the embedded controlplane) hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ObjectsConfig {
+    /// The largest dict key plus value, or queue item, in bytes (pickled).
+    pub max_value_bytes: u64,
+    /// Entries one dict may hold.
+    pub max_dict_entries: u64,
+    /// Items one queue may hold.
+    pub max_queue_items: u64,
+    /// Dicts, and queues, one workspace may have (each kind on its own).
+    pub max_per_workspace: u64,
+}
+
+impl Default for ObjectsConfig {
+    fn default() -> Self {
+        Self {
+            max_value_bytes: 1024 * 1024,
+            max_dict_entries: 100_000,
+            max_queue_items: 100_000,
+            max_per_workspace: 1000,
+        }
+    }
 }
 
 /// `controlplane.keyRotation.*`
@@ -88,6 +117,7 @@ impl Default for ControlplaneConfig {
             task_result_ttl_seconds: 24 * 3600,
             agent_binaries_dir: String::new(),
             agent_dev_builds: false,
+            objects: ObjectsConfig::default(),
         }
     }
 }

@@ -24,6 +24,9 @@ pub enum ApiError {
     /// The system is not in a state that allows the call.
     #[error("{0}")]
     FailedPrecondition(String),
+    /// A limit of the caller's (entries of a dict, items of a queue) is reached.
+    #[error("{0}")]
+    ResourceExhausted(String),
     /// A record the controlplane wrote cannot be read back.
     #[error("corrupt record: {0}")]
     Corrupt(String),
@@ -55,6 +58,7 @@ impl From<ApiError> for Status {
             ApiError::FailedPrecondition(m) => Status::failed_precondition(m),
             ApiError::DeadlineExceeded(m) => Status::deadline_exceeded(m),
             ApiError::FunctionFailed(m) => Status::unknown(m),
+            ApiError::ResourceExhausted(m) => Status::resource_exhausted(m),
             ApiError::Store(StoreError::AlreadyExists(m)) => Status::already_exists(m),
             ApiError::Corrupt(detail) => {
                 tracing::error!(%detail, "a stored record is unreadable");

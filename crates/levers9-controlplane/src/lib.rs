@@ -65,4 +65,6 @@ pub struct Shared {
     pub bootstrap_secret: Secret,
     /// Pools made at run time and machines, in the same database.
     pub machines: Arc<dyn MachineStore>,
+    /// `controlplane.objects`: limits of named dicts and queues.
+    pub object_limits: levers9_config::ObjectsConfig,
 }

@@ -10,11 +10,12 @@ use std::time::Duration;
 use axum::serve::ListenerExt;
 use levers9_api::v1::{
     auth_service_server::AuthServiceServer, cluster_service_server::ClusterServiceServer,
-    container_service_server::ContainerServiceServer,
+    container_service_server::ContainerServiceServer, dict_service_server::DictServiceServer,
     function_service_server::FunctionServiceServer, image_service_server::ImageServiceServer,
-    machine_service_server::MachineServiceServer, secret_service_server::SecretServiceServer,
-    token_service_server::TokenServiceServer, volume_service_server::VolumeServiceServer,
-    worker_service_server::WorkerServiceServer, workspace_service_server::WorkspaceServiceServer,
+    machine_service_server::MachineServiceServer, queue_service_server::QueueServiceServer,
+    secret_service_server::SecretServiceServer, token_service_server::TokenServiceServer,
+    volume_service_server::VolumeServiceServer, worker_service_server::WorkerServiceServer,
+    workspace_service_server::WorkspaceServiceServer,
 };
 use levers9_config::Config;
 use tokio::net::TcpListener;
@@ -184,6 +185,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         image_registry: config.worker.image_registry.clone(),
         bootstrap_secret: config.controlplane.auth.bootstrap_secret.clone(),
         machines: stores.machines.clone(),
+        object_limits: config.controlplane.objects.clone(),
     });
     if shared.bootstrap_secret.is_empty() {
         tracing::info!("bootstrap is off (no LEVERS9_BOOTSTRAP_SECRET)");
@@ -234,6 +236,12 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     health_reporter
         .set_serving::<ClusterServiceServer<crate::services::ClusterApi>>()
         .await;
+    health_reporter
+        .set_serving::<DictServiceServer<crate::services::DictApi>>()
+        .await;
+    health_reporter
+        .set_serving::<QueueServiceServer<crate::services::QueueApi>>()
+        .await;
     let grpc_router = tonic::transport::Server::builder()
         .layer(GrpcMetricsLayer(metrics.clone()))
         .add_service(health_service)
@@ -252,6 +260,17 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         .add_service(ImageServiceServer::from_arc(services.image.clone()))
         .add_service(MachineServiceServer::from_arc(services.machine.clone()))
         .add_service(ClusterServiceServer::from_arc(services.cluster.clone()))
+        // A put of many values travels as one message, like a map's inputs.
+        .add_service(
+            DictServiceServer::from_arc(services.dict.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(
+            QueueServiceServer::from_arc(services.queue.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
         .add_service(
             FunctionServiceServer::from_arc(services.function.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)

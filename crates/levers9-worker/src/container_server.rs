@@ -17,11 +17,12 @@
 
 mod auth;
 mod connection;
+mod named;
 mod wire;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use levers9_api::v1::{worker_message, TaskInput, TaskResult, WorkerMessage};
@@ -30,6 +31,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 pub use auth::{ServerAuth, CREDENTIAL_VARIABLE};
+pub use named::NamedForwarder;
 pub use wire::{MAX_BODY_BYTES, MAX_HEADER_BYTES};
 
 /// The socket's name in the container's run directory.
@@ -107,6 +109,8 @@ struct Shared {
     stop: StopContainer,
     auth: ServerAuth,
     state: Mutex<State>,
+    /// Where the runner's Dict and Queue calls go; without one they fail.
+    named: OnceLock<Arc<NamedForwarder>>,
 }
 
 /// The runner's connection.
@@ -221,6 +225,7 @@ impl ContainerServer {
                 outcome: RunnerOutcome::default(),
                 connection_tasks: Vec::new(),
             }),
+            named: OnceLock::new(),
         });
         let accept = tokio::spawn(connection::accept_loop(shared.clone(), listener));
         Ok(ContainerServer {
@@ -295,6 +300,12 @@ impl ContainerServer {
             }
             Connection::Waiting | Connection::Closed(_) => {}
         }
+    }
+
+    /// Forwards the runner's Dict and Queue calls through `forwarder`
+    /// (once; later calls change nothing).
+    pub fn forward_named(&self, forwarder: Arc<NamedForwarder>) {
+        let _ = self.shared.named.set(forwarder);
     }
 
     /// What the runner said so far.

@@ -204,6 +204,7 @@ pub async fn run(
     }
     let source = GrpcObjectSource::new(&options.controlplane, &options.token)?;
     let objects = ObjectCache::open(options.state_dir.join("objects"), Arc::new(source))?;
+    let named = container_server::NamedForwarder::new(&options.controlplane, &options.token)?;
     let (supervisor, events) = Supervisor::new(
         runtime,
         images,
@@ -221,6 +222,7 @@ pub async fn run(
                 .iter()
                 .map(PathBuf::from)
                 .collect(),
+            named: Some(Arc::new(named)),
         },
     );
     // Mounted ahead of the first container that needs it; a failure is

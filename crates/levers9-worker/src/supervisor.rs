@@ -16,7 +16,7 @@ use levers9_image::ImageStore;
 use levers9_runtime::{ContainerSpec, Exit, Resources, Runtime, Stream};
 use tokio::sync::mpsc;
 
-use crate::container_server::ContainerServer;
+use crate::container_server::{ContainerServer, NamedForwarder};
 use crate::objects::ObjectCache;
 use crate::security::{SecurityMetrics, SecurityPolicy, Subject};
 
@@ -67,6 +67,8 @@ pub struct SupervisorOptions {
     pub volumes: levers9_volumes::Volumes,
     /// Where CDI spec files are looked for (`worker.cdiSpecDirs`).
     pub cdi_spec_dirs: Vec<PathBuf>,
+    /// Where function containers' Dict and Queue calls go.
+    pub named: Option<Arc<NamedForwarder>>,
 }
 
 /// Runs and tracks containers. Cheap to clone.
@@ -87,6 +89,7 @@ pub struct Supervisor {
     metrics: SecurityMetrics,
     volumes: levers9_volumes::Volumes,
     cdi_spec_dirs: Arc<Vec<PathBuf>>,
+    named: Option<Arc<NamedForwarder>>,
 }
 
 fn event(container_id: &str, state: &str) -> ContainerEvent {
@@ -134,6 +137,7 @@ impl Supervisor {
             metrics: options.metrics,
             volumes: options.volumes,
             cdi_spec_dirs: Arc::new(options.cdi_spec_dirs),
+            named: options.named,
         };
         (supervisor, receiver)
     }

@@ -27,8 +27,10 @@ from .errors import (
     TaskTimeout,
 )
 from .endpoint import Endpoint, endpoint
+from .dict import Dict
 from .function import Function, function
 from .image import Image
+from .queue import Queue
 from .schedule import Cron, Period
 from .secret import Secret
 from .volume import FileEntry, Volume, VolumeFileNotFound, VolumeNotFound
@@ -41,6 +43,7 @@ __all__ = [
     "ControlplaneError",
     "ControlplaneUnavailable",
     "Cron",
+    "Dict",
     "FileEntry",
     "Endpoint",
     "Function",
@@ -48,6 +51,7 @@ __all__ = [
     "Image",
     "Levers9Error",
     "Period",
+    "Queue",
     "RemoteError",
     "RemoteTraceback",
     "Secret",

@@ -52,6 +52,8 @@ class Client:
         self._channel = channel
         self._stub = function_pb2_grpc.FunctionServiceStub(channel)
         self._images = image_pb2_grpc.ImageServiceStub(channel)
+        # Stubs of other services, made on first use (call_service).
+        self._stubs: Dict[type, object] = {}
         self._metadata = (("authorization", f"Bearer {target.token}"),)
 
     def call(self, method: str, request, timeout: float = UNARY_TIMEOUT_SECONDS):
@@ -77,6 +79,16 @@ class Client:
     def metadata(self):
         """The call metadata: the token."""
         return self._metadata
+
+    def call_service(self, stub_class, method: str, request, timeout: float = UNARY_TIMEOUT_SECONDS):
+        """A unary call on another service of the same controlplane, e.g. DictServiceStub."""
+        stub = self._stubs.get(stub_class)
+        if stub is None:
+            stub = self._stubs.setdefault(stub_class, stub_class(self._channel))
+        try:
+            return getattr(stub, method)(request, timeout=timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise self.translate(e, method, timeout) from None
 
     def build_image(self, request):
         """Opens the BuildImage stream; no deadline, the controlplane's build timeout applies."""

@@ -8,6 +8,7 @@ mod controlplane;
 mod deploy;
 mod image;
 mod machine;
+mod objects;
 mod pool;
 mod run;
 mod schedule;
@@ -63,6 +64,12 @@ pub enum Command {
     /// Manage the secrets of your workspace (values sealed at rest, never shown).
     #[command(subcommand)]
     Secret(secret::SecretCommand),
+    /// List or delete the named dicts of your workspace (levers9.Dict).
+    #[command(subcommand)]
+    Dict(objects::DictCommand),
+    /// List or delete the named queues of your workspace (levers9.Queue).
+    #[command(subcommand)]
+    Queue(objects::QueueCommand),
     /// Run a worker (levers9 worker --pool NAME); list, cordon, uncordon or drain workers.
     Worker(worker::WorkerArgs),
     /// Run, list, stop containers and read their output.
@@ -133,6 +140,8 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Token(command) => token::run(command, context).await,
         Command::Workspace(command) => workspace::run(command, context).await,
         Command::Secret(command) => secret::run(command, context).await,
+        Command::Dict(command) => objects::run_dict(command, context).await,
+        Command::Queue(command) => objects::run_queue(command, context).await,
         Command::Worker(args) => worker::run(args, context).await,
         Command::Container(command) => container::run(command, context).await,
         Command::Image(command) => image::run(command, context).await,

@@ -6,9 +6,12 @@ mod cluster;
 mod container;
 mod convert;
 mod deployment;
+mod dict;
 mod function;
 mod image;
 mod machine;
+mod objects;
+mod queue;
 mod run_driver;
 mod schedule;
 mod secret;
@@ -22,9 +25,11 @@ pub use auth::AuthApi;
 pub use cluster::ClusterApi;
 pub(crate) use container::follow_logs;
 pub use container::ContainerApi;
+pub use dict::DictApi;
 pub use function::FunctionApi;
 pub use image::ImageApi;
 pub use machine::MachineApi;
+pub use queue::QueueApi;
 pub use secret::SecretApi;
 pub use token::TokenApi;
 pub use volume::VolumeApi;
@@ -91,6 +96,10 @@ pub struct Services {
     pub machine: Arc<MachineApi>,
     /// ClusterService.
     pub cluster: Arc<ClusterApi>,
+    /// DictService.
+    pub dict: Arc<DictApi>,
+    /// QueueService.
+    pub queue: Arc<QueueApi>,
 }
 
 impl Services {
@@ -107,6 +116,8 @@ impl Services {
             volume: Arc::new(VolumeApi::new(shared.clone())),
             cluster: Arc::new(ClusterApi::new(shared.clone())),
             image: Arc::new(ImageApi::new(shared.clone())),
+            dict: Arc::new(DictApi::new(shared.clone())),
+            queue: Arc::new(QueueApi::new(shared.clone())),
             machine: Arc::new(MachineApi::new(shared)),
         }
     }

@@ -97,6 +97,7 @@ impl Shared {
                 self.report(message(worker_message::Kind::TaskResult(result)))
                     .await;
             }
+            FromRunner::ObjectCall(call) => self.object_call(call, body),
             FromRunner::CancelRefused { task_id } => {
                 if self.state().runs(&task_id) {
                     tracing::info!(container_id = %self.container_id, %task_id, "a cancelled input is already running and cannot be interrupted; stopping its container");

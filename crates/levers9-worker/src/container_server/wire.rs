@@ -63,6 +63,9 @@ pub enum FromRunner {
         #[serde(default)]
         traceback: String,
     },
+    /// A Dict or Queue call of code in the container; the body is its
+    /// byte strings (see `named.rs`).
+    ObjectCall(super::named::ObjectCall),
     /// A cancel came for a task the runner has already started: a thread
     /// cannot be interrupted, so it runs on.
     CancelRefused {

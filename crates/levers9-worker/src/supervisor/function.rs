@@ -69,6 +69,9 @@ impl Supervisor {
         )
         .map(Arc::new)
         .map_err(|e| e.to_string())?;
+        if let Some(named) = &self.named {
+            server.forward_named(named.clone());
+        }
         self.servers().insert(container_id, server.clone());
         Ok(server)
     }

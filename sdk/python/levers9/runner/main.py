@@ -22,6 +22,9 @@ Contract with the worker (frames in `levers9.wire`):
    stops the container). A cancel for an input that ended is ignored, or
    refused in the moment between its result and its thread's end, which
    the worker, having read the result first, ignores.
+   Code in the container that uses a ``Dict`` or ``Queue`` sends
+   ``object_call`` frames; this thread hands each ``object_reply`` to the
+   thread waiting for it (see `levers9.named`).
 4. Exit 0 when the worker closes the socket or on SIGTERM, without waiting
    for running inputs: nobody is left to receive their results.
 
@@ -42,7 +45,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from .. import wire
+from .. import named, wire
 from ..modules import find_attribute, load_file
 from . import capture, execute, json_input
 
@@ -135,6 +138,9 @@ def main() -> int:
         log(f"cannot connect to the container server at {env['LEVERS9_CONTAINER_SERVER']}: {e}")
         return 1
 
+    # Before the import, so a module that makes a Dict or Queue at import
+    # (lazy: nothing is called then) binds it to the worker, not to grpc.
+    container_objects = named.attach_container(conn.send)
     # Before the import, so logging handlers the module sets up bind to the
     # capturing streams and what they log during an input reaches the caller.
     router = capture.OutputRouter(conn.send)
@@ -155,6 +161,8 @@ def main() -> int:
 
     conn.send({"type": "hello", "container_id": container_id, "cancels": True, **credential})
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="levers9-task")
+    # From here on this thread reads the replies to Dict and Queue calls.
+    container_objects.serving = True
     serve(conn, router, pool, fn, qualname)
     router.flush()
     _exit_now(0)
@@ -175,6 +183,8 @@ def serve(conn: Connection, router: capture.OutputRouter, pool, fn: Callable, na
         header, body = frame
         if header["type"] == "input":
             held.add(str(header.get("task_id", "")), pool.submit(_run_task, conn, router, fn, name, header, body))
+        elif header["type"] == "object_reply":
+            named.answer(header, body)
         elif header["type"] == "cancel":
             held.cancel(conn, str(header.get("task_id", "")))
         else:
