@@ -15,6 +15,9 @@ pub enum RuntimeError {
     /// No such container.
     #[error("container {0} not found")]
     NotFound(String),
+    /// The container exists no more, or not yet: nothing runs to exec in.
+    #[error("container {0} is not running")]
+    NotRunning(String),
     /// A file-system operation of ours failed.
     #[error("{what}: {source}")]
     Io {

@@ -22,6 +22,7 @@
 mod cgroups;
 mod container;
 mod error;
+mod exec;
 mod logs;
 mod oci_cli;
 mod oci_runtime;
@@ -38,6 +39,7 @@ use async_trait::async_trait;
 
 pub use container::{Container, ExitWatch};
 pub use error::RuntimeError;
+pub use exec::{ExecProcess, ExecSpec};
 pub use logs::{LogChunk, LogHandle, Stream};
 pub use oci_cli::Flavor;
 pub use oci_runtime::OciRuntime;
@@ -289,4 +291,9 @@ pub trait Runtime: Send + Sync {
 
     /// Current resource usage of a running container.
     async fn usage(&self, id: &str) -> Result<Usage, RuntimeError>;
+
+    /// Starts a further command in the running container `id`, its stdio
+    /// piped. [`RuntimeError::NotRunning`] when the container is not
+    /// running.
+    async fn exec(&self, id: &str, spec: &ExecSpec) -> Result<ExecProcess, RuntimeError>;
 }

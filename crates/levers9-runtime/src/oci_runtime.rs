@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 use crate::cgroups::{self, Hierarchies};
 use crate::container::{classify, Container, ExitWatch};
 use crate::error::{trim_output, RuntimeError};
+use crate::exec::{self, ExecProcess, ExecSpec};
 use crate::logs::{LogHandle, Stream};
 use crate::oci_cli::{Cli, Flavor};
 use crate::{spec, Capabilities, ContainerSpec, Exit, Runtime, RuntimeConfig, Usage};
@@ -396,5 +397,15 @@ impl<F: Flavor> Runtime for OciRuntime<F> {
     async fn usage(&self, id: &str) -> Result<Usage, RuntimeError> {
         check_id(id)?;
         cgroups::usage(&self.inner.cgroup_dirs(id)).ok_or_else(|| RuntimeError::NotFound(id.into()))
+    }
+
+    async fn exec(&self, id: &str, spec: &ExecSpec) -> Result<ExecProcess, RuntimeError> {
+        check_id(id)?;
+        let inner = &self.inner;
+        let ours_running = inner.live().get(id).is_some_and(|w| w.get().is_none());
+        if !ours_running && !inner.cli.is_running(id).await {
+            return Err(RuntimeError::NotRunning(id.into()));
+        }
+        exec::start(&inner.cli, id, spec)
     }
 }

@@ -1,0 +1,138 @@
+//! Commands exec'd into running containers, on runc and runsc.
+
+#[macro_use]
+mod common;
+
+use std::time::Duration;
+
+use common::{Harness, Kind, LIFE};
+use levers9_runtime::{ExecProcess, ExecSpec, RuntimeError};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn exec_spec(args: &[&str]) -> ExecSpec {
+    ExecSpec {
+        args: args.iter().map(|a| a.to_string()).collect(),
+        ..ExecSpec::default()
+    }
+}
+
+/// Reads both pipes to the end and waits: (code, stdout, stderr).
+async fn finish(mut p: ExecProcess) -> (i32, String, String) {
+    let mut out = String::new();
+    let mut err = String::new();
+    let mut stdout = p.stdout.take().expect("stdout");
+    let mut stderr = p.stderr.take().expect("stderr");
+    let (a, b) = tokio::join!(
+        stdout.read_to_string(&mut out),
+        stderr.read_to_string(&mut err)
+    );
+    a.expect("read stdout");
+    b.expect("read stderr");
+    let code = tokio::time::timeout(LIFE, p.wait())
+        .await
+        .expect("exec ends")
+        .expect("exit code");
+    (code, out, err)
+}
+
+on_both!(exec_runs_in_the_container_with_env_cwd_and_exit_code);
+async fn exec_runs_in_the_container_with_env_cwd_and_exit_code(h: Harness) {
+    let mut spec = h.spec("exec", &["sleep", "60"]);
+    spec.env.push(("FROM_SPEC".into(), "spec".into()));
+    let _c = h.rt.start(&spec).await.expect("start");
+    // Files the container wrote are seen by the exec: same filesystem.
+    let mut first = exec_spec(&["sh", "-c", "echo hi > /tmp/mark; echo $FROM_SPEC"]);
+    first.cwd = Some("/tmp".into());
+    let (code, out, err) = finish(h.rt.exec("exec", &first).await.expect("exec")).await;
+    assert_eq!((code, out.as_str()), (0, "spec\n"), "stderr: {err}");
+
+    let mut second = exec_spec(&[
+        "sh",
+        "-c",
+        "cat mark; echo $EXTRA; pwd; echo oops >&2; exit 3",
+    ]);
+    second.env.push(("EXTRA".into(), "extra value".into()));
+    second.cwd = Some("/tmp".into());
+    let (code, out, err) = finish(h.rt.exec("exec", &second).await.expect("exec")).await;
+    assert_eq!(code, 3, "stdout: {out} stderr: {err}");
+    assert_eq!(out, "hi\nextra value\n/tmp\n");
+    assert!(err.contains("oops"), "stderr: {err}");
+    h.rt.stop("exec", Duration::ZERO).await.expect("stop");
+}
+
+on_both!(exec_stdin_reaches_the_command);
+async fn exec_stdin_reaches_the_command(h: Harness) {
+    let _c =
+        h.rt.start(&h.spec("stdin", &["sleep", "60"]))
+            .await
+            .expect("start");
+    let mut p =
+        h.rt.exec("stdin", &exec_spec(&["wc", "-c"]))
+            .await
+            .expect("exec");
+    let mut stdin = p.stdin.take().expect("stdin");
+    // More than a pipe holds: the writer waits for the command to read.
+    let chunk = vec![b'x'; 64 << 10];
+    for _ in 0..16 {
+        stdin.write_all(&chunk).await.expect("write stdin");
+    }
+    drop(stdin);
+    let (code, out, err) = finish(p).await;
+    assert_eq!(code, 0, "stderr: {err}");
+    assert_eq!(out.trim(), (16 * (64 << 10)).to_string());
+    h.rt.stop("stdin", Duration::ZERO).await.expect("stop");
+}
+
+on_both!(exec_in_a_container_that_is_not_running_is_refused);
+async fn exec_in_a_container_that_is_not_running_is_refused(h: Harness) {
+    match h.rt.exec("never-started", &exec_spec(&["true"])).await {
+        Err(RuntimeError::NotRunning(id)) => assert_eq!(id, "never-started"),
+        other => panic!("expected NotRunning, got {other:?}"),
+    }
+    let c =
+        h.rt.start(&h.spec("ended", &["true"]))
+            .await
+            .expect("start");
+    tokio::time::timeout(LIFE, c.wait())
+        .await
+        .expect("ends")
+        .expect("exit");
+    let refused = h.rt.exec("ended", &exec_spec(&["true"])).await;
+    assert!(
+        matches!(refused, Err(RuntimeError::NotRunning(_))),
+        "{refused:?}"
+    );
+}
+
+on_both!(killing_an_exec_ends_the_command);
+async fn killing_an_exec_ends_the_command(h: Harness) {
+    let _c =
+        h.rt.start(&h.spec("kill", &["sleep", "60"]))
+            .await
+            .expect("start");
+    let mut p =
+        h.rt.exec("kill", &exec_spec(&["sleep", "50"]))
+            .await
+            .expect("exec");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::timeout(LIFE, p.kill())
+        .await
+        .expect("kill in time");
+    let code = tokio::time::timeout(LIFE, p.wait())
+        .await
+        .expect("ends")
+        .expect("code");
+    assert_ne!(code, 0);
+    // runc forwards the SIGTERM to the command: only the container's own
+    // sleep is left. runsc's exec does not forward it: the command runs
+    // on until its container ends (docs/sandboxes.md says so).
+    if h.kind == Kind::Runsc {
+        h.rt.stop("kill", Duration::ZERO).await.expect("stop");
+        return;
+    }
+    let (code, out, _) = finish(h.rt.exec("kill", &exec_spec(&["ps"])).await.expect("ps")).await;
+    assert_eq!(code, 0);
+    let sleeps = out.lines().filter(|l| l.contains("sleep 50")).count();
+    assert_eq!(sleeps, 0, "{out}");
+    h.rt.stop("kill", Duration::ZERO).await.expect("stop");
+}
