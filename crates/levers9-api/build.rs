@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 /// Messages with a field that must never be printed.
-const SECRET_BEARING: [&str; 9] = [
+const SECRET_BEARING: [&str; 10] = [
     ".levers9.v1.AuthorizeResponse",
     ".levers9.v1.CreateTokenResponse",
     ".levers9.v1.CreateWorkspaceResponse",
@@ -14,6 +14,7 @@ const SECRET_BEARING: [&str; 9] = [
     ".levers9.v1.RunContainer",
     ".levers9.v1.CreateMachineResponse",
     ".levers9.v1.JoinMachineResponse",
+    ".levers9.v1.Registered",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::v1::{
     AuthorizeResponse, CreateMachineResponse, CreateSecretRequest, CreateTokenResponse,
-    CreateWorkspaceResponse, JoinMachineResponse, RunContainer, StorageCredentials,
+    CreateWorkspaceResponse, JoinMachineResponse, Registered, RunContainer, StorageCredentials,
     UpdateSecretRequest,
 };
 
@@ -111,6 +111,25 @@ impl fmt::Debug for RunContainer {
     }
 }
 
+/// The volumes' JuiceFS settings it carries hold the metadata password
+/// and the bucket keys: only whether any came is shown.
+impl fmt::Debug for Registered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registered")
+            .field("heartbeat_interval_ms", &self.heartbeat_interval_ms)
+            .field("worker_settings_json", &self.worker_settings_json)
+            .field(
+                "worker_storage_json",
+                &if self.worker_storage_json.is_empty() {
+                    ""
+                } else {
+                    HIDDEN
+                },
+            )
+            .finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +176,16 @@ mod tests {
         let shown = format!("{run:?}");
         assert!(
             shown.contains("team-a") && !shown.contains("wJalrSECRET"),
+            "{shown}"
+        );
+        let registered = Registered {
+            heartbeat_interval_ms: 2500,
+            worker_storage_json: r#"{"metaUrl":"redis://:meta-pw@r/1"}"#.into(),
+            ..Default::default()
+        };
+        let shown = format!("{registered:?}");
+        assert!(
+            shown.contains("2500") && !shown.contains("meta-pw"),
             "{shown}"
         );
     }

@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod delivered_storage;
 mod env;
 mod error;
 mod hardening;

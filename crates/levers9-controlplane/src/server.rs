@@ -171,6 +171,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         )
         .with_job_resources_enforced(config.worker.job_resources_enforced)
         .with_worker_config(config.worker.clone())
+        .with_worker_storage(&config.storage.juicefs)
         .with_registry_keychain(images.keychain().clone())
         .with_runtime_pools(stores.machines.clone())
         .with_workspace_volume_storage(volumes.is_juicefs()),

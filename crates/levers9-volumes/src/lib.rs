@@ -16,7 +16,7 @@ mod workspace_fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use levers9_config::Config;
+use levers9_config::{Config, JuiceFsConfig};
 use tokio::sync::Mutex;
 
 pub use juicefs::{FormatMode, JuiceFs, MountState};
@@ -146,24 +146,35 @@ impl Volumes {
     /// on first use; `mode` says whether its `format` may update settings.
     pub fn new(config: &Config, work_dir: &Path, mode: FormatMode) -> Volumes {
         let juicefs = &config.storage.juicefs;
-        let mut workspaces = None;
-        let root = if juicefs.is_configured() {
-            let work_dir = work_dir.join("juicefs");
-            let shared = JuiceFs::new(juicefs, &work_dir);
-            workspaces = Some(Arc::new(WorkspaceMounts::new(
-                juicefs,
-                shared.clone(),
-                &work_dir.join("workspaces"),
-                mode,
-            )));
-            Root::JuiceFs(Box::new(shared), mode)
-        } else if config.storage.volumes.local_dir.is_empty() {
-            Root::Local(config.controlplane.data_dir().join("volumes"))
+        if juicefs.is_configured() {
+            return Volumes::juicefs(juicefs, work_dir, mode);
+        }
+        let dir = if config.storage.volumes.local_dir.is_empty() {
+            config.controlplane.data_dir().join("volumes")
         } else {
-            Root::Local(PathBuf::from(&config.storage.volumes.local_dir))
+            PathBuf::from(&config.storage.volumes.local_dir)
         };
         Volumes {
-            root,
+            root: Root::Local(dir),
+            workspaces: None,
+            mounting: Arc::default(),
+        }
+    }
+
+    /// The volumes of the JuiceFS file system `juicefs` (configured: it has
+    /// a metadata URL), mounted as [`Volumes::new`] mounts it. A worker
+    /// takes this way the file system the controlplane hands it on attach.
+    pub fn juicefs(juicefs: &JuiceFsConfig, work_dir: &Path, mode: FormatMode) -> Volumes {
+        let work_dir = work_dir.join("juicefs");
+        let shared = JuiceFs::new(juicefs, &work_dir);
+        let workspaces = Some(Arc::new(WorkspaceMounts::new(
+            juicefs,
+            shared.clone(),
+            &work_dir.join("workspaces"),
+            mode,
+        )));
+        Volumes {
+            root: Root::JuiceFs(Box::new(shared), mode),
             workspaces,
             mounting: Arc::default(),
         }

@@ -15,6 +15,7 @@ mod objects;
 pub mod security;
 mod session;
 mod settings;
+mod storage_settings;
 mod supervisor;
 #[cfg(test)]
 mod test_log;
@@ -91,8 +92,13 @@ pub struct WorkerOptions {
     /// On stop, how long running containers get to finish before they are
     /// stopped and their inputs handed back (0: stop them at once).
     pub drain_grace: Duration,
-    /// The workspaces' volumes (JuiceFS or a local directory).
+    /// The workspaces' volumes (JuiceFS or a local directory), until the
+    /// controlplane's file system replaces them (see [`Self::storage`]).
     pub volumes: levers9_volumes::Volumes,
+    /// The worker's own `storage` section: whether it says where volumes
+    /// live, in which case the controlplane's `storage.juicefs` is not
+    /// taken, and its JuiceFS `cacheSizeMib` and `binary`, which are.
+    pub storage: levers9_config::StorageConfig,
 }
 
 impl std::fmt::Debug for WorkerOptions {
@@ -227,14 +233,9 @@ pub async fn run(
     );
     // Mounted ahead of the first container that needs it; a failure is
     // only logged here, since each container asking for a volume tries
-    // again and fails with the cause.
-    if options.volumes.is_juicefs() {
-        tokio::spawn(watch_volumes(
-            options.volumes.clone(),
-            supervisor.clone(),
-            stopped.clone(),
-        ));
-    }
+    // again and fails with the cause. Watched whatever they are now: the
+    // controlplane's file system may replace a local directory on attach.
+    tokio::spawn(watch_volumes(supervisor.clone(), stopped.clone()));
     // gVisor applies seccomp in its own kernel, which logs nothing to the
     // host's: only runc containers can be observed.
     if options.runtime == RuntimeKind::Runc {
@@ -246,7 +247,6 @@ pub async fn run(
             metrics.clone(),
         );
     }
-    let volumes = options.volumes.clone();
     let (end_session, session_ended) = watch::channel(false);
     tokio::spawn(drain::on_stop(
         options.clone(),
@@ -258,7 +258,7 @@ pub async fn run(
     // Only left running when the drain task is gone (it stops them first).
     supervisor.stop_all(Duration::from_secs(10)).await;
     // After the containers: they hold the mount busy.
-    volumes.close().await;
+    supervisor.volumes().close().await;
     Ok(())
 }
 
@@ -267,20 +267,20 @@ pub async fn run(
 /// crashed or was killed) is mounted again and the containers bound to it
 /// are replaced. A failure is only logged: each container asking for a
 /// volume tries again and fails with the cause.
-async fn watch_volumes(
-    volumes: levers9_volumes::Volumes,
-    supervisor: Supervisor,
-    mut stopped: watch::Receiver<bool>,
-) {
-    if let Err(error) = volumes.root().await {
-        tracing::warn!(%error, "volumes are not available yet");
+async fn watch_volumes(supervisor: Supervisor, mut stopped: watch::Receiver<bool>) {
+    let volumes = supervisor.volumes();
+    if volumes.is_juicefs() {
+        if let Err(error) = volumes.root().await {
+            tracing::warn!(%error, "volumes are not available yet");
+        }
     }
     loop {
         tokio::select! {
             _ = tokio::time::sleep(VOLUME_CHECK) => {}
             _ = stopped.wait_for(|stop| *stop) => return,
         }
-        match volumes.heal().await {
+        // Local directories heal as a no-op.
+        match supervisor.volumes().heal().await {
             Ok(true) => supervisor.stop_volume_users(Duration::from_secs(5)),
             Ok(false) => {}
             Err(error) => tracing::warn!(%error, "cannot mount the volumes again"),

@@ -17,6 +17,7 @@ use tonic::transport::Channel;
 
 use crate::security::SecurityPolicy;
 use crate::settings;
+use crate::storage_settings;
 use crate::supervisor::Supervisor;
 use crate::WorkerOptions;
 
@@ -130,6 +131,9 @@ async fn session(
     let interval = match first.kind {
         Some(controlplane_message::Kind::Registered(r)) => {
             take_settings(options, supervisor, &r.worker_settings_json);
+            // Before the first request of the session: none of its
+            // containers may bind volumes the controlplane's replace.
+            take_storage(options, supervisor, &r.worker_storage_json).await;
             Duration::from_millis(u64::from(r.heartbeat_interval_ms.max(100)))
         }
         _ => return Err(SessionError::NoRegistered),
@@ -201,6 +205,28 @@ fn take_settings(options: &WorkerOptions, supervisor: &Supervisor, json: &str) {
         }
         Err(error) => {
             tracing::warn!(%error, "keeping this worker's own container hardening");
+        }
+    }
+}
+
+/// Mounts the controlplane's volume file system for the containers started
+/// from now on, unless this worker's own config says where volumes live
+/// (see [`crate::storage_settings`]). The settings hold secrets: only that
+/// they came, and where the volumes are mounted, is logged.
+async fn take_storage(options: &WorkerOptions, supervisor: &Supervisor, json: &str) {
+    match storage_settings::storage_to_adopt(&options.storage, json) {
+        Ok(Some(juicefs)) => {
+            supervisor
+                .adopt_volume_storage(juicefs, &options.state_dir)
+                .await
+        }
+        Ok(None) => {
+            if !json.is_empty() && options.storage.names_volume_location() {
+                tracing::debug!("keeping this worker's own volume storage over the controlplane's");
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, "keeping this worker's own volumes");
         }
     }
 }

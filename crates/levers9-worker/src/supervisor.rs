@@ -5,13 +5,14 @@
 mod function;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use levers9_api::v1::{
     worker_message, ContainerEvent, LogChunk, RunContainer, RunningContainer, WorkerMessage,
 };
+use levers9_config::JuiceFsConfig;
 use levers9_image::ImageStore;
 use levers9_runtime::{ContainerSpec, Exit, Resources, Runtime, Stream};
 use tokio::sync::mpsc;
@@ -19,6 +20,7 @@ use tokio::sync::mpsc;
 use crate::container_server::{ContainerServer, NamedForwarder};
 use crate::objects::ObjectCache;
 use crate::security::{SecurityMetrics, SecurityPolicy, Subject};
+use crate::storage_settings::SwappableVolumes;
 
 /// The variable the controlplane names a function container's stub in.
 const STUB_ID_VARIABLE: &str = "LEVERS9_STUB_ID";
@@ -87,7 +89,8 @@ pub struct Supervisor {
     /// Replaced when the controlplane's settings arrive on attach.
     security: Arc<Mutex<Arc<SecurityPolicy>>>,
     metrics: SecurityMetrics,
-    volumes: levers9_volumes::Volumes,
+    /// Replaced when the controlplane's file system is adopted on attach.
+    volumes: SwappableVolumes,
     cdi_spec_dirs: Arc<Vec<PathBuf>>,
     named: Option<Arc<NamedForwarder>>,
 }
@@ -135,7 +138,7 @@ impl Supervisor {
             events,
             security: Arc::new(Mutex::new(Arc::new(options.security))),
             metrics: options.metrics,
-            volumes: options.volumes,
+            volumes: SwappableVolumes::new(options.volumes),
             cdi_spec_dirs: Arc::new(options.cdi_spec_dirs),
             named: options.named,
         };
@@ -159,6 +162,33 @@ impl Supervisor {
     pub(crate) fn security(&self) -> Arc<SecurityPolicy> {
         // Each critical section is one read or one swap.
         Arc::clone(&self.security.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The volumes containers start with now.
+    pub(crate) fn volumes(&self) -> levers9_volumes::Volumes {
+        self.volumes.get()
+    }
+
+    /// Binds the volumes of containers started from now on in the file
+    /// system `juicefs` the controlplane sent (see
+    /// [`crate::storage_settings`]), unless it is in place already. A
+    /// file system it replaces is unmounted first, and the containers bound
+    /// to it stopped (their stub starts fresh ones); the new one is mounted
+    /// in the background, ahead of the first container that needs it.
+    pub(crate) async fn adopt_volume_storage(&self, juicefs: JuiceFsConfig, state_dir: &Path) {
+        let Some(replaced) = self.volumes.adopt(juicefs, state_dir) else {
+            return;
+        };
+        tracing::info!(location = %replaced.new.location(), "volumes from the controlplane's storage settings");
+        if replaced.old.is_juicefs() {
+            self.stop_volume_users(Duration::from_secs(5));
+            replaced.old.close().await;
+        }
+        tokio::spawn(async move {
+            if let Err(error) = replaced.new.root().await {
+                tracing::warn!(%error, "volumes are not available yet");
+            }
+        });
     }
 
     /// Containers started from now on are hardened under `policy`.
@@ -317,10 +347,11 @@ impl Supervisor {
         let id = request.container_id.clone();
         let began = std::time::Instant::now();
         // The objects and volumes come while the image is pulled.
+        let volumes = self.volumes();
         let (image, object_mounts, volume_mounts) = tokio::join!(
             self.images.pull(&request.image),
             function::object_mounts(&self.objects, request),
-            function::volume_mounts(&self.volumes, request, storage),
+            function::volume_mounts(&volumes, request, storage),
         );
         let image = image.map_err(|e| format!("cannot pull image {}: {e}", request.image))?;
         let object_mounts = object_mounts?;

@@ -421,6 +421,7 @@ pub(crate) async fn run_worker_with(args: RunArgs, token: String) -> Result<()> 
             Some(path) => read_registry_credentials(path)?,
             None => HashMap::new(),
         },
+        storage: config.storage,
         config: config.worker,
         pool_origin: if args.attached_cluster {
             PoolOrigin::AttachedCluster

@@ -97,6 +97,10 @@ pub async fn open(
     // A machine's credential registers only its own worker, in its pool.
     binding.allow(&register.worker_id, Some(&register.pool))?;
     let worker_settings_json = fleet.worker_settings_json(&register.pool);
+    // Only a worker or admin token opens this stream (services/worker.rs),
+    // and a machine's credential only for its own worker, as checked
+    // above: the volumes' keys go to this install's workers alone.
+    let worker_storage_json = fleet.worker_storage_json();
     let worker = register_worker(fleet, caller, register).await?;
     let (tx, rx) = mpsc::channel(64);
     let interval = fleet.heartbeat_ttl() / 4;
@@ -104,6 +108,7 @@ pub async fn open(
         kind: Some(controlplane_message::Kind::Registered(Registered {
             heartbeat_interval_ms: u32::try_from(interval.as_millis()).unwrap_or(u32::MAX),
             worker_settings_json,
+            worker_storage_json,
         })),
     };
     // The channel is fresh and has room: this cannot fail.

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_api::v1::ControlplaneMessage;
-use levers9_config::{PoolConfig, WorkerConfig};
+use levers9_config::{JuiceFsConfig, PoolConfig, WorkerConfig};
 use levers9_image::RegistryKeychain;
 use levers9_seal::Keyring;
 use levers9_state::{HotState, Reservation, Reserve, Write};
@@ -73,6 +73,9 @@ pub struct Fleet {
     workspace_volume_storage: bool,
     /// The `worker` section whose hardening keys workers get on attach.
     worker_config: Arc<WorkerConfig>,
+    /// `storage.juicefs` as workers get it on attach (secrets inside:
+    /// never logged); empty while volumes are local.
+    worker_storage_json: Arc<String>,
     /// Registry credentials build containers get as they go to a worker.
     registry_keychain: RegistryKeychain,
 }
@@ -140,6 +143,7 @@ impl Fleet {
             runtime_pools: None,
             workspace_volume_storage: false,
             worker_config: Arc::default(),
+            worker_storage_json: Arc::default(),
             registry_keychain: RegistryKeychain::default(),
         }
     }
@@ -202,6 +206,21 @@ impl Fleet {
     /// them (see worker.proto).
     pub fn worker_settings_json(&self, pool: &str) -> String {
         self.worker_config.hardening_json_for(pool)
+    }
+
+    /// The volumes' JuiceFS file system, which each worker gets when it
+    /// attaches so that one started without `storage.juicefs` of its own
+    /// mounts the same volumes (see [`Fleet::worker_storage_json`]).
+    pub fn with_worker_storage(mut self, juicefs: &JuiceFsConfig) -> Self {
+        self.worker_storage_json = Arc::new(juicefs.delivered_json());
+        self
+    }
+
+    /// `storage.juicefs` as `Registered` carries it (see worker.proto):
+    /// it holds the metadata password and the bucket keys, so it only goes
+    /// on an authenticated worker stream and is never logged.
+    pub fn worker_storage_json(&self) -> String {
+        String::clone(&self.worker_storage_json)
     }
 
     /// The registry credentials that containers naming registries (image
