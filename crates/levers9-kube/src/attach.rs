@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, Namespace, PodSecurityContext, PodSpec, PodTemplateSpec, Secret,
-    SecurityContext, ServiceAccount,
+    Capabilities, Container, LocalObjectReference, Namespace, PodSecurityContext, PodSpec,
+    PodTemplateSpec, Secret, SecurityContext, ServiceAccount,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -41,6 +41,9 @@ pub struct AttachedCluster {
     /// The `levers9 cluster agent` arguments after `--pool`, `--namespace`
     /// and the image: the controlplane, the pool's hardware, its scaling.
     pub agent_args: Vec<String>,
+    /// The Secrets the kubelet pulls the agent's image with (the workers'
+    /// Jobs name theirs through the agent's `--image-pull-secret`).
+    pub image_pull_secrets: Vec<String>,
     /// The worker token. Only in the Secret.
     pub token: String,
 }
@@ -192,6 +195,12 @@ impl AttachedCluster {
                             ..PodSecurityContext::default()
                         }),
                         containers: vec![container],
+                        image_pull_secrets: (!self.image_pull_secrets.is_empty()).then(|| {
+                            self.image_pull_secrets
+                                .iter()
+                                .map(|name| LocalObjectReference { name: name.clone() })
+                                .collect()
+                        }),
                         ..PodSpec::default()
                     }),
                 },

@@ -19,6 +19,7 @@ fn cluster() -> AttachedCluster {
             "--controlplane".into(),
             "levers9-grpc.example.com:443".into(),
         ],
+        image_pull_secrets: vec!["regcred".into()],
         token: TOKEN.into(),
     }
 }
@@ -71,6 +72,23 @@ fn the_token_is_only_in_the_secret() {
         "levers9-worker-token"
     );
     assert_eq!(agent["securityContext"]["allowPrivilegeEscalation"], false);
+}
+
+#[test]
+fn the_agents_image_is_pulled_with_the_pull_secrets() {
+    let deployment = serde_json::to_value(cluster().deployment()).expect("deployment");
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["imagePullSecrets"],
+        json!([{"name": "regcred"}])
+    );
+    let without = AttachedCluster {
+        image_pull_secrets: Vec::new(),
+        ..cluster()
+    };
+    let deployment = serde_json::to_value(without.deployment()).expect("deployment");
+    assert!(deployment["spec"]["template"]["spec"]
+        .get("imagePullSecrets")
+        .is_none());
 }
 
 fn apply(path: &str, kind: &'static str) -> Expect {

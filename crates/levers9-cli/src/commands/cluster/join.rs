@@ -46,6 +46,7 @@ pub async fn run(args: JoinArgs, context: Option<&str>) -> Result<()> {
         namespace: args.namespace.clone(),
         image: args.image.clone(),
         agent_args: args.pool_args.to_args(),
+        image_pull_secrets: args.pool_args.access.image_pull_secrets.clone(),
         token: answer.secret,
     };
     if args.print {

@@ -7,7 +7,11 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use levers9_config::{PoolConfig, PoolResources, PoolRuntime, PoolScaling, Toleration};
+use levers9_config::{
+    PoolConfig, PoolKubernetes, PoolResources, PoolRuntime, PoolScaling, Toleration,
+};
+use levers9_kube::worker_wide::JuiceFsKeys;
+use levers9_kube::WorkerWide;
 
 /// The container runtime of the pool's workers.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -53,6 +57,108 @@ pub struct PoolArgs {
     /// Waiting requests one new worker is expected to take.
     #[arg(long, default_value_t = 1)]
     pub requests_per_worker: u32,
+    /// What the worker Jobs get besides the pool: registries, credentials
+    /// and the volumes' file system.
+    #[command(flatten)]
+    pub access: JobAccessArgs,
+}
+
+/// The options the chart gives its own worker Jobs (`worker.pools.<name>.kubernetes`
+/// and `worker.insecureRegistries`), for an attached cluster's. Each Secret
+/// is named, never read: it must exist in the agent's namespace, and the
+/// kubelet hands it to the pod.
+#[derive(Debug, Args)]
+pub struct JobAccessArgs {
+    /// A registry the workers reach over plain HTTP, HOST[:PORT]
+    /// (repeatable).
+    #[arg(long = "insecure-registry")]
+    pub insecure_registries: Vec<String>,
+    /// A `kubernetes.io/dockerconfigjson` Secret whose credentials the
+    /// workers pull functions' images with (mounted read-only, passed as
+    /// --registry-credentials).
+    #[arg(long, default_value = "")]
+    pub registry_credentials_secret: String,
+    /// A Secret the kubelet pulls the worker and agent image with
+    /// (repeatable).
+    #[arg(long = "image-pull-secret")]
+    pub image_pull_secrets: Vec<String>,
+    /// A Secret with the volumes' JuiceFS keys (meta-url; optional
+    /// workspace-meta-url, access-key, secret-key), given to the workers
+    /// by secretKeyRef. Without it the workers take the controlplane's
+    /// storage.juicefs when they attach.
+    #[arg(long, requires = "juicefs_bucket")]
+    pub juicefs_secret: Option<String>,
+    /// With --juicefs-secret: the bucket URL of the file system.
+    #[arg(long, requires = "juicefs_secret")]
+    pub juicefs_bucket: Option<String>,
+    /// With --juicefs-secret: JuiceFS's object storage type.
+    #[arg(long, default_value = "s3")]
+    pub juicefs_storage: String,
+    /// With --juicefs-secret: the file system's name.
+    #[arg(long, default_value = "levers9")]
+    pub juicefs_name: String,
+    /// With --juicefs-secret: each worker's JuiceFS cache, in MiB.
+    #[arg(long, default_value_t = 10 * 1024)]
+    pub juicefs_cache_size_mib: u64,
+}
+
+impl JobAccessArgs {
+    /// Sets the pool's Job keys, as `worker.pools.<name>.kubernetes` would.
+    fn apply_to(&self, keys: &mut PoolKubernetes) {
+        keys.registry_credentials_secret = self.registry_credentials_secret.clone();
+        keys.image_pull_secrets = self.image_pull_secrets.clone();
+        keys.juicefs_secret = self.juicefs_secret.clone().unwrap_or_default();
+    }
+
+    /// The worker-wide keys of the Jobs, as the controlplane takes them
+    /// from its config ([`WorkerWide::from_config`]).
+    pub fn worker_wide(&self) -> WorkerWide {
+        WorkerWide {
+            insecure_registries: self.insecure_registries.clone(),
+            // The Secret names the file system: without one the workers
+            // take the controlplane's on attach, and carry no JuiceFS keys.
+            juicefs: self
+                .juicefs_secret
+                .as_ref()
+                .and(self.juicefs_bucket.as_ref())
+                .map(|bucket| JuiceFsKeys {
+                    storage: self.juicefs_storage.clone(),
+                    bucket: bucket.clone(),
+                    name: self.juicefs_name.clone(),
+                    cache_size_mib: self.juicefs_cache_size_mib,
+                }),
+        }
+    }
+
+    /// The same flags, for the agent's command line (Secret names only).
+    fn to_args(&self, args: &mut Vec<String>) {
+        for registry in &self.insecure_registries {
+            args.extend(["--insecure-registry".to_owned(), registry.clone()]);
+        }
+        for secret in &self.image_pull_secrets {
+            args.extend(["--image-pull-secret".to_owned(), secret.clone()]);
+        }
+        if !self.registry_credentials_secret.is_empty() {
+            args.extend([
+                "--registry-credentials-secret".to_owned(),
+                self.registry_credentials_secret.clone(),
+            ]);
+        }
+        if let (Some(secret), Some(bucket)) = (&self.juicefs_secret, &self.juicefs_bucket) {
+            args.extend([
+                "--juicefs-secret".to_owned(),
+                secret.clone(),
+                "--juicefs-bucket".to_owned(),
+                bucket.clone(),
+                "--juicefs-storage".to_owned(),
+                self.juicefs_storage.clone(),
+                "--juicefs-name".to_owned(),
+                self.juicefs_name.clone(),
+                "--juicefs-cache-size-mib".to_owned(),
+                self.juicefs_cache_size_mib.to_string(),
+            ]);
+        }
+    }
 }
 
 impl PoolArgs {
@@ -75,6 +181,8 @@ impl PoolArgs {
             );
         }
         let gpus = !self.gpu_type.is_empty();
+        let mut kubernetes = PoolKubernetes::default();
+        self.access.apply_to(&mut kubernetes);
         Ok(PoolConfig {
             runtime: match self.runtime {
                 RuntimeArg::Runc => PoolRuntime::Runc,
@@ -100,6 +208,7 @@ impl PoolArgs {
                 Vec::new()
             },
             scaling,
+            kubernetes,
             ..PoolConfig::default()
         })
     }
@@ -152,6 +261,7 @@ impl PoolArgs {
             "--requests-per-worker".to_owned(),
             self.requests_per_worker.to_string(),
         ]);
+        self.access.to_args(&mut args);
         args
     }
 }
