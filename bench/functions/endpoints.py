@@ -87,9 +87,17 @@ def main():
     module = load_file(path)
     deploy(module, "bench-web")
     client = get_client()
-    workspace = client.call_service(
-        workspace_pb2_grpc.WorkspaceServiceStub, "GetWorkspace", workspace_pb2.GetWorkspaceRequest()
-    ).workspace.name
+    import grpc
+
+    # The bench's stack is plain loopback (scripts/bench-functions.sh).
+    with grpc.insecure_channel(client.target.address) as channel:
+        workspace = (
+            workspace_pb2_grpc.WorkspaceServiceStub(channel)
+            .GetWorkspace(
+                workspace_pb2.GetWorkspaceRequest(), metadata=(("authorization", f"Bearer {client.target.token}"),)
+            )
+            .workspace.name
+        )
     url = f"{base}/endpoint/{workspace}/bench-echo"
     echo = module.echo
     poster = Poster(url, client.target.token)
@@ -100,7 +108,7 @@ def main():
         poster.post(i)
     remote, endpoint = [], []
     for block in range(CALLS // BLOCK):
-        for samples, call in ((remote, echo.remote), (endpoint, poster.post)):
+        for samples, call in ((remote, lambda i: echo.remote(i)["x"]), (endpoint, poster.post)):
             for i in range(BLOCK):
                 start = time.perf_counter()
                 assert call(i) == i
