@@ -10,6 +10,7 @@ mod capacity;
 pub mod cdi;
 mod container_server;
 mod drain;
+mod exec;
 mod metrics;
 mod objects;
 pub mod security;

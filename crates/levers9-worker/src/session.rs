@@ -80,7 +80,10 @@ pub async fn run(
     let mut carry: VecDeque<WorkerMessage> = VecDeque::new();
     let mut backoff = FIRST_BACKOFF;
     while !*stopped.borrow() {
-        match session(&options, &supervisor, &mut events, &mut carry, &mut stopped).await {
+        let ended = session(&options, &supervisor, &mut events, &mut carry, &mut stopped).await;
+        // Their callers were told the exec failed with the stream.
+        supervisor.execs().end_all();
+        match ended {
             Ok(()) => backoff = FIRST_BACKOFF,
             Err(SessionError::Status(status)) if status.code() == tonic::Code::Unauthenticated => {
                 tracing::error!(error = %status.message(), "the controlplane refused the worker token");
@@ -180,6 +183,9 @@ async fn session(
                     }
                     Some(controlplane_message::Kind::CancelInput(cancel)) => {
                         supervisor.cancel_input(cancel);
+                    }
+                    Some(controlplane_message::Kind::ExecInput(input)) => {
+                        supervisor.execs().input(input);
                     }
                     Some(controlplane_message::Kind::Registered(_)) | None => {}
                 }

@@ -93,6 +93,8 @@ pub struct Supervisor {
     volumes: SwappableVolumes,
     cdi_spec_dirs: Arc<Vec<PathBuf>>,
     named: Option<Arc<NamedForwarder>>,
+    /// Commands run in its containers for their callers.
+    execs: crate::exec::Execs,
 }
 
 fn event(container_id: &str, state: &str) -> ContainerEvent {
@@ -127,6 +129,7 @@ impl Supervisor {
     ) -> (Supervisor, mpsc::Receiver<WorkerMessage>) {
         let (events, receiver) = mpsc::channel(EVENT_BUFFER);
         let supervisor = Supervisor {
+            execs: crate::exec::Execs::new(runtime.clone(), events.clone()),
             runtime,
             images,
             objects,
@@ -162,6 +165,11 @@ impl Supervisor {
     pub(crate) fn security(&self) -> Arc<SecurityPolicy> {
         // Each critical section is one read or one swap.
         Arc::clone(&self.security.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The commands run in its containers.
+    pub(crate) fn execs(&self) -> &crate::exec::Execs {
+        &self.execs
     }
 
     /// The volumes containers start with now.

@@ -31,6 +31,7 @@ from .dict import Dict
 from .function import Function, function
 from .image import Image
 from .queue import Queue
+from .sandbox import Sandbox, SandboxFileError, SandboxProcess, SandboxTerminated
 from .schedule import Cron, Period
 from .secret import Secret
 from .volume import FileEntry, Volume, VolumeFileNotFound, VolumeNotFound
@@ -54,6 +55,10 @@ __all__ = [
     "Queue",
     "RemoteError",
     "RemoteTraceback",
+    "Sandbox",
+    "SandboxFileError",
+    "SandboxProcess",
+    "SandboxTerminated",
     "Secret",
     "TaskCancelled",
     "TaskFailed",

@@ -1,5 +1,7 @@
 //! `levers9 container`.
 
+mod exec;
+
 use std::io::Write;
 
 use anyhow::{bail, Context as _, Result};
@@ -56,6 +58,24 @@ pub enum ContainerCommand {
     Stop {
         /// Container id.
         id: String,
+    },
+    /// Run a command in a running container, e.g.
+    /// `levers9 container exec ID -- ls -l /`; exits with its exit code.
+    Exec {
+        /// Pass our stdin to the command (otherwise it reads EOF).
+        #[arg(long, short = 'i')]
+        interactive: bool,
+        /// Environment variable NAME=VALUE added for the command (repeatable).
+        #[arg(long = "env", short = 'e')]
+        env: Vec<String>,
+        /// Working directory (default: the container's).
+        #[arg(long, short = 'w')]
+        workdir: Option<String>,
+        /// Container id.
+        id: String,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
     },
     /// Print a container's output.
     Logs {
@@ -190,6 +210,24 @@ pub async fn run(command: ContainerCommand, context: Option<&str>) -> Result<()>
                 .await?;
             eprintln!("Stopping container {id}");
             Ok(())
+        }
+        ContainerCommand::Exec {
+            interactive,
+            env,
+            workdir,
+            id,
+            command,
+        } => {
+            let env = env
+                .iter()
+                .map(|pair| match pair.split_once('=') {
+                    Some((name, value)) if !name.is_empty() => {
+                        Ok((name.to_owned(), value.to_owned()))
+                    }
+                    _ => bail!("--env {pair:?} must be NAME=VALUE"),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            exec::exec(&client, id, command, env, workdir, interactive).await
         }
         ContainerCommand::Logs { follow, id } => {
             client

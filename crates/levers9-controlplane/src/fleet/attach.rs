@@ -30,6 +30,8 @@ use crate::functions::{DispatchEvent, Ticket};
 use crate::machines::WorkerBinding;
 use levers9_store::{task_state, TokenType};
 
+pub(crate) mod execs;
+
 /// How long a new stream may take to send its Register.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Complete results up to this size go to the caller's channel directly.
@@ -63,6 +65,8 @@ type Tickets = Locked<Ticket>;
 struct StreamState {
     unacked: Unacked,
     tickets: Tickets,
+    /// Execs started on this stream and not ended.
+    execs: Locked<()>,
 }
 
 /// Reads the Register that must open the stream and answers it; returns the
@@ -238,6 +242,7 @@ pub async fn serve(
     drop(outbound);
     let _ = stop_pump.send(());
     let _ = pump.await;
+    execs::worker_gone(&fleet, &worker.id, &shared).await;
     requeue_unacked(&fleet, &worker, &shared.unacked).await;
     tracing::info!(worker_id = %worker.id, "worker stream closed");
 }
@@ -280,6 +285,9 @@ async fn handle(
         }
         Some(worker_message::Kind::TaskResult(result)) => {
             task_result(fleet, stream, result).await?;
+        }
+        Some(worker_message::Kind::ExecOutput(output)) => {
+            execs::forward(fleet, stream, output).await?
         }
         Some(worker_message::Kind::Event(event)) => container_event(fleet, worker, event).await?,
         Some(worker_message::Kind::Log(chunk)) => {
@@ -408,6 +416,7 @@ async fn pump_inbox(
                 continue;
             }
         }
+        execs::note_sent(&stream, &message);
         if outbound.send(Ok(message)).await.is_err() {
             // The stream is gone: give the request back for the next stream.
             inbox.give_back(&original).await;

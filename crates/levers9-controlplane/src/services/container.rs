@@ -1,5 +1,7 @@
 //! ContainerService: containers of the caller's workspace.
 
+mod exec;
+
 use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -8,14 +10,14 @@ use std::time::{Duration, Instant};
 use futures::{Stream, StreamExt};
 use levers9_api::v1::{
     container_log_event, container_service_server::ContainerService, ContainerLogEvent,
-    GetContainerRequest, GetContainerResponse, ListContainersRequest, ListContainersResponse,
-    RunContainerRequest, RunContainerResponse, StopContainerRequest, StopContainerResponse,
-    StreamContainerLogsRequest,
+    ExecRequest, GetContainerRequest, GetContainerResponse, ListContainersRequest,
+    ListContainersResponse, RunContainerRequest, RunContainerResponse, StopContainerRequest,
+    StopContainerResponse, StreamContainerLogsRequest,
 };
 use levers9_store::{SealedId, SealedKind, TokenType};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response, Status, Streaming};
 
 use super::convert;
 use crate::auth::Caller;
@@ -249,6 +251,21 @@ impl ContainerService for ContainerApi {
         let (tx, rx) = mpsc::channel(256);
         tokio::spawn(follow_logs(fleet, body.container_id, live, tx));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    type ExecContainerStream = exec::ExecStream;
+
+    async fn exec_container(
+        &self,
+        request: Request<Streaming<ExecRequest>>,
+    ) -> Result<Response<Self::ExecContainerStream>, Status> {
+        let caller = self.caller(request.metadata()).await?;
+        let mut requests = request.into_inner();
+        let start = exec::read_start(&mut requests).await?;
+        let container = self.own(&caller, &start.container_id).await?;
+        exec::require_running(&container)?;
+        let events = exec::open(self.shared.fleet.clone(), container, start, requests).await?;
+        Ok(Response::new(events))
     }
 }
 

@@ -120,3 +120,42 @@ class ContainerLogEvent(_message.Message):
     log: _worker_pb2.LogChunk
     exited: Container
     def __init__(self, log: _Optional[_Union[_worker_pb2.LogChunk, _Mapping]] = ..., exited: _Optional[_Union[Container, _Mapping]] = ...) -> None: ...
+
+class ExecRequest(_message.Message):
+    __slots__ = ("start", "stdin", "stdin_close")
+    START_FIELD_NUMBER: _ClassVar[int]
+    STDIN_FIELD_NUMBER: _ClassVar[int]
+    STDIN_CLOSE_FIELD_NUMBER: _ClassVar[int]
+    start: ExecStartRequest
+    stdin: bytes
+    stdin_close: bool
+    def __init__(self, start: _Optional[_Union[ExecStartRequest, _Mapping]] = ..., stdin: _Optional[bytes] = ..., stdin_close: bool = ...) -> None: ...
+
+class ExecStartRequest(_message.Message):
+    __slots__ = ("container_id", "args", "env", "working_dir")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    WORKING_DIR_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    args: _containers.RepeatedScalarFieldContainer[str]
+    env: _containers.ScalarMap[str, str]
+    working_dir: str
+    def __init__(self, container_id: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ...) -> None: ...
+
+class ExecEvent(_message.Message):
+    __slots__ = ("stdout", "stderr", "exit_code")
+    STDOUT_FIELD_NUMBER: _ClassVar[int]
+    STDERR_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    stdout: bytes
+    stderr: bytes
+    exit_code: int
+    def __init__(self, stdout: _Optional[bytes] = ..., stderr: _Optional[bytes] = ..., exit_code: _Optional[int] = ...) -> None: ...

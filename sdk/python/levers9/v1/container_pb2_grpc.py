@@ -60,6 +60,11 @@ class ContainerServiceStub(object):
                 request_serializer=levers9_dot_v1_dot_container__pb2.StreamContainerLogsRequest.SerializeToString,
                 response_deserializer=levers9_dot_v1_dot_container__pb2.ContainerLogEvent.FromString,
                 _registered_method=True)
+        self.ExecContainer = channel.stream_stream(
+                '/levers9.v1.ContainerService/ExecContainer',
+                request_serializer=levers9_dot_v1_dot_container__pb2.ExecRequest.SerializeToString,
+                response_deserializer=levers9_dot_v1_dot_container__pb2.ExecEvent.FromString,
+                _registered_method=True)
 
 
 class ContainerServiceServicer(object):
@@ -102,6 +107,15 @@ class ContainerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExecContainer(self, request_iterator, context):
+        """Runs a command in a running container: the first request starts it,
+        the next ones carry its stdin; the events carry its output as it comes
+        and end with its exit code.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ContainerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -129,6 +143,11 @@ def add_ContainerServiceServicer_to_server(servicer, server):
                     servicer.StreamContainerLogs,
                     request_deserializer=levers9_dot_v1_dot_container__pb2.StreamContainerLogsRequest.FromString,
                     response_serializer=levers9_dot_v1_dot_container__pb2.ContainerLogEvent.SerializeToString,
+            ),
+            'ExecContainer': grpc.stream_stream_rpc_method_handler(
+                    servicer.ExecContainer,
+                    request_deserializer=levers9_dot_v1_dot_container__pb2.ExecRequest.FromString,
+                    response_serializer=levers9_dot_v1_dot_container__pb2.ExecEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -267,6 +286,33 @@ class ContainerService(object):
             '/levers9.v1.ContainerService/StreamContainerLogs',
             levers9_dot_v1_dot_container__pb2.StreamContainerLogsRequest.SerializeToString,
             levers9_dot_v1_dot_container__pb2.ContainerLogEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExecContainer(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/levers9.v1.ContainerService/ExecContainer',
+            levers9_dot_v1_dot_container__pb2.ExecRequest.SerializeToString,
+            levers9_dot_v1_dot_container__pb2.ExecEvent.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,65 @@
+//! Execs on the worker's stream (see `services/container/exec.rs`): the
+//! worker's output goes to each exec's channel in the hot state, in the
+//! order the worker sent it; when the stream closes, the execs it carried
+//! are told the worker went away.
+
+use levers9_api::v1::{
+    controlplane_message, exec_input, exec_output, ControlplaneMessage, ExecExit, ExecOutput,
+};
+use prost::Message;
+
+use super::StreamState;
+use crate::error::ApiError;
+use crate::fleet::Fleet;
+
+/// The hot state's channel of an exec's output.
+pub(crate) fn channel(exec_id: &str) -> String {
+    format!("exec:{exec_id}")
+}
+
+/// Notes an exec started on this stream.
+pub(super) fn note_sent(stream: &StreamState, message: &ControlplaneMessage) {
+    if let Some(controlplane_message::Kind::ExecInput(input)) = &message.kind {
+        if let Some(exec_input::Kind::Start(_)) = input.kind {
+            stream.execs.lock().insert(input.exec_id.clone(), ());
+        }
+    }
+}
+
+/// Publishes a worker's output of an exec to the exec's caller.
+pub(super) async fn forward(
+    fleet: &Fleet,
+    stream: &StreamState,
+    output: ExecOutput,
+) -> Result<(), ApiError> {
+    if let Some(exec_output::Kind::Exit(_)) = output.kind {
+        stream.execs.lock().remove(&output.exec_id);
+    }
+    fleet
+        .state()
+        .publish(&channel(&output.exec_id), &output.encode_to_vec())
+        .await?;
+    Ok(())
+}
+
+/// Ends the execs of a stream that closed: their worker went away.
+pub(super) async fn worker_gone(fleet: &Fleet, worker_id: &str, stream: &StreamState) {
+    let open: Vec<String> = stream.execs.lock().drain().map(|(id, _)| id).collect();
+    for exec_id in open {
+        let exit = ExecOutput {
+            exec_id: exec_id.clone(),
+            kind: Some(exec_output::Kind::Exit(ExecExit {
+                exit_code: -1,
+                error: format!("worker {worker_id} went away"),
+                not_running: false,
+            })),
+        };
+        if let Err(error) = fleet
+            .state()
+            .publish(&channel(&exec_id), &exit.encode_to_vec())
+            .await
+        {
+            tracing::warn!(%error, %exec_id, "cannot tell an exec its worker went away");
+        }
+    }
+}
