@@ -4,7 +4,9 @@
 //! their value as JSON; private ones need a token of their workspace (none
 //! or a wrong one is 401, another workspace's is 404 like a name that does
 //! not exist); a body that is not a JSON object is 400; the function's
-//! exception is 500 with its type and message; its timeout is 504.
+//! exception is 500 with its type and message; its timeout is 504. An
+//! `@asgi` app (a plain ASGI callable: the test image has no FastAPI) gets
+//! whole requests under its path and answers them itself.
 
 mod common;
 
@@ -19,7 +21,9 @@ use serde_json::{json, Value};
 
 /// The app: a private endpoint, public ones, one that fails, one that
 /// runs past its timeout, and a plain function (not served).
-const APP: &str = r#"from levers9 import endpoint, function
+const APP: &str = r#"import json
+
+from levers9 import asgi, endpoint, function
 
 
 @endpoint(name="greet")
@@ -47,6 +51,35 @@ def slow():
 @function
 def plain(x):
     return x
+
+
+async def echo_app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    request = await receive()
+    body = json.dumps({
+        "method": scope["method"],
+        "path": scope["path"],
+        "query": scope["query_string"].decode(),
+        "body": request["body"].decode(),
+        "authorization": dict(scope["headers"]).get(b"authorization", b"").decode(),
+    }).encode()
+    await send({
+        "type": "http.response.start",
+        "status": 202,
+        "headers": [(b"content-type", b"application/json"), (b"x-app", b"echo")],
+    })
+    await send({"type": "http.response.body", "body": body})
+
+
+@asgi(name="app")
+def make_app():
+    return echo_app
+
+
+@asgi(name="open-app", public=True)
+def make_open_app():
+    return echo_app
 "#;
 
 /// A controlplane environment with the test Python image as the
@@ -218,4 +251,44 @@ async fn deployed_endpoints_answer_json_over_http_with_tokens_errors_and_timeout
     // Past its timeout: 504.
     let (status, body) = send(http.post(url("slow"))).await;
     assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{body}\n{}", logs());
+
+    // An ASGI app gets the whole request under its path, and its answer is
+    // the caller's; the workspace token does not reach it.
+    let response = http
+        .put(format!("{}/items/a%20b?x=1", url("app")))
+        .header("authorization", bearer(&user))
+        .body("raw body")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), StatusCode::ACCEPTED, "{}", logs());
+    assert_eq!(response.headers()["x-app"], "echo");
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(
+        body,
+        json!({"method": "PUT", "path": "/items/a b", "query": "x=1", "body": "raw body",
+               "authorization": ""})
+    );
+    let (status, _) = send(http.get(url("app"))).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // A public app sees every header, its own auth scheme's included.
+    let (status, body) = send(
+        http.delete(format!("{}/", url("open-app")))
+            .header("authorization", "Basic dXNlcjpwdw=="),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    assert_eq!(
+        (&body["method"], &body["path"], &body["authorization"]),
+        (&json!("DELETE"), &json!("/"), &json!("Basic dXNlcjpwdw=="))
+    );
+    // A JSON endpoint has no paths under its own, and takes GET and POST.
+    let (status, _) = send(http.post(format!("{}/more", url("open-greet")))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = send(http.put(url("open-greet"))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        message(&body).contains("takes GET or POST, not PUT"),
+        "{body}"
+    );
 }

@@ -11,6 +11,37 @@ pub struct NewEndpoint {
     pub name: String,
     /// Served without a token.
     pub public: bool,
+    /// What it serves: [`EndpointKind`].
+    pub kind: EndpointKind,
+}
+
+/// What an endpoint serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndpointKind {
+    /// A function called with the request's JSON object as keyword
+    /// arguments; its value is the answer, as JSON.
+    Json,
+    /// An ASGI app, sent the whole HTTP request under the endpoint's path.
+    Asgi,
+}
+
+impl EndpointKind {
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndpointKind::Json => "json",
+            EndpointKind::Asgi => "asgi",
+        }
+    }
+
+    /// As stored; None for a value no version wrote.
+    pub fn parse(stored: &str) -> Option<Self> {
+        match stored {
+            "json" => Some(EndpointKind::Json),
+            "asgi" => Some(EndpointKind::Asgi),
+            _ => None,
+        }
+    }
 }
 
 /// An endpoint of the current deploy of an app.
@@ -28,6 +59,8 @@ pub struct EndpointRecord {
     pub stub_id: String,
     /// Served without a token.
     pub public: bool,
+    /// What it serves.
+    pub kind: EndpointKind,
     /// The app version that set it.
     pub version: u32,
 }

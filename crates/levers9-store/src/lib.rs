@@ -20,7 +20,7 @@ mod sealed;
 mod sql;
 mod sqlite;
 
-pub use endpoint_model::{EndpointRecord, NewEndpoint};
+pub use endpoint_model::{EndpointKind, EndpointRecord, NewEndpoint};
 pub use error::StoreError;
 pub use function_model::{
     task_state, AttemptRecord, DeploymentRecord, NewDeployment, NewTask, StubRecord, TaskEnd,

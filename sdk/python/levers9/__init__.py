@@ -26,7 +26,7 @@ from .errors import (
     TaskFailed,
     TaskTimeout,
 )
-from .endpoint import Endpoint, endpoint
+from .endpoint import Endpoint, asgi, endpoint
 from .dict import Dict
 from .function import Function, function
 from .image import Image
@@ -66,6 +66,7 @@ __all__ = [
     "Volume",
     "VolumeFileNotFound",
     "VolumeNotFound",
+    "asgi",
     "endpoint",
     "function",
 ]

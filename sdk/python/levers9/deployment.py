@@ -77,7 +77,7 @@ def deploy(module, app_name: Optional[str] = None) -> Tuple[str, int, List[Tuple
         if fn.schedule is not None:
             entry.schedule.CopyFrom(schedule_proto(fn.schedule, pb))
         if isinstance(fn, Endpoint):
-            entry.endpoint.CopyFrom(pb.EndpointSpec(name=fn.endpoint_name, public=fn.public))
+            entry.endpoint.CopyFrom(pb.EndpointSpec(name=fn.endpoint_name, public=fn.public, asgi=fn.asgi))
         deployed.append(entry)
     response = client.call("Deploy", pb.DeployRequest(app_name=app, functions=deployed))
     return app, response.version, functions

@@ -1,4 +1,5 @@
-"""``@endpoint``: a function served over HTTP once its file is deployed.
+"""``@endpoint`` and ``@asgi``: a function, or the ASGI app a function
+returns, served over HTTP once its file is deployed.
 
     from levers9 import endpoint
 
@@ -33,10 +34,12 @@ class Endpoint(Function):
     as for any other, with pickled arguments.
     """
 
-    def __init__(self, raw_f, config, endpoint_name: str, public: bool):
+    def __init__(self, raw_f, config, endpoint_name: str, public: bool, asgi: bool = False):
         super().__init__(raw_f, config)
         self.endpoint_name = endpoint_name
         self.public = public
+        # The function returns an ASGI app, which answers whole requests.
+        self.asgi = asgi
 
     def __repr__(self):
         return f"<levers9.Endpoint {self.endpoint_name} {self.raw_f.__module__}.{self.raw_f.__qualname__}>"
@@ -54,10 +57,31 @@ def endpoint(_fn=None, *, name: Optional[str] = None, public: bool = False, **re
     max_containers, ...), except schedule. The function takes keyword
     arguments that JSON can carry and returns a value JSON can hold.
     """
+    return _decorator(_fn, name, public, False, resources)
+
+
+def asgi(_fn=None, *, name: Optional[str] = None, public: bool = False, **resources):
+    """Serves the ASGI app the function returns (FastAPI, Starlette, or any
+    ASGI 3 callable) once deployed; usable as ``@asgi`` or ``@asgi(...)``.
+
+    Every request under ``/endpoint/<workspace>/<name>/`` goes to the app
+    whole: method, path (under the endpoint's, from ``/``), query, headers
+    and body; the app's status, headers and body come back. The function is
+    called once per container, on its first request, and the app's lifespan
+    startup runs then. A private endpoint's ``Authorization`` header (the
+    workspace token) does not reach the app. The options are `endpoint`'s.
+    Responses are sent whole: a streamed one (SSE) arrives once it ends;
+    websockets are not served.
+    """
+    return _decorator(_fn, name, public, True, resources)
+
+
+def _decorator(_fn, name, public, is_asgi, resources):
+    kind = "asgi" if is_asgi else "endpoint"
     if _fn is not None and not callable(_fn):
-        raise TypeError(f"@endpoint takes keyword arguments only, e.g. @endpoint(name='greet'); got {_fn!r}")
+        raise TypeError(f"@{kind} takes keyword arguments only, e.g. @{kind}(name='greet'); got {_fn!r}")
     if "schedule" in resources:
-        raise TypeError("@endpoint takes no schedule: an endpoint runs when it is requested")
+        raise TypeError(f"@{kind} takes no schedule: an endpoint runs when it is requested")
     if not isinstance(public, bool):
         raise TypeError(f"public is True or False; got {public!r}")
     if name is not None and (not isinstance(name, str) or not _NAME.match(name)):
@@ -70,11 +94,17 @@ def endpoint(_fn=None, *, name: Optional[str] = None, public: bool = False, **re
 
     def decorate(fn):
         if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
-            raise TypeError(f"{fn.__qualname__} is a generator; an endpoint returns one JSON value")
+            what = "its ASGI app" if is_asgi else "one JSON value"
+            raise TypeError(f"{fn.__qualname__} is a generator; an endpoint returns {what}")
+        if is_asgi and inspect.iscoroutinefunction(fn):
+            raise TypeError(f"{fn.__qualname__} is async; an @asgi function returns its app, so define it with def")
         made = make(fn)
         endpoint_name = name or fn.__name__
         if not _NAME.match(endpoint_name):
-            raise ValueError(f"{fn.__name__} is not a valid endpoint name: give one with @endpoint(name=...)")
-        return Endpoint(made.raw_f, made.config, endpoint_name, public)
+            raise ValueError(f"{fn.__name__} is not a valid endpoint name: give one with @{kind}(name=...)")
+        if is_asgi:
+            # The runner sees the plain function: this tells it to host its app.
+            fn.__levers9_asgi__ = True
+        return Endpoint(made.raw_f, made.config, endpoint_name, public, asgi=is_asgi)
 
     return decorate(_fn) if _fn is not None else decorate

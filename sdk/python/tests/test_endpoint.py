@@ -106,3 +106,115 @@ def test_the_decorator_refuses_what_cannot_be_served_at_decoration():
         endpoint(numbers)
     with pytest.raises(ValueError, match="cpu"):
         endpoint(cpu=-1)(hello)
+
+
+ASGI_APP = """
+import json
+from levers9 import asgi
+
+started = []
+
+async def app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        message = await receive()
+        started.append(message["type"])
+        await send({"type": "lifespan.startup.complete"})
+        return
+    request = await receive()
+    body = json.dumps({
+        "method": scope["method"], "path": scope["path"], "raw_path": scope["raw_path"].decode(),
+        "query": scope["query_string"].decode(), "body": request["body"].decode("latin-1"),
+        "headers": [[k.decode("latin-1"), v.decode("latin-1")] for k, v in scope["headers"]],
+        "started": started,
+    }).encode()
+    await send({"type": "http.response.start", "status": 201,
+                "headers": [(b"content-type", b"application/json"), (b"x-caf", b"caf\\xe9")]})
+    await send({"type": "http.response.body", "body": body[:10], "more_body": True})
+    await send({"type": "http.response.body", "body": body[10:]})
+
+@asgi(name="api")
+def make_app():
+    return app
+
+@asgi
+def not_an_app():
+    return 42
+
+async def no_lifespan(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 204, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+
+@asgi
+def make_no_lifespan():
+    return no_lifespan
+"""
+
+
+def test_an_asgi_app_that_ignores_the_lifespan_scope_is_served_without_it(make_worker):  # noqa: F811
+    worker = make_worker("make_no_lifespan", app=ASGI_APP)
+    worker.read()
+    write_frame(worker.conn, {"type": "input", "task_id": "t1", "attempt": 1}, asgi_request("GET", "/"))
+    header, body = worker.results(1)[0]["t1"]
+    assert header["state"] == "complete", header
+    assert asgi_answer(body) == ({"status": 204, "headers": []}, b"")
+
+
+def asgi_request(method, path, body=b"", headers=()):
+    head = {"method": method, "path": path, "raw_path": path, "query_string": "q=1", "root_path": "/endpoint/w/api",
+            "headers": [list(h) for h in headers]}
+    return json.dumps(head).encode() + b"\n" + body
+
+
+def asgi_answer(body):
+    split = body.index(b"\n")
+    return json.loads(body[:split]), body[split + 1 :]
+
+
+def test_an_asgi_app_answers_whole_requests_after_its_lifespan_startup(make_worker):  # noqa: F811
+    worker = make_worker("make_app", app=ASGI_APP, concurrency=2)
+    worker.read()
+    for i in range(2):
+        write_frame(
+            worker.conn,
+            {"type": "input", "task_id": f"t{i}", "attempt": 1},
+            asgi_request("PUT", f"/items/{i}", b"raw\nbody", [("x-bytes", "caf\u00e9")]),
+        )
+    results, _ = worker.results(2)
+    for i in range(2):
+        header, body = results[f"t{i}"]
+        assert header["state"] == "complete", header
+        head, answer = asgi_answer(body)
+        assert head == {"status": 201, "headers": [["content-type", "application/json"], ["x-caf", "caf\u00e9"]]}
+        seen = json.loads(answer)
+        assert (seen["method"], seen["path"], seen["query"], seen["body"]) == ("PUT", f"/items/{i}", "q=1", "raw\nbody")
+        assert seen["headers"] == [["x-bytes", "caf\u00e9"]]
+        # One app per container: its startup ran once, before the first request.
+        assert seen["started"] == ["lifespan.startup"]
+
+
+def test_an_asgi_function_that_returns_no_app_fails_the_request_saying_so(make_worker):  # noqa: F811
+    worker = make_worker("not_an_app", app=ASGI_APP)
+    worker.read()
+    write_frame(worker.conn, {"type": "input", "task_id": "t1", "attempt": 1}, asgi_request("GET", "/"))
+    header, _ = worker.results(1)[0]["t1"]
+    assert header["state"] == "error"
+    assert header["message"] == "TypeError: not_an_app returned a int, not an ASGI app: an @asgi function returns the app, e.g. a FastAPI() or Starlette() instance"
+
+
+def test_asgi_marks_the_endpoint_and_refuses_an_async_factory():
+    from levers9 import asgi
+
+    def make():
+        return None
+
+    made = asgi(name="api", public=True)(make)
+    assert (made.endpoint_name, made.public, made.asgi) == ("api", True, True)
+    assert endpoint(make).asgi is False
+
+    async def make_async():
+        return None
+
+    with pytest.raises(TypeError, match="is async; an @asgi function returns its app"):
+        asgi(make_async)

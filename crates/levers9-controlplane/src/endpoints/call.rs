@@ -4,17 +4,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Bytes;
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use levers9_api::v1::{run_event, TaskOutcome};
-use levers9_store::{task_state, TokenType};
+use levers9_store::{task_state, EndpointKind, TokenType};
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::Status;
 
 use super::lookup::{Endpoints, Resolved};
-use super::request;
+use super::{asgi, request};
 use crate::error::ApiError;
 use crate::services::FunctionApi;
 use crate::Shared;
@@ -26,6 +27,16 @@ const START_ALLOWANCE: Duration = Duration::from_secs(120);
 
 /// The tokens that may call a private endpoint (as for `.remote()`).
 const CALLERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
+
+/// One HTTP request to an endpoint.
+pub(super) struct HttpRequest {
+    pub method: Method,
+    /// Under the endpoint's path, percent-decoded, from `/`.
+    pub path: String,
+    pub uri: Uri,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
 
 /// Serves every endpoint of the install.
 pub(super) struct Gateway {
@@ -44,21 +55,40 @@ impl Gateway {
     }
 
     /// Calls the endpoint `name` of the workspace named `workspace` with
-    /// the request's arguments and answers with its value as JSON.
+    /// the request and answers with its value as JSON (or, for an ASGI
+    /// app, with the app's answer).
     pub(super) async fn serve(
         &self,
         workspace: &str,
         name: &str,
-        method: &Method,
-        uri: &Uri,
-        headers: &HeaderMap,
-        body: &[u8],
+        request: HttpRequest,
     ) -> Result<Response, Status> {
         let found = self.endpoints.find(workspace, name).await?;
-        let endpoint = self.authorize(workspace, name, found, headers).await?;
-        let payload = request::arguments(method, uri, body)?;
+        let endpoint = self
+            .authorize(workspace, name, found, &request.headers)
+            .await?;
+        let payload = match endpoint.record.kind {
+            EndpointKind::Json => {
+                if request.path != "/" {
+                    return Err(not_found(workspace, &format!("{name}{}", request.path)).into());
+                }
+                if request.method != Method::GET && request.method != Method::POST {
+                    return Err(ApiError::InvalidArgument(format!(
+                        "endpoint {name:?} takes GET or POST, not {}",
+                        request.method
+                    ))
+                    .into());
+                }
+                request::arguments(&request.method, &request.uri, &request.body)?
+            }
+            EndpointKind::Asgi => asgi::input(
+                &request,
+                &format!("/endpoint/{workspace}/{name}"),
+                !endpoint.record.public,
+            ),
+        };
         let outcome = self.call(&endpoint, payload).await?;
-        Ok(respond(outcome)?)
+        Ok(respond(endpoint.record.kind, outcome)?)
     }
 
     /// A public endpoint is served to anyone. Otherwise the caller needs a
@@ -87,10 +117,7 @@ impl Gateway {
         caller.require(CALLERS, "call endpoints")?;
         match found {
             Some(endpoint) if endpoint.record.workspace_id == caller.workspace.id => Ok(endpoint),
-            _ => Err(ApiError::NotFound(format!(
-                "no endpoint {name:?} in workspace {workspace:?}: deploy a function with \
-                 @levers9.endpoint(name={name:?}) in it (levers9 deploy)"
-            ))),
+            _ => Err(not_found(workspace, name)),
         }
     }
 
@@ -128,10 +155,19 @@ impl Gateway {
     }
 }
 
-/// 200 with the value the runner encoded as JSON; the function's exception
-/// is 500 and its timeout 504, with the message the runner wrote.
-fn respond(outcome: TaskOutcome) -> Result<Response, ApiError> {
+fn not_found(workspace: &str, name: &str) -> ApiError {
+    ApiError::NotFound(format!(
+        "no endpoint {name:?} in workspace {workspace:?}: deploy a function with \
+         @levers9.endpoint(name={name:?}) in it (levers9 deploy)"
+    ))
+}
+
+/// 200 with the value the runner encoded as JSON, or the ASGI app's own
+/// answer; the function's exception is 500 and its timeout 504, with the
+/// message the runner wrote.
+fn respond(kind: EndpointKind, outcome: TaskOutcome) -> Result<Response, ApiError> {
     match outcome.state.as_str() {
+        task_state::COMPLETE if kind == EndpointKind::Asgi => asgi::response(outcome.payload),
         task_state::COMPLETE => {
             Ok(([(CONTENT_TYPE, "application/json")], outcome.payload).into_response())
         }

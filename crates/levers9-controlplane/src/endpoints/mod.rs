@@ -7,8 +7,10 @@
 //! autoscaling on queued inputs, same `max_containers`. Its keyword
 //! arguments reach the runner as a JSON object rather than a pickle (a
 //! pickle starts with the PROTO opcode, never `{`), and the runner answers
-//! such an input with its value as JSON.
+//! such an input with its value as JSON. An ASGI endpoint's input is the
+//! whole HTTP request instead (see [`asgi`]).
 
+mod asgi;
 mod call;
 mod lookup;
 mod request;
@@ -19,10 +21,10 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::any;
 use axum::Router;
 use levers9_api::v1::DeployedFunction;
-use levers9_store::NewEndpoint;
+use levers9_store::{EndpointKind, NewEndpoint};
 
 use crate::error::ApiError;
 use crate::rest::error_response;
@@ -48,6 +50,11 @@ pub(crate) fn of_deploy(functions: &[DeployedFunction]) -> Result<Vec<NewEndpoin
                 function_name: f.function_name.clone(),
                 name: e.name.clone(),
                 public: e.public,
+                kind: if e.asgi {
+                    EndpointKind::Asgi
+                } else {
+                    EndpointKind::Json
+                },
             })
         })
         .collect()
@@ -73,7 +80,9 @@ fn check_name(name: &str) -> Result<(), String> {
 pub fn router(shared: Arc<Shared>, function: Arc<FunctionApi>) -> Router {
     let gateway = Arc::new(call::Gateway::new(shared, function));
     Router::new()
-        .route("/endpoint/{workspace}/{name}", get(serve).post(serve))
+        .route("/endpoint/{workspace}/{name}", any(serve))
+        .route("/endpoint/{workspace}/{name}/", any(serve))
+        .route("/endpoint/{workspace}/{name}/{*path}", any(serve_path))
         .with_state(gateway)
 }
 
@@ -85,10 +94,37 @@ async fn serve(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    match gateway
-        .serve(&workspace, &name, &method, &uri, &headers, &body)
-        .await
-    {
+    let request = call::HttpRequest {
+        method,
+        path: "/".to_owned(),
+        uri,
+        headers,
+        body,
+    };
+    answer(gateway.serve(&workspace, &name, request).await)
+}
+
+/// A path under the endpoint's, for ASGI apps.
+async fn serve_path(
+    State(gateway): State<Arc<call::Gateway>>,
+    Path((workspace, name, path)): Path<(String, String, String)>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let request = call::HttpRequest {
+        method,
+        path: format!("/{path}"),
+        uri,
+        headers,
+        body,
+    };
+    answer(gateway.serve(&workspace, &name, request).await)
+}
+
+fn answer(result: Result<Response, tonic::Status>) -> Response {
+    match result {
         Ok(response) => response,
         Err(status) => error_response(&status),
     }
@@ -108,6 +144,7 @@ mod tests {
             endpoint: endpoint.map(|n| EndpointSpec {
                 name: n.into(),
                 public: true,
+                asgi: n.starts_with("app"),
             }),
         }
     }
@@ -121,9 +158,12 @@ mod tests {
             [NewEndpoint {
                 function_name: "f".into(),
                 name: "hello-1.v2".into(),
-                public: true
+                public: true,
+                kind: EndpointKind::Json,
             }]
         );
+        let apps = of_deploy(&[function("f", Some("app-1"))]).unwrap();
+        assert_eq!(apps[0].kind, EndpointKind::Asgi);
         for bad in ["", "a/b", "..", "with space", &"x".repeat(65)] {
             let err = of_deploy(&[function("f", Some(bad))]).unwrap_err();
             assert!(

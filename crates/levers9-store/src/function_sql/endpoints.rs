@@ -2,7 +2,7 @@
 
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
 
-use crate::endpoint_model::{EndpointRecord, NewEndpoint};
+use crate::endpoint_model::{EndpointKind, EndpointRecord, NewEndpoint};
 use crate::error::StoreError;
 
 #[derive(FromRow)]
@@ -13,6 +13,7 @@ pub(crate) struct EndpointRow {
     function_name: String,
     stub_id: String,
     public: bool,
+    kind: String,
     version: i64,
 }
 
@@ -24,6 +25,9 @@ impl EndpointRow {
                 self.name, self.version
             ))
         })?;
+        let kind = EndpointKind::parse(&self.kind).ok_or_else(|| {
+            StoreError::Corrupt(format!("endpoint {:?}: kind {:?}", self.name, self.kind))
+        })?;
         Ok(EndpointRecord {
             workspace_id: self.workspace_id,
             name: self.name,
@@ -31,6 +35,7 @@ impl EndpointRow {
             function_name: self.function_name,
             stub_id: self.stub_id,
             public: self.public,
+            kind,
             version,
         })
     }
@@ -70,8 +75,8 @@ where
         };
         sqlx::query(
             "INSERT INTO endpoints \
-             (workspace_id, name, app_name, function_name, stub_id, public, version) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+             (workspace_id, name, app_name, function_name, stub_id, public, kind, version) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(workspace_id)
         .bind(e.name.as_str())
@@ -79,6 +84,7 @@ where
         .bind(e.function_name.as_str())
         .bind(stub_id.as_str())
         .bind(e.public)
+        .bind(e.kind.as_str())
         .bind(version)
         .execute(&mut *conn)
         .await
@@ -109,7 +115,7 @@ where
 {
     let row: Option<EndpointRow> = sqlx::query_as(
         "SELECT e.workspace_id, e.name, e.app_name, e.function_name, e.stub_id, e.public, \
-         e.version FROM endpoints e JOIN workspaces w ON w.id = e.workspace_id \
+         e.kind, e.version FROM endpoints e JOIN workspaces w ON w.id = e.workspace_id \
          WHERE w.name = $1 AND e.name = $2",
     )
     .bind(workspace_name)

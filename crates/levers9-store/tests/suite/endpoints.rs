@@ -1,6 +1,8 @@
 //! The behaviour every backend must show for web endpoints.
 
-use levers9_store::{FunctionStore, NewDeployment, NewEndpoint, RecordStore, StoreError};
+use levers9_store::{
+    EndpointKind, FunctionStore, NewDeployment, NewEndpoint, RecordStore, StoreError,
+};
 
 use super::at;
 use super::functions::{stub, workspace};
@@ -22,6 +24,7 @@ fn deployment(ws: &str, app: &str, function: &str, endpoints: &[(&str, bool)]) -
                 function_name: function.to_owned(),
                 name: (*name).to_owned(),
                 public: *public,
+                kind: EndpointKind::Json,
             })
             .collect(),
         deployed_by: "token-1".to_owned(),
@@ -59,13 +62,18 @@ pub async fn an_endpoint_is_found_by_workspace_name_and_goes_with_a_redeploy<
     assert_eq!(store.find_endpoint("other", "greet").await.unwrap(), None);
     assert_eq!(store.find_endpoint("team", "nope").await.unwrap(), None);
 
-    // The same name, private now; then gone with a deploy without it.
-    store
-        .deploy(deployment(&ws, "web", "hello", &[("greet", false)]))
-        .await
-        .unwrap();
+    assert_eq!(found.kind, EndpointKind::Json);
+
+    // The same name, private and an ASGI app now; then gone with a deploy
+    // without it.
+    let mut redeploy = deployment(&ws, "web", "hello", &[("greet", false)]);
+    redeploy.endpoints[0].kind = EndpointKind::Asgi;
+    store.deploy(redeploy).await.unwrap();
     let found = store.find_endpoint("team", "greet").await.unwrap().unwrap();
-    assert_eq!((found.public, found.version), (false, 2));
+    assert_eq!(
+        (found.public, found.kind, found.version),
+        (false, EndpointKind::Asgi, 2)
+    );
     store
         .deploy(deployment(&ws, "web", "hello", &[]))
         .await

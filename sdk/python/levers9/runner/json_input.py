@@ -1,5 +1,6 @@
 """Inputs of web endpoints: keyword arguments as a JSON object, the value
-returned as JSON.
+returned as JSON; or, for an ``@asgi`` app, the whole HTTP request (see
+`asgi_host`).
 
 The controlplane's endpoint gateway sends the request's arguments as the
 JSON object itself. A pickle (what ``.remote()`` sends) starts with the
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
 from typing import Callable, Tuple
 
 from . import execute
@@ -21,7 +23,12 @@ def is_json(body: bytes) -> bool:
 
 
 def call(fn: Callable, body: bytes):
-    """Calls `fn` with the object's members as keyword arguments."""
+    """Calls `fn` with the object's members as keyword arguments; for an
+    ``@asgi`` function, has its app answer the request."""
+    if getattr(fn, "__levers9_asgi__", False):
+        from .asgi_host import host_of
+
+        return host_of(fn).handle(body)
     try:
         kwargs = json.loads(body)
     except ValueError as e:
@@ -40,6 +47,10 @@ async def _wait_for(awaitable):
 
 def complete_result(task_id: str, function_name: str, value) -> Tuple[dict, bytes]:
     """The result frame with the value as JSON; a value JSON cannot hold is an error."""
+    # Looked up, not imported: only an @asgi container loads the host (and asyncio).
+    asgi_host = sys.modules.get(f"{__package__}.asgi_host")
+    if asgi_host is not None and isinstance(value, asgi_host.AsgiResponse):
+        return {"type": "result", "task_id": task_id, "state": "complete"}, value.encode()
     try:
         body = json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError) as e:

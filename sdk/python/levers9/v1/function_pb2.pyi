@@ -370,12 +370,14 @@ class DeployedFunction(_message.Message):
     def __init__(self, function_name: _Optional[str] = ..., stub_id: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., endpoint: _Optional[_Union[EndpointSpec, _Mapping]] = ...) -> None: ...
 
 class EndpointSpec(_message.Message):
-    __slots__ = ("name", "public")
+    __slots__ = ("name", "public", "asgi")
     NAME_FIELD_NUMBER: _ClassVar[int]
     PUBLIC_FIELD_NUMBER: _ClassVar[int]
+    ASGI_FIELD_NUMBER: _ClassVar[int]
     name: str
     public: bool
-    def __init__(self, name: _Optional[str] = ..., public: bool = ...) -> None: ...
+    asgi: bool
+    def __init__(self, name: _Optional[str] = ..., public: bool = ..., asgi: bool = ...) -> None: ...
 
 class Schedule(_message.Message):
     __slots__ = ("cron", "period_seconds")
