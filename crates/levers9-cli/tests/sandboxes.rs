@@ -29,7 +29,16 @@ async fn sandboxes_on(runtime: &str) {
     // The CLI: a container, a command in it with stdin, its exit code.
     let run = cp.cli_as(
         &admin,
-        &["container", "run", "--detach", &image, "--", "sleep", "120"],
+        &[
+            "container",
+            "run",
+            "--detach",
+            &image,
+            "--",
+            "python3",
+            "-c",
+            "import time; time.sleep(120)",
+        ],
         None,
     );
     assert!(run.status.success(), "{}", text(&run.stderr));
@@ -57,7 +66,7 @@ async fn sandboxes_on(runtime: &str) {
         Some("shout\n"),
     );
     assert_eq!(exec.status.code(), Some(4), "{}", text(&exec.stderr));
-    assert_eq!(text(&exec.stdout), "SHOUT\n");
+    assert_eq!(text(&exec.stdout), "got shout\n");
 }
 
 #[tokio::test]

@@ -4,8 +4,8 @@
 whose own process only waits for ``timeout`` seconds; ``sb.exec(...)`` runs a
 command in it (ContainerService.ExecContainer) with its stdout and stderr
 streamed as they come and its stdin open for writing; ``sb.terminate()``
-stops it. Files go in and out through ``exec`` (``cat``), so the image needs
-a shell and ``cat``, as well as ``sleep``.
+stops it. Its own process is ``python3`` sleeping, and files go in and out
+through ``exec`` (``sh`` and ``cat``), so the image needs those three.
 
 Output is read from the controlplane as the caller reads it: a caller that
 does not read slows the command down (its writes block) rather than filling
@@ -260,7 +260,7 @@ class Sandbox:
         container_pb2, container_pb2_grpc = _container_pb2()
         request = container_pb2.RunContainerRequest(
             image=ref,
-            args=["sleep", str(timeout)],
+            args=["python3", "-c", f"import time; time.sleep({timeout})"],
             env=dict(env or {}),
             pool=pool,
             cpu_millicores=int(round(cpu * 1000)) if cpu else 0,

@@ -87,11 +87,11 @@ def test_files_go_in_and_out(sandbox, tmp_path):
     local.write_bytes(data)
     sandbox.put_file(local, "/tmp/data.bin")
     assert sandbox.get_file("/tmp/data.bin") == data
-    p = sandbox.exec("sha256sum", "/tmp/data.bin")
-    assert p.wait() == 0
     import hashlib
 
-    assert p.stdout.read().split()[0] == hashlib.sha256(data).hexdigest()
+    p = sandbox.exec("python3", "-c", "import hashlib; print(hashlib.sha256(open('/tmp/data.bin', 'rb').read()).hexdigest())")
+    assert p.wait() == 0
+    assert p.stdout.read().strip() == hashlib.sha256(data).hexdigest()
     with pytest.raises(SandboxFileError, match="no-such-file"):
         sandbox.get_file("/tmp/no-such-file")
 
@@ -103,10 +103,10 @@ def test_a_missing_command_exits_nonzero(sandbox):
 
 def test_exec_after_terminate_is_a_clear_error():
     with Sandbox.create(image=IMAGE, timeout=120) as sb:
-        assert sb.exec("true").wait() == 0
+        assert sb.exec("sh", "-c", "exit 0").wait() == 0
         again = Sandbox.from_id(sb.object_id)
     with pytest.raises(SandboxTerminated, match="is not running"):
-        again.exec("true")
+        again.exec("sh", "-c", "exit 0")
 
 
 def test_another_workspace_cannot_see_the_sandbox(sandbox, monkeypatch):
@@ -115,5 +115,5 @@ def test_another_workspace_cannot_see_the_sandbox(sandbox, monkeypatch):
         Sandbox.from_id(sandbox.object_id)
     assert e.value.code == "NOT_FOUND"
     with pytest.raises(ControlplaneError) as e:
-        Sandbox(sandbox.object_id).exec("true").wait()
+        Sandbox(sandbox.object_id).exec("sh", "-c", "exit 0").wait()
     assert e.value.code == "NOT_FOUND"
