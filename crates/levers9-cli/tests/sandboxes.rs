@@ -76,5 +76,5 @@ async fn sandboxes_exec_stream_and_copy_files_on_runc() {
 
 #[tokio::test]
 async fn sandboxes_exec_stream_and_copy_files_on_gvisor() {
-    sandboxes_on("runsc").await;
+    sandboxes_on("gvisor").await;
 }
