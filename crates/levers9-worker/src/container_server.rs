@@ -308,6 +308,25 @@ impl ContainerServer {
         let _ = self.shared.named.set(forwarder);
     }
 
+    /// The caller of a generator's task has taken `received` of its items:
+    /// the runner, which sends items only while few enough are
+    /// unacknowledged, may send more. Ignored for a task the runner no
+    /// longer runs.
+    pub fn ack_items(&self, task_id: &str, received: u64) {
+        let state = self.shared.state();
+        if !state.runs(task_id) {
+            return;
+        }
+        if let Connection::Open { writer, .. } = &state.connection {
+            let frame = wire::encode(
+                &serde_json::json!({"type": "ack", "task_id": task_id, "received": received}),
+                &[],
+            );
+            // A closed writer means the runner is gone; nothing to tell.
+            let _ = writer.send(frame);
+        }
+    }
+
     /// What the runner said so far.
     pub fn outcome(&self) -> RunnerOutcome {
         self.shared.state().outcome.clone()

@@ -187,6 +187,9 @@ async fn session(
                     Some(controlplane_message::Kind::ExecInput(input)) => {
                         supervisor.execs().input(input);
                     }
+                    Some(controlplane_message::Kind::ItemsAck(ack)) => {
+                        supervisor.items_ack(ack);
+                    }
                     Some(controlplane_message::Kind::Registered(_)) | None => {}
                 }
             }

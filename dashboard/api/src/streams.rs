@@ -117,10 +117,11 @@ async fn task_events(
                     "traceback": outcome.traceback,
                 }))
         }
-        // Acceptances and batched results belong to Run streams; WaitTask
-        // sends neither.
-        Some(run_event::Kind::Accepted(_) | run_event::Kind::Results(_)) | None => {
-            Ok(Event::default().comment("accepted"))
-        }
+        // Acceptances, batched results and a generator's items belong to
+        // Run streams; WaitTask sends none of them.
+        Some(
+            run_event::Kind::Accepted(_) | run_event::Kind::Results(_) | run_event::Kind::Item(_),
+        )
+        | None => Ok(Event::default().comment("accepted")),
     }))
 }

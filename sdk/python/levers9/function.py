@@ -19,19 +19,44 @@ from .schedule import check_schedule
 
 
 class _RemoteCalls:
-    """``remote``, ``map`` and ``spawn`` over a stub that `_client_and_stub` names."""
+    """``remote``, ``map``, ``spawn`` and ``remote_gen`` over a stub that `_client_and_stub` names."""
 
     def __init__(self):
         self.remote = AioMethod(self._remote, "Runs the function remotely on one input and returns its value.")
         self.map = AioGeneratorMethod(self._map, _RemoteCalls._map.__doc__ or "")
         self.spawn = AioMethod(self._spawn, "Starts one remote call and returns a FunctionCall right away.")
+        self.remote_gen = AioGeneratorMethod(self._remote_gen, _RemoteCalls._remote_gen.__doc__ or "")
 
     def _client_and_stub(self):
         raise NotImplementedError
 
+    def _check_kind(self, generator_call: bool, method: str) -> None:
+        """Refuses a call of the wrong kind when the function is known here
+        (a looked-up function is checked by the controlplane instead)."""
+
+    def _remote_gen(self, cancellation, /, *args, **kwargs):
+        """Runs a generator function remotely on one input, yielding its items as it yields them.
+
+        The generator runs at most a window of items (16, or 16 MiB) ahead of
+        the items taken from this iterator. An exception it raises is raised
+        here after the items before it.
+        """
+        self._check_kind(True, "remote_gen")
+        from . import invoke
+
+        payload = invoke.pickle_input(args, kwargs)
+        return self._remote_gen_items(cancellation, payload)
+
+    def _remote_gen_items(self, cancellation, payload):
+        from .generator import run_generator
+
+        client, stub_id = self._client_and_stub()
+        yield from run_generator(client, stub_id, payload, cancellation)
+
     def _remote(self, cancellation, /, *args, **kwargs):
         from . import invoke
 
+        self._check_kind(False, "remote")
         payload = invoke.pickle_input(args, kwargs)
         client, stub_id = self._client_and_stub()
         return invoke.run_one(client, stub_id, payload, cancellation)
@@ -43,6 +68,7 @@ class _RemoteCalls:
         ``order_outputs=False``). A failed input raises its exception, which
         cancels the rest, unless ``return_exceptions=True`` yields it instead.
         """
+        self._check_kind(False, "map")
         iterables = (iterable,) + more_iterables
         for it in iterables:
             if not hasattr(it, "__iter__"):
@@ -70,6 +96,7 @@ class _RemoteCalls:
         from . import invoke
         from .call import FunctionCall
 
+        self._check_kind(False, "spawn")
         payload = invoke.pickle_input(args, kwargs)
         client, stub_id = self._client_and_stub()
         return FunctionCall(invoke.spawn(client, stub_id, payload))
@@ -82,10 +109,12 @@ class Function(_RemoteCalls):
     - ``f.remote(...)`` runs it in a container and returns its value.
     - ``f.map(xs, ys, ...)`` runs it on every zipped item, yielding values.
     - ``f.spawn(...)`` starts it and returns a `FunctionCall` at once.
+    - ``f.remote_gen(...)``, for a generator function, yields its items
+      as it yields them remotely.
 
     ``remote``, ``map`` and ``spawn`` have async forms:
     ``await f.remote.aio(...)``, ``async for v in f.map.aio(...)``,
-    ``await f.spawn.aio(...)``.
+    ``await f.spawn.aio(...)``, ``async for v in f.remote_gen.aio(...)``.
 
     ``Function.lookup(app, name)`` finds a deployed function instead (see
     ``levers9 deploy``), callable the same way without its code.
@@ -116,6 +145,24 @@ class Function(_RemoteCalls):
         from .deployment import lookup
 
         return lookup(app_name, function_name)
+
+    @property
+    def is_generator(self) -> bool:
+        """Whether the function yields (a generator or an async generator)."""
+        return inspect.isgeneratorfunction(self.raw_f) or inspect.isasyncgenfunction(self.raw_f)
+
+    def _check_kind(self, generator_call: bool, method: str) -> None:
+        name = self.raw_f.__qualname__
+        if self.is_generator and not generator_call:
+            raise TypeError(
+                f"{name} is a generator function: iterate over {name}.remote_gen(...) (or async for over "
+                f"{name}.remote_gen.aio(...)), which streams its items; .{method} takes a returned value"
+            )
+        if generator_call and not self.is_generator:
+            raise TypeError(
+                f"{name} is not a generator function: call it with {name}.remote(...); "
+                f".remote_gen streams the items of a function that yields"
+            )
 
     def local(self, *args, **kwargs):
         """Runs the plain function in this process."""
@@ -203,8 +250,11 @@ def function(
             raise TypeError(f"{fn.raw_f.__qualname__} is already a levers9 function: decorate it once")
         if not inspect.isfunction(fn):
             raise TypeError(f"@function decorates functions defined with def or async def; got {type(fn).__name__}")
-        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
-            raise TypeError(f"{fn.__qualname__} is a generator; remote functions return a value: return a list instead")
+        if schedule is not None and (inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)):
+            raise ValueError(
+                f"{fn.__qualname__} is a generator and has a schedule: a scheduled run has no caller to "
+                f"take its items; return a value instead, or drop the schedule"
+            )
         check_schedule(schedule, fn)
         return Function(fn, config, schedule)
 

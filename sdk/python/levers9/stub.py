@@ -153,6 +153,9 @@ def create_stub(client: Client, raw_f, config) -> str:
     ensure_stored(client, code)
     sdk = _sdk_object()
     ensure_stored(client, sdk)
+    stub = stub_config(config, client)
+    # Part of the stub: the controlplane lets only a generator Run call it.
+    stub.generator = inspect.isgeneratorfunction(raw_f) or inspect.isasyncgenfunction(raw_f)
     response = client.call(
         "GetOrCreateStub",
         pb.GetOrCreateStubRequest(
@@ -161,7 +164,7 @@ def create_stub(client: Client, raw_f, config) -> str:
             sdk_digest=sdk.digest,
             module_path=location.module_path,
             function_name=location.qualname,
-            config=stub_config(config, client),
+            config=stub,
         ),
     )
     return response.stub_id

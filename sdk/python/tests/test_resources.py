@@ -2,7 +2,7 @@
 
 import pytest
 
-from levers9 import Function, Image, Volume, function
+from levers9 import Function, Image, Period, Volume, function
 from levers9.resources import build_config, parse_cpu, parse_gpu, parse_memory
 
 
@@ -116,11 +116,36 @@ def test_function_errors_fail_at_decoration_time():
     with pytest.raises(TypeError, match="keyword arguments only"):
         function(2)
 
-    with pytest.raises(TypeError, match="generator"):
+    with pytest.raises(ValueError, match="gen is a generator and has a schedule: a scheduled run has no caller"):
 
-        @function
+        @function(schedule=Period(minutes=5))
         def gen():
             yield 1
+
+
+def test_a_generator_function_is_called_with_remote_gen_and_a_plain_one_is_not():
+    @function
+    def gen(n):
+        yield from range(n)
+
+    @function
+    async def agen(n):
+        yield n
+
+    @function
+    def plain(n):
+        return n
+
+    assert gen.is_generator and agen.is_generator and not plain.is_generator
+    assert list(gen.local(3)) == [0, 1, 2]
+    # Refused before anything is uploaded or any controlplane is asked.
+    for call in (gen.remote, gen.spawn, agen.remote):
+        with pytest.raises(TypeError, match=r"is a generator function: iterate over .*\.remote_gen\(\.\.\.\)"):
+            call(1)
+    with pytest.raises(TypeError, match=r"gen is a generator function: .*\.map takes a returned value"):
+        gen.map([1])
+    with pytest.raises(TypeError, match=r"plain is not a generator function: call it with .*plain\.remote\(\.\.\.\)"):
+        plain.remote_gen(1)
 
 
 def test_nested_functions_run_locally_but_refuse_remote_with_a_clear_error():

@@ -31,6 +31,7 @@ use crate::machines::WorkerBinding;
 use levers9_store::{task_state, TokenType};
 
 pub(crate) mod execs;
+mod items;
 
 /// How long a new stream may take to send its Register.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -288,6 +289,9 @@ async fn handle(
         }
         Some(worker_message::Kind::ExecOutput(output)) => {
             execs::forward(fleet, stream, output).await?
+        }
+        Some(worker_message::Kind::TaskItem(item)) => {
+            items::forward(fleet, worker, stream, item).await?;
         }
         Some(worker_message::Kind::Event(event)) => container_event(fleet, worker, event).await?,
         Some(worker_message::Kind::Log(chunk)) => {

@@ -16,6 +16,8 @@
 //! Hot state keys:
 //! - kv `task-input:<id>`: the [`Ticket`] and payload of a task not yet done;
 //! - kv `task-result:<id>`: its [`TaskOutcome`], kept for the result TTL;
+//! - kv `task-item:<id>:<n>`: a generator's item over 1 MiB, until its
+//!   caller's replica takes it (see [`items`]);
 //! - queue `dispatch`: [`DispatchEvent`]s for the dispatcher;
 //! - channel `reply:<id>`: [`RunEvent`]s for the followers of a spawned
 //!   task; a Run stream's events take its replica's channel instead (see
@@ -27,6 +29,7 @@
 //! that another replica may need.
 
 pub mod dispatcher;
+pub mod items;
 mod local;
 pub mod objects;
 pub mod replies;

@@ -55,6 +55,11 @@ pub struct StubSpec {
     /// Volumes of the workspace and where they are mounted: name, path.
     #[serde(default)]
     pub volumes: Vec<(String, String)>,
+    /// A generator: called only by a Run that says so, and streams items.
+    /// Left out of the stored form when false, so the stubs of plain
+    /// functions keep the ids they had before generators came.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub generator: bool,
 }
 
 fn or(value: u32, default: u32) -> u32 {
@@ -125,6 +130,7 @@ impl StubSpec {
             pool: config.pool,
             max_containers: or(config.max_containers, DEFAULT_MAX_CONTAINERS),
             volumes,
+            generator: config.generator,
         })
     }
 
@@ -159,6 +165,7 @@ impl StubSpec {
                     mount_path: mount_path.clone(),
                 })
                 .collect(),
+            generator: self.generator,
         }
     }
 
@@ -381,6 +388,30 @@ mod tests {
         );
         assert!(message(&[("A=B", "x")]).contains("not a valid environment variable name"));
         assert!(message(&[("", "x")]).contains("not a valid environment variable name"));
+    }
+
+    #[test]
+    fn only_a_generator_says_so_in_the_stored_form() {
+        let plain = StubSpec::from_config(StubConfig::default(), "img".into()).unwrap();
+        // A plain function's stub keeps the id it had before generators.
+        assert!(
+            !plain.to_json().contains("generator"),
+            "{}",
+            plain.to_json()
+        );
+        let generator = StubConfig {
+            generator: true,
+            ..StubConfig::default()
+        };
+        let spec = StubSpec::from_config(generator, "img".into()).unwrap();
+        let stored = StubSpec::from_json("st-1", &spec.to_json()).unwrap();
+        assert!(stored.generator);
+        assert!(stored.to_config().generator);
+        assert!(
+            !StubSpec::from_json("st-1", &plain.to_json())
+                .unwrap()
+                .generator
+        );
     }
 
     #[test]

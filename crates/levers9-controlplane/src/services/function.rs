@@ -23,7 +23,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::convert;
 use super::deployment;
-use super::run_driver::RunDriver;
+use super::run_driver::{check_call_kind, RunDriver};
 use super::schedule;
 use super::stub;
 use crate::auth::Caller;
@@ -88,6 +88,7 @@ impl FunctionApi {
         inbound: BoxStream<'static, Result<RunRequest, Status>>,
     ) -> Result<Response<EventStream>, Status> {
         let stub = self.stub(caller, &start.stub_id).await?;
+        check_call_kind(&stub, start.generator)?;
         let (reply, events) = self.shared.fleet.tasks().open_reply().await?;
         let api = FunctionApi {
             shared: self.shared.clone(),
@@ -428,6 +429,7 @@ impl FunctionService for FunctionApi {
         let caller = self.caller(request.metadata()).await?;
         let body = request.into_inner();
         let stub = self.stub(&caller, &body.stub_id).await?;
+        check_call_kind(&stub, false)?;
         let task_id = new_task_id();
         let ticket = Ticket {
             task_id: task_id.clone(),

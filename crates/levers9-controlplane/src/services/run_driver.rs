@@ -1,12 +1,13 @@
 //! One Run stream of the FunctionService: inputs in, events out.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use levers9_api::v1::{
-    run_event, run_request, RunEvent, RunInput, RunInputs, RunRequest, RunStart, TaskAccepted,
-    TaskOutcome, TaskOutcomes,
+    controlplane_message, run_event, run_request, ControlplaneMessage, ItemsAck, ItemsReceived,
+    RunEvent, RunInput, RunInputs, RunRequest, RunStart, TaskAccepted, TaskItemEvent, TaskOutcome,
+    TaskOutcomes,
 };
 use levers9_store::{task_state, StubRecord};
 use prost::Message;
@@ -17,6 +18,7 @@ use tonic::Status;
 
 use super::function::{event, new_task_id, EventStream, FunctionApi};
 use crate::error::ApiError;
+use crate::functions::spec::StubSpec;
 use crate::functions::{DispatchEvent, Ticket};
 
 /// Inputs a Run stream turns into tasks in one batch, at most (a batch
@@ -51,6 +53,35 @@ pub(super) struct RunDriver {
     /// Complete results ready to go in the next event (batch_results).
     ready: Vec<TaskOutcome>,
     ready_bytes: usize,
+    /// A generator's Run: one input, its items streamed and acknowledged.
+    generator: bool,
+    /// Inputs taken so far.
+    inputs_taken: usize,
+    /// Where each generator task last sent an item from (worker,
+    /// container): where the caller's acknowledgements go.
+    running_at: HashMap<String, (String, String)>,
+}
+
+/// Refuses a call of the wrong kind for the stub: a generator streams
+/// items, which only a Run that says `generator` takes (and acknowledges);
+/// a plain function has none to stream. `generator_call` is what the
+/// caller asked for.
+pub(super) fn check_call_kind(stub: &StubRecord, generator_call: bool) -> Result<(), ApiError> {
+    let generator = StubSpec::from_json(&stub.id, &stub.config_json)?.generator;
+    match (generator, generator_call) {
+        (true, false) => Err(ApiError::FailedPrecondition(format!(
+            "{} is a generator function: iterate over .remote_gen(...) (or async for over \
+             .remote_gen.aio(...)), which streams its items; .remote, .map and .spawn take a \
+             returned value",
+            stub.name
+        ))),
+        (false, true) => Err(ApiError::FailedPrecondition(format!(
+            "{} is not a generator function: call it with .remote(...), which returns its \
+             value; .remote_gen streams the items of a function that yields",
+            stub.name
+        ))),
+        _ => Ok(()),
+    }
 }
 
 impl RunDriver {
@@ -77,6 +108,9 @@ impl RunDriver {
             outstanding: HashSet::new(),
             ready: Vec::new(),
             ready_bytes: 0,
+            generator: start.generator,
+            inputs_taken: 0,
+            running_at: HashMap::new(),
         };
         tokio::spawn(async move { run.drive(inbound, events).await });
         Box::pin(ReceiverStream::new(rx))
@@ -87,16 +121,19 @@ impl RunDriver {
         mut inbound: futures::stream::BoxStream<'static, Result<RunRequest, Status>>,
         mut events: futures::stream::BoxStream<'static, Vec<u8>>,
     ) {
-        let mut inputs_done = false;
+        // A generator's caller keeps its side open after its one input, for
+        // its acknowledgements: its Run ends with its task.
+        let mut inbound_open = true;
         // When the results held for the next event must leave.
         let mut flush_at: Option<Instant> = None;
         loop {
+            let inputs_done = !inbound_open || (self.generator && self.inputs_taken > 0);
             if inputs_done && self.outstanding.is_empty() {
                 self.send_ready().await;
                 return;
             }
             tokio::select! {
-                message = inbound.next(), if !inputs_done => match message {
+                message = inbound.next(), if inbound_open => match message {
                     Some(Ok(first)) => {
                         let mut count = input_count(&first);
                         let mut batch = vec![first];
@@ -108,7 +145,7 @@ impl RunDriver {
                                     count += input_count(&next);
                                     batch.push(next);
                                 }
-                                Some(None) => { inputs_done = true; break; }
+                                Some(None) => { inbound_open = false; break; }
                                 _ => break,
                             }
                         }
@@ -118,7 +155,7 @@ impl RunDriver {
                             return;
                         }
                     }
-                    None => inputs_done = true,
+                    None => inbound_open = false,
                     Some(Err(_)) => {
                         self.cancel_outstanding().await;
                         return;
@@ -179,6 +216,10 @@ impl RunDriver {
             let given = match request.kind {
                 Some(run_request::Kind::Input(input)) => vec![input],
                 Some(run_request::Kind::Inputs(RunInputs { inputs })) => inputs,
+                Some(run_request::Kind::Received(received)) => {
+                    self.acknowledge(received).await?;
+                    continue;
+                }
                 _ => {
                     return Err(ApiError::InvalidArgument(
                         "only inputs may follow the start of a Run stream".into(),
@@ -186,6 +227,13 @@ impl RunDriver {
                     .into())
                 }
             };
+            self.inputs_taken += given.len();
+            if self.generator && self.inputs_taken > 1 {
+                return Err(ApiError::InvalidArgument(
+                    "a generator's Run takes one input: start a Run for each call".into(),
+                )
+                .into());
+            }
             for RunInput { index, payload } in given {
                 let task_id = new_task_id();
                 self.outstanding.insert(task_id.clone());
@@ -196,6 +244,9 @@ impl RunDriver {
                 };
                 inputs.push((ticket, payload));
             }
+        }
+        if inputs.is_empty() {
+            return Ok(());
         }
         // Only callers that asked for task ids pay for a copy of them.
         let accepted: Vec<(u64, String)> = if self.report_accepted {
@@ -227,6 +278,7 @@ impl RunDriver {
                 if !self.outstanding.remove(&notice.task_id) {
                     return true;
                 }
+                self.running_at.remove(&notice.task_id);
                 // A complete result comes with its payload from the
                 // worker's stream; other ends are notices to look up.
                 if notice.state == task_state::COMPLETE && !notice.payload.is_empty() {
@@ -247,10 +299,57 @@ impl RunDriver {
                     Err(error) => return self.tx.send(Err(error.into())).await.is_ok(),
                 }
             }
+            run_event::Kind::Item(item) => match self.item(item).await {
+                Ok(Some(item)) => run_event::Kind::Item(item),
+                Ok(None) => return true,
+                Err(error) => return self.tx.send(Err(error.into())).await.is_ok(),
+            },
             other => other,
         };
         // In the order they came: the results kept so far go first.
         self.send_ready().await && self.send(kind).await
+    }
+
+    /// A generator's item for the caller, whole (one over 1 MiB waited in
+    /// the hot state); `None` for an item of a task no longer followed.
+    async fn item(&mut self, mut item: TaskItemEvent) -> Result<Option<TaskItemEvent>, ApiError> {
+        if !self.outstanding.contains(&item.task_id) {
+            return Ok(None);
+        }
+        self.running_at.insert(
+            item.task_id.clone(),
+            (item.worker_id.clone(), item.container_id.clone()),
+        );
+        if item.payload.is_empty() {
+            let tasks = self.api.shared.fleet.tasks();
+            item.payload = tasks
+                .take_item(&item.task_id, item.item_index)
+                .await?
+                .ok_or_else(|| {
+                    ApiError::Unavailable(format!(
+                        "item {} of task {} expired before it could be sent: call again",
+                        item.item_index, item.task_id
+                    ))
+                })?;
+        }
+        Ok(Some(item))
+    }
+
+    /// Passes a generator caller's count of items taken to the runner of
+    /// the task, which sends more items only as this count grows.
+    async fn acknowledge(&self, received: ItemsReceived) -> Result<(), ApiError> {
+        let Some((worker_id, container_id)) = self.running_at.get(&received.task_id) else {
+            // No item came yet (nothing to acknowledge), or the task ended.
+            return Ok(());
+        };
+        let ack = ControlplaneMessage {
+            kind: Some(controlplane_message::Kind::ItemsAck(ItemsAck {
+                container_id: container_id.clone(),
+                task_id: received.task_id,
+                received: received.received,
+            })),
+        };
+        self.api.shared.fleet.send_to_worker(worker_id, ack).await
     }
 
     /// Sends the complete results kept for one event, if any.

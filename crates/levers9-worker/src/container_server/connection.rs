@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use levers9_api::v1::{worker_message, RunnerReady, TaskOutput, TaskResult, WorkerMessage};
+use levers9_api::v1::{
+    worker_message, RunnerReady, TaskItem, TaskOutput, TaskResult, WorkerMessage,
+};
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixListener;
@@ -98,6 +100,20 @@ impl Shared {
                     .await;
             }
             FromRunner::ObjectCall(call) => self.object_call(call, body),
+            FromRunner::Item { task_id, index } => {
+                if !self.state().runs(&task_id) {
+                    tracing::debug!(container_id = %self.container_id, %task_id, "an item of a task that is not running; dropped");
+                    return Ok(());
+                }
+                let item = TaskItem {
+                    container_id: self.container_id.clone(),
+                    task_id,
+                    item_index: index,
+                    payload: body,
+                };
+                self.report(message(worker_message::Kind::TaskItem(item)))
+                    .await;
+            }
             FromRunner::CancelRefused { task_id } => {
                 if self.state().runs(&task_id) {
                     tracing::info!(container_id = %self.container_id, %task_id, "a cancelled input is already running and cannot be interrupted; stopping its container");

@@ -528,4 +528,5 @@ async fn observe_logs_a_runner_without_the_credential_and_serves_it() {
 }
 
 mod cancel;
+mod items;
 mod waiting;

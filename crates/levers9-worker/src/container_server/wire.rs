@@ -66,6 +66,15 @@ pub enum FromRunner {
     /// A Dict or Queue call of code in the container; the body is its
     /// byte strings (see `named.rs`).
     ObjectCall(super::named::ObjectCall),
+    /// A generator yielded an item while running a task; the body is the
+    /// cloudpickled item. The runner sends items only while fewer than its
+    /// window are unacknowledged, so the worker keeps no queue of them.
+    Item {
+        /// The task.
+        task_id: String,
+        /// From 0 within the task.
+        index: u64,
+    },
     /// A cancel came for a task the runner has already started: a thread
     /// cannot be interrupted, so it runs on.
     CancelRefused {
@@ -227,6 +236,23 @@ mod tests {
             }
         );
         assert_eq!(body, b"pickle");
+    }
+
+    #[tokio::test]
+    async fn an_item_frame_carries_its_index_and_body() {
+        let frame = encode(
+            &serde_json::json!({"type": "item", "task_id": "t1", "index": 3}),
+            b"item",
+        );
+        let (message, body) = parse(&frame).await.unwrap().unwrap();
+        assert_eq!(
+            message,
+            FromRunner::Item {
+                task_id: "t1".into(),
+                index: 3
+            }
+        );
+        assert_eq!(body, b"item");
     }
 
     #[tokio::test]

@@ -8,7 +8,8 @@ use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 use levers9_api::v1::{
-    worker_message, CancelInput, ContainerEvent, ObjectMount, RunContainer, TaskInput, TaskResult,
+    worker_message, CancelInput, ContainerEvent, ItemsAck, ObjectMount, RunContainer, TaskInput,
+    TaskResult,
 };
 use levers9_runtime::{BindMount, ContainerSpec, Network};
 
@@ -101,6 +102,15 @@ impl Supervisor {
         let server = self.servers().get(&cancel.container_id).cloned();
         if let Some(server) = server {
             server.cancel_input(&cancel.task_id);
+        }
+    }
+
+    /// Passes a generator caller's count of items taken to the runner of
+    /// its container; one whose container is gone needs nothing.
+    pub fn items_ack(&self, ack: ItemsAck) {
+        let server = self.servers().get(&ack.container_id).cloned();
+        if let Some(server) = server {
+            server.ack_items(&ack.task_id, ack.received);
         }
     }
 

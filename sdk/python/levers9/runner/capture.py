@@ -62,6 +62,12 @@ class OutputRouter:
         if self._buffers:
             self.flush(task_id)
 
+    def flush_pending(self, task_id: str) -> None:
+        """Sends what `task_id` printed so far, if anything (before a
+        generator's item, so the caller sees them in order)."""
+        if self._buffers:
+            self.flush(task_id)
+
     def capture(self, stream: str, data: bytes) -> None:
         task_id = self.current_task()
         if task_id is None or not data:

@@ -22,19 +22,24 @@ def call_function(fn: Callable, body: bytes):
     Each task thread runs its own event loop (asyncio.run), so an async
     function with concurrency > 1 runs its inputs side by side in threads.
     """
-    try:
-        args, kwargs = cloudpickle.loads(body)
-    except Exception as e:
-        raise RuntimeError(
-            f"the arguments cannot be unpickled in the container ({type(e).__name__}: {e}); "
-            f"pass plain data, or make the modules they come from available in the image or the code directory"
-        ) from e
+    args, kwargs = unpickle_input(body)
     value = fn(*args, **kwargs)
     if inspect.isawaitable(value):
         import asyncio
 
         value = asyncio.run(_wait_for(value))
     return value
+
+
+def unpickle_input(body: bytes) -> Tuple[tuple, dict]:
+    """The (args, kwargs) of an input."""
+    try:
+        return cloudpickle.loads(body)
+    except Exception as e:
+        raise RuntimeError(
+            f"the arguments cannot be unpickled in the container ({type(e).__name__}: {e}); "
+            f"pass plain data, or make the modules they come from available in the image or the code directory"
+        ) from e
 
 
 async def _wait_for(awaitable):

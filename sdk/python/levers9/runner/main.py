@@ -25,6 +25,11 @@ Contract with the worker (frames in `levers9.wire`):
    Code in the container that uses a ``Dict`` or ``Queue`` sends
    ``object_call`` frames; this thread hands each ``object_reply`` to the
    thread waiting for it (see `levers9.named`).
+   A generator's input sends ``item`` frames (``index`` from 0, the
+   pickled item as body) before its result, within a window of items the
+   caller has not acknowledged; ``ack`` frames (``received``: items taken
+   so far) open it again, and a cancel stops it at its next item with a
+   ``cancelled`` result (see `stream`).
 4. Exit 0 when the worker closes the socket or on SIGTERM, without waiting
    for running inputs: nobody is left to receive their results.
 
@@ -47,7 +52,7 @@ from typing import Callable
 
 from .. import named, wire
 from ..modules import find_attribute, load_file
-from . import capture, execute, json_input
+from . import capture, execute, json_input, stream
 
 # The worker listens before it starts the container, but a slow bind or a
 # restart of the container server should not cost the container.
@@ -163,15 +168,16 @@ def main() -> int:
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="levers9-task")
     # From here on this thread reads the replies to Dict and Queue calls.
     container_objects.serving = True
-    serve(conn, router, pool, fn, qualname)
+    serve(conn, router, pool, fn, qualname, stream.Streams() if stream.is_generator(fn) else None)
     router.flush()
     _exit_now(0)
     return 0  # not reached; keeps the signature honest for tests that patch os._exit
 
 
-def serve(conn: Connection, router: capture.OutputRouter, pool, fn: Callable, name: str) -> None:
-    """Reads frames until the worker closes the socket."""
-    held = _Held()
+def serve(conn: Connection, router: capture.OutputRouter, pool, fn: Callable, name: str, streams=None) -> None:
+    """Reads frames until the worker closes the socket; `streams` when `fn`
+    is a generator, whose inputs stream items."""
+    held = _Held(streams)
     while True:
         try:
             frame = wire.read_frame(conn.reader)
@@ -181,10 +187,22 @@ def serve(conn: Connection, router: capture.OutputRouter, pool, fn: Callable, na
         if frame is None:
             return
         header, body = frame
-        if header["type"] == "input":
+        if header["type"] == "input" and streams is not None:
+            task_id = str(header.get("task_id", ""))
+            # Opened here, not on the task's thread, so a cancel that comes
+            # as it starts finds a generator to stop.
+            credit = streams.open(task_id)
+            future = pool.submit(_run_generator_task, conn, router, credit, fn, name, header, body)
+            # Also when the input is cancelled before it starts.
+            future.add_done_callback(lambda _, t=task_id, c=credit: streams.close(t, c))
+            held.add(task_id, future)
+        elif header["type"] == "input":
             held.add(str(header.get("task_id", "")), pool.submit(_run_task, conn, router, fn, name, header, body))
         elif header["type"] == "object_reply":
             named.answer(header, body)
+        elif header["type"] == "ack":
+            if streams is not None:
+                streams.ack(str(header.get("task_id", "")), int(header.get("received", 0)))
         elif header["type"] == "cancel":
             held.cancel(conn, str(header.get("task_id", "")))
         else:
@@ -196,9 +214,10 @@ def serve(conn: Connection, router: capture.OutputRouter, pool, fn: Callable, na
 class _Held:
     """The inputs not yet ended, by task id, so a cancel finds its input."""
 
-    def __init__(self):
+    def __init__(self, streams=None):
         self._lock = threading.Lock()
         self._futures: dict = {}
+        self._streams = streams
 
     def add(self, task_id: str, future) -> None:
         with self._lock:
@@ -219,15 +238,42 @@ class _Held:
             return
         if future.cancel():
             conn.send({"type": "result", "task_id": task_id, "state": "cancelled", "message": "cancelled before it started"})
-        elif not future.done():
+        elif future.done():
+            pass
+        elif self._streams is not None and self._streams.cancel(task_id):
+            pass  # a generator: it stops at its next item and says cancelled
+        else:
             conn.send({"type": "cancel_refused", "task_id": task_id})
 
 
-def _run_task(conn: Connection, router: capture.OutputRouter, fn: Callable, name: str, header: dict, body: bytes):
+def _begin(router: capture.OutputRouter, header: dict) -> str:
     task_id = str(header.get("task_id", ""))
     os.environ["LEVERS9_TASK_ID"] = task_id
     os.environ["LEVERS9_TASK_ATTEMPT"] = str(header.get("attempt", 1))
     router.begin_task(task_id)
+    return task_id
+
+
+def _send_result(conn: Connection, task_id: str, result) -> None:
+    try:
+        conn.send(*result)
+    except OSError as e:
+        log(f"cannot send the result of task {task_id}: {e}")
+
+
+def _run_generator_task(conn, router, credit, fn: Callable, name: str, header: dict, body: bytes):
+    task_id = _begin(router, header)
+    try:
+        # A worker gone while an item was on its way fails the stream like
+        # an error of the generator's; its result then fails to send too.
+        result = stream.run(conn.send, lambda: router.flush_pending(task_id), credit, fn, name, task_id, body)
+    finally:
+        router.end_task(task_id)
+    _send_result(conn, task_id, result)
+
+
+def _run_task(conn: Connection, router: capture.OutputRouter, fn: Callable, name: str, header: dict, body: bytes):
+    task_id = _begin(router, header)
     as_json = json_input.is_json(body)
     try:
         value = json_input.call(fn, body) if as_json else execute.call_function(fn, body)
@@ -238,7 +284,4 @@ def _run_task(conn: Connection, router: capture.OutputRouter, fn: Callable, name
     finally:
         # Output first, so the caller sees everything printed before the result.
         router.end_task(task_id)
-    try:
-        conn.send(*result)
-    except OSError as e:
-        log(f"cannot send the result of task {task_id}: {e}")
+    _send_result(conn, task_id, result)

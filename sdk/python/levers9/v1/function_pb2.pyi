@@ -45,7 +45,7 @@ class GetObjectResponse(_message.Message):
     def __init__(self, data: _Optional[bytes] = ...) -> None: ...
 
 class StubConfig(_message.Message):
-    __slots__ = ("image", "cpu_millicores", "memory_mib", "gpu_types", "gpu_count", "retries", "timeout_seconds", "keep_warm_seconds", "concurrency", "env", "secrets", "pool", "max_containers", "volumes")
+    __slots__ = ("image", "cpu_millicores", "memory_mib", "gpu_types", "gpu_count", "retries", "timeout_seconds", "keep_warm_seconds", "concurrency", "env", "secrets", "pool", "max_containers", "volumes", "generator")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -67,6 +67,7 @@ class StubConfig(_message.Message):
     POOL_FIELD_NUMBER: _ClassVar[int]
     MAX_CONTAINERS_FIELD_NUMBER: _ClassVar[int]
     VOLUMES_FIELD_NUMBER: _ClassVar[int]
+    GENERATOR_FIELD_NUMBER: _ClassVar[int]
     image: str
     cpu_millicores: int
     memory_mib: int
@@ -81,7 +82,8 @@ class StubConfig(_message.Message):
     pool: str
     max_containers: int
     volumes: _containers.RepeatedCompositeFieldContainer[_volume_pb2.VolumeMount]
-    def __init__(self, image: _Optional[str] = ..., cpu_millicores: _Optional[int] = ..., memory_mib: _Optional[int] = ..., gpu_types: _Optional[_Iterable[str]] = ..., gpu_count: _Optional[int] = ..., retries: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., keep_warm_seconds: _Optional[int] = ..., concurrency: _Optional[int] = ..., env: _Optional[_Mapping[str, str]] = ..., secrets: _Optional[_Iterable[str]] = ..., pool: _Optional[str] = ..., max_containers: _Optional[int] = ..., volumes: _Optional[_Iterable[_Union[_volume_pb2.VolumeMount, _Mapping]]] = ...) -> None: ...
+    generator: bool
+    def __init__(self, image: _Optional[str] = ..., cpu_millicores: _Optional[int] = ..., memory_mib: _Optional[int] = ..., gpu_types: _Optional[_Iterable[str]] = ..., gpu_count: _Optional[int] = ..., retries: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., keep_warm_seconds: _Optional[int] = ..., concurrency: _Optional[int] = ..., env: _Optional[_Mapping[str, str]] = ..., secrets: _Optional[_Iterable[str]] = ..., pool: _Optional[str] = ..., max_containers: _Optional[int] = ..., volumes: _Optional[_Iterable[_Union[_volume_pb2.VolumeMount, _Mapping]]] = ..., generator: bool = ...) -> None: ...
 
 class GetOrCreateStubRequest(_message.Message):
     __slots__ = ("name", "code_digest", "sdk_digest", "module_path", "function_name", "config")
@@ -146,14 +148,24 @@ class GetStubResponse(_message.Message):
     def __init__(self, stub: _Optional[_Union[Stub, _Mapping]] = ...) -> None: ...
 
 class RunRequest(_message.Message):
-    __slots__ = ("start", "input", "inputs")
+    __slots__ = ("start", "input", "inputs", "received")
     START_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_FIELD_NUMBER: _ClassVar[int]
     start: RunStart
     input: RunInput
     inputs: RunInputs
-    def __init__(self, start: _Optional[_Union[RunStart, _Mapping]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ..., inputs: _Optional[_Union[RunInputs, _Mapping]] = ...) -> None: ...
+    received: ItemsReceived
+    def __init__(self, start: _Optional[_Union[RunStart, _Mapping]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ..., inputs: _Optional[_Union[RunInputs, _Mapping]] = ..., received: _Optional[_Union[ItemsReceived, _Mapping]] = ...) -> None: ...
+
+class ItemsReceived(_message.Message):
+    __slots__ = ("task_id", "received")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    received: int
+    def __init__(self, task_id: _Optional[str] = ..., received: _Optional[int] = ...) -> None: ...
 
 class RunInputs(_message.Message):
     __slots__ = ("inputs",)
@@ -162,14 +174,16 @@ class RunInputs(_message.Message):
     def __init__(self, inputs: _Optional[_Iterable[_Union[RunInput, _Mapping]]] = ...) -> None: ...
 
 class RunStart(_message.Message):
-    __slots__ = ("stub_id", "report_accepted", "batch_results")
+    __slots__ = ("stub_id", "report_accepted", "batch_results", "generator")
     STUB_ID_FIELD_NUMBER: _ClassVar[int]
     REPORT_ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     BATCH_RESULTS_FIELD_NUMBER: _ClassVar[int]
+    GENERATOR_FIELD_NUMBER: _ClassVar[int]
     stub_id: str
     report_accepted: bool
     batch_results: bool
-    def __init__(self, stub_id: _Optional[str] = ..., report_accepted: bool = ..., batch_results: bool = ...) -> None: ...
+    generator: bool
+    def __init__(self, stub_id: _Optional[str] = ..., report_accepted: bool = ..., batch_results: bool = ..., generator: bool = ...) -> None: ...
 
 class RunInput(_message.Message):
     __slots__ = ("index", "payload")
@@ -188,18 +202,36 @@ class CallRequest(_message.Message):
     def __init__(self, start: _Optional[_Union[RunStart, _Mapping]] = ..., input: _Optional[_Union[RunInput, _Mapping]] = ...) -> None: ...
 
 class RunEvent(_message.Message):
-    __slots__ = ("accepted", "output", "retrying", "result", "results")
+    __slots__ = ("accepted", "output", "retrying", "result", "results", "item")
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     RETRYING_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
+    ITEM_FIELD_NUMBER: _ClassVar[int]
     accepted: TaskAccepted
     output: TaskOutputEvent
     retrying: TaskRetrying
     result: TaskOutcome
     results: TaskOutcomes
-    def __init__(self, accepted: _Optional[_Union[TaskAccepted, _Mapping]] = ..., output: _Optional[_Union[TaskOutputEvent, _Mapping]] = ..., retrying: _Optional[_Union[TaskRetrying, _Mapping]] = ..., result: _Optional[_Union[TaskOutcome, _Mapping]] = ..., results: _Optional[_Union[TaskOutcomes, _Mapping]] = ...) -> None: ...
+    item: TaskItemEvent
+    def __init__(self, accepted: _Optional[_Union[TaskAccepted, _Mapping]] = ..., output: _Optional[_Union[TaskOutputEvent, _Mapping]] = ..., retrying: _Optional[_Union[TaskRetrying, _Mapping]] = ..., result: _Optional[_Union[TaskOutcome, _Mapping]] = ..., results: _Optional[_Union[TaskOutcomes, _Mapping]] = ..., item: _Optional[_Union[TaskItemEvent, _Mapping]] = ...) -> None: ...
+
+class TaskItemEvent(_message.Message):
+    __slots__ = ("index", "task_id", "item_index", "payload", "worker_id", "container_id")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ITEM_INDEX_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    task_id: str
+    item_index: int
+    payload: bytes
+    worker_id: str
+    container_id: str
+    def __init__(self, index: _Optional[int] = ..., task_id: _Optional[str] = ..., item_index: _Optional[int] = ..., payload: _Optional[bytes] = ..., worker_id: _Optional[str] = ..., container_id: _Optional[str] = ...) -> None: ...
 
 class TaskOutcomes(_message.Message):
     __slots__ = ("outcomes",)

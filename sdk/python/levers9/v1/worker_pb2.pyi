@@ -28,7 +28,7 @@ class Capacity(_message.Message):
     def __init__(self, cpu_millicores: _Optional[int] = ..., memory_mib: _Optional[int] = ..., gpus: _Optional[_Iterable[_Union[Gpu, _Mapping]]] = ...) -> None: ...
 
 class WorkerMessage(_message.Message):
-    __slots__ = ("register", "heartbeat", "ack", "event", "log", "runner_ready", "task_output", "task_result")
+    __slots__ = ("register", "heartbeat", "ack", "event", "log", "runner_ready", "task_output", "task_result", "exec_output", "task_item")
     REGISTER_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     ACK_FIELD_NUMBER: _ClassVar[int]
@@ -37,6 +37,8 @@ class WorkerMessage(_message.Message):
     RUNNER_READY_FIELD_NUMBER: _ClassVar[int]
     TASK_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     TASK_RESULT_FIELD_NUMBER: _ClassVar[int]
+    EXEC_OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    TASK_ITEM_FIELD_NUMBER: _ClassVar[int]
     register: Register
     heartbeat: Heartbeat
     ack: Ack
@@ -45,7 +47,21 @@ class WorkerMessage(_message.Message):
     runner_ready: RunnerReady
     task_output: TaskOutput
     task_result: TaskResult
-    def __init__(self, register: _Optional[_Union[Register, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., event: _Optional[_Union[ContainerEvent, _Mapping]] = ..., log: _Optional[_Union[LogChunk, _Mapping]] = ..., runner_ready: _Optional[_Union[RunnerReady, _Mapping]] = ..., task_output: _Optional[_Union[TaskOutput, _Mapping]] = ..., task_result: _Optional[_Union[TaskResult, _Mapping]] = ...) -> None: ...
+    exec_output: ExecOutput
+    task_item: TaskItem
+    def __init__(self, register: _Optional[_Union[Register, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., event: _Optional[_Union[ContainerEvent, _Mapping]] = ..., log: _Optional[_Union[LogChunk, _Mapping]] = ..., runner_ready: _Optional[_Union[RunnerReady, _Mapping]] = ..., task_output: _Optional[_Union[TaskOutput, _Mapping]] = ..., task_result: _Optional[_Union[TaskResult, _Mapping]] = ..., exec_output: _Optional[_Union[ExecOutput, _Mapping]] = ..., task_item: _Optional[_Union[TaskItem, _Mapping]] = ...) -> None: ...
+
+class TaskItem(_message.Message):
+    __slots__ = ("container_id", "task_id", "item_index", "payload")
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ITEM_INDEX_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    task_id: str
+    item_index: int
+    payload: bytes
+    def __init__(self, container_id: _Optional[str] = ..., task_id: _Optional[str] = ..., item_index: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
 
 class RunnerReady(_message.Message):
     __slots__ = ("container_id",)
@@ -148,18 +164,32 @@ class LogChunk(_message.Message):
     def __init__(self, container_id: _Optional[str] = ..., stream: _Optional[str] = ..., data: _Optional[bytes] = ..., seq: _Optional[int] = ...) -> None: ...
 
 class ControlplaneMessage(_message.Message):
-    __slots__ = ("registered", "run", "stop", "task_input", "cancel_input")
+    __slots__ = ("registered", "run", "stop", "task_input", "cancel_input", "exec_input", "items_ack")
     REGISTERED_FIELD_NUMBER: _ClassVar[int]
     RUN_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
     TASK_INPUT_FIELD_NUMBER: _ClassVar[int]
     CANCEL_INPUT_FIELD_NUMBER: _ClassVar[int]
+    EXEC_INPUT_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_ACK_FIELD_NUMBER: _ClassVar[int]
     registered: Registered
     run: RunContainer
     stop: StopContainer
     task_input: TaskInput
     cancel_input: CancelInput
-    def __init__(self, registered: _Optional[_Union[Registered, _Mapping]] = ..., run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., task_input: _Optional[_Union[TaskInput, _Mapping]] = ..., cancel_input: _Optional[_Union[CancelInput, _Mapping]] = ...) -> None: ...
+    exec_input: ExecInput
+    items_ack: ItemsAck
+    def __init__(self, registered: _Optional[_Union[Registered, _Mapping]] = ..., run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., task_input: _Optional[_Union[TaskInput, _Mapping]] = ..., cancel_input: _Optional[_Union[CancelInput, _Mapping]] = ..., exec_input: _Optional[_Union[ExecInput, _Mapping]] = ..., items_ack: _Optional[_Union[ItemsAck, _Mapping]] = ...) -> None: ...
+
+class ItemsAck(_message.Message):
+    __slots__ = ("container_id", "task_id", "received")
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    task_id: str
+    received: int
+    def __init__(self, container_id: _Optional[str] = ..., task_id: _Optional[str] = ..., received: _Optional[int] = ...) -> None: ...
 
 class CancelInput(_message.Message):
     __slots__ = ("container_id", "task_id")
@@ -323,3 +353,62 @@ class ListWorkersResponse(_message.Message):
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     workers: _containers.RepeatedCompositeFieldContainer[Worker]
     def __init__(self, workers: _Optional[_Iterable[_Union[Worker, _Mapping]]] = ...) -> None: ...
+
+class ExecInput(_message.Message):
+    __slots__ = ("exec_id", "start", "stdin", "stdin_close", "output_taken", "kill")
+    EXEC_ID_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    STDIN_FIELD_NUMBER: _ClassVar[int]
+    STDIN_CLOSE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TAKEN_FIELD_NUMBER: _ClassVar[int]
+    KILL_FIELD_NUMBER: _ClassVar[int]
+    exec_id: str
+    start: ExecStart
+    stdin: bytes
+    stdin_close: bool
+    output_taken: int
+    kill: bool
+    def __init__(self, exec_id: _Optional[str] = ..., start: _Optional[_Union[ExecStart, _Mapping]] = ..., stdin: _Optional[bytes] = ..., stdin_close: bool = ..., output_taken: _Optional[int] = ..., kill: bool = ...) -> None: ...
+
+class ExecStart(_message.Message):
+    __slots__ = ("container_id", "args", "env", "working_dir")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    WORKING_DIR_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    args: _containers.RepeatedScalarFieldContainer[str]
+    env: _containers.ScalarMap[str, str]
+    working_dir: str
+    def __init__(self, container_id: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ...) -> None: ...
+
+class ExecOutput(_message.Message):
+    __slots__ = ("exec_id", "stdout", "stderr", "stdin_taken", "exit")
+    EXEC_ID_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_FIELD_NUMBER: _ClassVar[int]
+    STDERR_FIELD_NUMBER: _ClassVar[int]
+    STDIN_TAKEN_FIELD_NUMBER: _ClassVar[int]
+    EXIT_FIELD_NUMBER: _ClassVar[int]
+    exec_id: str
+    stdout: bytes
+    stderr: bytes
+    stdin_taken: int
+    exit: ExecExit
+    def __init__(self, exec_id: _Optional[str] = ..., stdout: _Optional[bytes] = ..., stderr: _Optional[bytes] = ..., stdin_taken: _Optional[int] = ..., exit: _Optional[_Union[ExecExit, _Mapping]] = ...) -> None: ...
+
+class ExecExit(_message.Message):
+    __slots__ = ("exit_code", "error", "not_running")
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    NOT_RUNNING_FIELD_NUMBER: _ClassVar[int]
+    exit_code: int
+    error: str
+    not_running: bool
+    def __init__(self, exit_code: _Optional[int] = ..., error: _Optional[str] = ..., not_running: bool = ...) -> None: ...
