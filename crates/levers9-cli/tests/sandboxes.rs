@@ -66,7 +66,7 @@ async fn sandboxes_on(runtime: &str) {
         Some("shout\n"),
     );
     assert_eq!(exec.status.code(), Some(4), "{}", text(&exec.stderr));
-    assert_eq!(text(&exec.stdout), "got shout\n");
+    assert_eq!(text(&exec.stdout), "SHOUT\n");
 }
 
 #[tokio::test]
