@@ -95,6 +95,7 @@ async fn bench_runtime(runtime: RuntimeKind, image: &str) -> Result<()> {
             &dir.path().join("worker"),
             levers9_volumes::FormatMode::CreateOnly,
         ),
+        storage: levers9_config::StorageConfig::default(),
     };
     let worker = tokio::spawn(levers9_worker::run(options, stopped));
     let deadline = Instant::now() + Duration::from_secs(30);
