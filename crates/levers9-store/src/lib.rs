@@ -1,8 +1,8 @@
-//! The durable records of levers9 behind four traits — [`RecordStore`] (workspaces and
+//! The durable records of levers9 behind five traits — [`RecordStore`] (workspaces and
 //! tokens), [`SealedStore`] (values sealed at rest), [`FunctionStore`] (uploaded
-//! objects, stubs, deployed apps, their schedules and tasks) and [`MachineStore`] (pools and
-//! machines) — with a Postgres backend for production and an embedded SQLite
-//! backend for single-machine installs.
+//! objects, stubs, deployed apps, their schedules and tasks), [`LogStore`] (what tasks
+//! printed) and [`MachineStore`] (pools and machines) — with a Postgres backend for
+//! production and an embedded SQLite backend for single-machine installs.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -11,6 +11,8 @@ mod error;
 mod function_model;
 mod function_sql;
 mod functions;
+mod log_model;
+mod logs;
 mod machines;
 mod model;
 mod postgres;
@@ -27,6 +29,8 @@ pub use function_model::{
     TaskMoves, TaskRecord, TaskRetry, TaskStart, TasksMoved,
 };
 pub use functions::FunctionStore;
+pub use log_model::{Appended, LogQuery, LogRecord, NewLogChunk, TRUNCATED_STREAM};
+pub use logs::LogStore;
 pub use machines::{
     machine_state, JoinOutcome, JoinRedemption, MachineRecord, MachineStore, NewMachine, PoolRecord,
 };

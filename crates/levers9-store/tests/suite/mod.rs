@@ -10,12 +10,14 @@ use uuid::Uuid;
 mod deployments;
 mod endpoints;
 mod functions;
+mod logs;
 mod machines;
 mod schedules;
 mod sealed;
 pub use deployments::*;
 pub use endpoints::*;
 pub use functions::*;
+pub use logs::*;
 pub use machines::*;
 pub use schedules::*;
 pub use sealed::*;
@@ -83,6 +85,10 @@ macro_rules! record_store_suite {
             an_expired_join_token_is_refused_and_stores_nothing,
             concurrent_redemptions_of_one_token_have_one_winner,
             deleting_a_machine_revokes_its_credential,
+            task_output_is_kept_in_order_per_task_and_per_function,
+            another_workspace_cannot_read_a_tasks_output,
+            a_tasks_output_is_cut_at_its_limit_with_one_marker,
+            output_older_than_the_cutoff_is_swept,
         );
     };
     (@tests $fresh:path; $($check:ident),* $(,)?) => {
