@@ -74,6 +74,11 @@ pub trait FunctionStore: Send + Sync + 'static {
         function_name: &str,
     ) -> Result<Option<DeploymentRecord>, StoreError>;
 
+    /// The stubs of the current version of every deployed app, in every
+    /// workspace, each once: (workspace id, stub id). The dispatcher keeps
+    /// their `min_containers` warm.
+    async fn deployed_stubs(&self) -> Result<Vec<(String, String)>, StoreError>;
+
     /// The web endpoint `name` of the workspace named `workspace_name`
     /// (set by the current deploy of one of its apps).
     async fn find_endpoint(
@@ -241,6 +246,9 @@ macro_rules! function_store_impl {
             ) -> Result<Option<DeploymentRecord>, StoreError> {
                 function_sql::deployments::get(&self.$reader, workspace_id, app_name, function_name)
                     .await
+            }
+            async fn deployed_stubs(&self) -> Result<Vec<(String, String)>, StoreError> {
+                function_sql::deployments::deployed_stubs(&self.$reader).await
             }
             async fn find_endpoint(
                 &self,

@@ -8,17 +8,26 @@ use crate::error::StoreError;
 use crate::function_model::{DeploymentRecord, NewDeployment};
 use crate::sql::at_rest;
 
-/// The current version's functions, in `DeploymentRow` order; the caller adds
-/// conditions on `d` and `f` after the trailing AND.
+/// `$columns` of the current version's functions (`ROW` for a
+/// `DeploymentRow`); the caller adds conditions on `d` and `f` after the
+/// trailing AND.
 macro_rules! current_functions {
-    () => {
-        "SELECT d.workspace_id, d.app_name, f.function_name, f.stub_id, d.version, \
-         d.deployed_by, d.created_at \
-         FROM deployments d JOIN deployment_functions f \
+    (ROW) => {
+        current_functions!(
+            "d.workspace_id, d.app_name, f.function_name, f.stub_id, d.version, \
+             d.deployed_by, d.created_at"
+        )
+    };
+    ($columns:literal) => {
+        concat!(
+            "SELECT ",
+            $columns,
+            " FROM deployments d JOIN deployment_functions f \
          ON f.workspace_id = d.workspace_id AND f.app_name = d.app_name \
          AND f.version = d.version \
          WHERE d.version = (SELECT MAX(m.version) FROM deployments m \
          WHERE m.workspace_id = d.workspace_id AND m.app_name = d.app_name) AND "
+        )
     };
 }
 
@@ -155,7 +164,7 @@ where
     DeploymentRow: for<'r> FromRow<'r, DB::Row>,
 {
     let rows: Vec<DeploymentRow> = sqlx::query_as(concat!(
-        current_functions!(),
+        current_functions!(ROW),
         "d.workspace_id = $1 ORDER BY d.app_name, f.function_name"
     ))
     .bind(workspace_id)
@@ -179,7 +188,7 @@ where
     DeploymentRow: for<'r> FromRow<'r, DB::Row>,
 {
     let row: Option<DeploymentRow> = sqlx::query_as(concat!(
-        current_functions!(),
+        current_functions!(ROW),
         "d.workspace_id = $1 AND d.app_name = $2 AND f.function_name = $3"
     ))
     .bind(workspace_id)
@@ -188,4 +197,22 @@ where
     .fetch_optional(pool)
     .await?;
     row.map(DeploymentRow::into_record).transpose()
+}
+
+/// The stubs of the current version of every app of every workspace, each
+/// once, as (workspace id, stub id).
+pub(crate) async fn deployed_stubs<DB>(pool: &Pool<DB>) -> Result<Vec<(String, String)>, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    (String, String): for<'r> FromRow<'r, DB::Row>,
+{
+    let rows: Vec<(String, String)> = sqlx::query_as(concat!(
+        current_functions!("DISTINCT d.workspace_id, f.stub_id"),
+        "1 = 1 ORDER BY d.workspace_id, f.stub_id"
+    ))
+    .fetch_all(pool)
+    .await?;
+    Ok(rows)
 }

@@ -155,3 +155,52 @@ pub async fn a_deployment_names_only_stubs_of_its_workspace<S: RecordStore + Fun
         [row("images", "resize", "stub-theirs", 1)]
     );
 }
+
+pub async fn deployed_stubs_are_those_of_every_current_version_once<
+    S: RecordStore + FunctionStore,
+>(
+    store: &S,
+) {
+    let team = workspace(store, "team").await;
+    let other = workspace(store, "other").await;
+    for id in ["stub-1", "stub-2", "stub-3"] {
+        store.get_or_create_stub(stub(&team, id)).await.unwrap();
+    }
+    store
+        .get_or_create_stub(stub(&other, "stub-other"))
+        .await
+        .unwrap();
+    assert!(store.deployed_stubs().await.unwrap().is_empty());
+
+    store
+        .deploy(deployment(
+            &team,
+            "images",
+            &[("resize", "stub-1"), ("crop", "stub-2")],
+        ))
+        .await
+        .unwrap();
+    store
+        .deploy(deployment(&team, "again", &[("resize", "stub-1")]))
+        .await
+        .unwrap();
+    store
+        .deploy(deployment(&other, "images", &[("resize", "stub-other")]))
+        .await
+        .unwrap();
+    // Version 2 drops stub-2: it is no longer deployed.
+    store
+        .deploy(deployment(&team, "images", &[("resize", "stub-3")]))
+        .await
+        .unwrap();
+
+    let mut expected = vec![
+        (team.clone(), "stub-1".to_owned()),
+        (team.clone(), "stub-3".to_owned()),
+        (other.clone(), "stub-other".to_owned()),
+    ];
+    expected.sort();
+    let mut got = store.deployed_stubs().await.unwrap();
+    got.sort();
+    assert_eq!(got, expected);
+}

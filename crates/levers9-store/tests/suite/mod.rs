@@ -61,6 +61,7 @@ macro_rules! record_store_suite {
             stubs_are_listed_newest_first_per_workspace,
             a_redeploy_is_the_next_version_and_replaces_the_functions,
             a_deployment_names_only_stubs_of_its_workspace,
+            deployed_stubs_are_those_of_every_current_version_once,
             an_endpoint_is_found_by_workspace_name_and_goes_with_a_redeploy,
             an_endpoint_name_belongs_to_one_app_of_a_workspace,
             a_redeploy_replaces_the_apps_schedules_and_keeps_unchanged_ticks,
