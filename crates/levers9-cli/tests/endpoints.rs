@@ -6,7 +6,9 @@
 //! not exist); a body that is not a JSON object is 400; the function's
 //! exception is 500 with its type and message; its timeout is 504. An
 //! `@asgi` app (a plain ASGI callable: the test image has no FastAPI) gets
-//! whole requests under its path and answers them itself.
+//! whole requests under its path and answers them itself, whole or
+//! streamed (server-sent events reach the client as the app sends them; a
+//! client that leaves stops the app's request).
 
 mod common;
 
@@ -80,6 +82,40 @@ def make_app():
 @asgi(name="open-app", public=True)
 def make_open_app():
     return echo_app
+
+
+@asgi(name="events", public=True, concurrency=4, max_containers=1)
+def make_events():
+    import asyncio
+
+    released = asyncio.Event()
+    ended = []
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        path = scope["path"]
+        if path in ("/release", "/ended"):
+            if path == "/release":
+                released.set()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": json.dumps(ended).encode()})
+            return
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        try:
+            await send({"type": "http.response.body", "body": b"data: first\n\n", "more_body": True})
+            if path == "/broken":
+                raise RuntimeError("broke mid-stream")
+            if path == "/forever":
+                await asyncio.Event().wait()
+            await released.wait()
+            await send({"type": "http.response.body", "body": b"data: last\n\n", "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            ended.append(path)
+
+    return app
 "#;
 
 /// A controlplane environment with the test Python image as the
@@ -290,5 +326,98 @@ async fn deployed_endpoints_answer_json_over_http_with_tokens_errors_and_timeout
     assert!(
         message(&body).contains("takes GET or POST, not PUT"),
         "{body}"
+    );
+
+    streamed_answers(&http, &url("events"), &logs).await;
+}
+
+/// Reads `response`'s body until it holds `until` (or ends); what it read.
+/// Within 30 s: a streamed answer held back until its end would never let
+/// the app finish.
+async fn read_until(response: &mut reqwest::Response, until: &str) -> String {
+    let mut read = String::new();
+    let reading = async {
+        while !read.contains(until) {
+            match response.chunk().await.expect("a chunk") {
+                Some(chunk) => read.push_str(&String::from_utf8_lossy(&chunk)),
+                None => break,
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), reading)
+        .await
+        .unwrap_or_else(|_| panic!("nothing of the answer came within 30 s"));
+    read
+}
+
+/// The `events` app at `app`: its first event arrives while it waits for
+/// the test to release it; a client that leaves mid-stream ends the app's
+/// request; a failure after the head ends the body abruptly.
+async fn streamed_answers(http: &reqwest::Client, app: &str, logs: &dyn Fn() -> String) {
+    let mut stream = http
+        .get(format!("{app}/stream"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(stream.status(), StatusCode::OK, "{}", logs());
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    assert_eq!(
+        read_until(&mut stream, "\n\n").await,
+        "data: first\n\n",
+        "{}",
+        logs()
+    );
+    // The app is still waiting: only this request releases it.
+    let released = http
+        .post(format!("{app}/release"))
+        .send()
+        .await
+        .expect("release");
+    assert_eq!(released.text().await.expect("text"), "[]");
+    assert_eq!(
+        stream.text().await.expect("the rest"),
+        "data: last\n\n",
+        "{}",
+        logs()
+    );
+
+    let mut forever = http
+        .get(format!("{app}/forever"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(read_until(&mut forever, "\n\n").await, "data: first\n\n");
+    drop(forever);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let ended: Value = http
+            .get(format!("{app}/ended"))
+            .send()
+            .await
+            .expect("request")
+            .json()
+            .await
+            .expect("json");
+        if ended == json!(["/stream", "/forever"]) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the app's request went on after its client left: {ended}\n{}",
+            logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+
+    // The head may or may not reach the client before the end of the
+    // connection; either way the answer never looks complete.
+    let broken = async {
+        let response = http.get(format!("{app}/broken")).send().await?;
+        response.bytes().await
+    };
+    let broken = broken.await;
+    assert!(
+        broken.is_err(),
+        "a failure after the head must not end the body as if it were complete: {broken:?}"
     );
 }

@@ -129,8 +129,23 @@ async def app(scope, receive, send):
     }).encode()
     await send({"type": "http.response.start", "status": 201,
                 "headers": [(b"content-type", b"application/json"), (b"x-caf", b"caf\\xe9")]})
-    await send({"type": "http.response.body", "body": body[:10], "more_body": True})
-    await send({"type": "http.response.body", "body": body[10:]})
+    await send({"type": "http.response.body", "body": body})
+
+async def events(scope, receive, send):
+    # Server-sent events: as many as the path says, or until cancelled.
+    if scope["type"] != "http":
+        return
+    count = scope["path"].strip("/")
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+    i = 0
+    while count == "forever" or i < int(count):
+        await send({"type": "http.response.body", "body": b"data: %d\\n\\n" % i, "more_body": True})
+        i += 1
+    await send({"type": "http.response.body", "body": b""})
+
+@asgi
+def make_events():
+    return events
 
 @asgi(name="api")
 def make_app():
@@ -192,6 +207,53 @@ def test_an_asgi_app_answers_whole_requests_after_its_lifespan_startup(make_work
         assert seen["headers"] == [["x-bytes", "caf\u00e9"]]
         # One app per container: its startup ran once, before the first request.
         assert seen["started"] == ["lifespan.startup"]
+
+
+def items_then_result(worker):
+    """The item frames' bodies in order, then the result frame."""
+    items = []
+    while True:
+        header, body = worker.read()
+        if header["type"] == "item":
+            assert header["index"] == len(items)
+            items.append(body)
+        elif header["type"] == "result":
+            return items, (header, body)
+
+
+def test_a_streamed_answer_goes_as_items_the_head_with_the_first_chunk(make_worker):  # noqa: F811
+    worker = make_worker("make_events", app=ASGI_APP)
+    worker.read()
+    write_frame(worker.conn, {"type": "input", "task_id": "t1", "attempt": 1}, asgi_request("GET", "/3"))
+    items, (header, body) = items_then_result(worker)
+    assert asgi_answer(items[0]) == ({"status": 200, "headers": [["content-type", "text/event-stream"]]}, b"data: 0\n\n")
+    assert items[1:] == [b"data: 1\n\n", b"data: 2\n\n"]
+    assert (header["state"], body) == ("complete", b"3")
+
+
+def test_a_streamed_answer_waits_for_acknowledgements_and_a_cancel_stops_the_app(make_worker):  # noqa: F811
+    from levers9.runner.stream import WINDOW_ITEMS
+    from test_runner_generators import ack, nothing_more_within
+
+    worker = make_worker("make_events", app=ASGI_APP)
+    worker.read()
+    write_frame(worker.conn, {"type": "input", "task_id": "t1", "attempt": 1}, asgi_request("GET", "/forever"))
+    for index in range(WINDOW_ITEMS):
+        header, _ = worker.read()
+        assert (header["type"], header["index"]) == ("item", index)
+    assert nothing_more_within(worker, 0.5)
+    ack(worker, "t1", 4)
+    for index in range(WINDOW_ITEMS, WINDOW_ITEMS + 4):
+        header, body = worker.read()
+        assert (header["type"], header["index"], body) == ("item", index, b"data: %d\n\n" % index)
+    write_frame(worker.conn, {"type": "cancel", "task_id": "t1"}, b"")
+    header, _ = worker.read()
+    assert (header["type"], header["state"]) == ("result", "cancelled"), header
+    assert header["message"] == f"cancelled by the caller after {WINDOW_ITEMS + 4} items"
+    # The container stays and serves the next request.
+    write_frame(worker.conn, {"type": "input", "task_id": "t2", "attempt": 1}, asgi_request("GET", "/1"))
+    items, (header, _) = items_then_result(worker)
+    assert len(items) == 1 and header["state"] == "complete"
 
 
 def test_an_asgi_function_that_returns_no_app_fails_the_request_saying_so(make_worker):  # noqa: F811

@@ -1,5 +1,5 @@
-//! ASGI endpoints: the whole HTTP request goes to the app, and its whole
-//! answer comes back.
+//! ASGI endpoints: the whole HTTP request goes to the app, and its answer
+//! comes back, whole or streamed (see [`super::streamed`]).
 //!
 //! Both cross the runner's socket as one input and one result, each a
 //! line of JSON (the request's or the answer's head) followed by `\n` and
@@ -81,8 +81,17 @@ pub(super) fn input(request: &HttpRequest, root_path: &str, private: bool) -> Ve
     input
 }
 
-/// The app's answer from the result's bytes.
+/// The app's whole answer from the result's bytes.
 pub(super) fn response(payload: Vec<u8>) -> Result<Response, ApiError> {
+    answer(payload, Body::from)
+}
+
+/// The answer whose head `payload` begins with; `body` makes its body from
+/// the bytes after the head.
+pub(super) fn answer(
+    mut payload: Vec<u8>,
+    body: impl FnOnce(Vec<u8>) -> Body,
+) -> Result<Response, ApiError> {
     let broken = |what: String| {
         ApiError::FunctionFailed(format!(
             "the runner's answer from the ASGI app is not readable ({what}); is the container's \
@@ -97,7 +106,8 @@ pub(super) fn response(payload: Vec<u8>) -> Result<Response, ApiError> {
         serde_json::from_slice(&payload[..split]).map_err(|e| broken(e.to_string()))?;
     let status =
         StatusCode::from_u16(head.status).map_err(|_| broken(format!("status {}", head.status)))?;
-    let mut response = Response::new(Body::from(payload[split + 1..].to_vec()));
+    let rest = payload.split_off(split + 1);
+    let mut response = Response::new(body(rest));
     *response.status_mut() = status;
     for (name, value) in head.headers {
         let (Ok(name), Some(Ok(value))) = (

@@ -9,13 +9,15 @@ use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use levers9_api::v1::{run_event, TaskOutcome};
+use levers9_api::v1::{run_event, TaskItemEvent, TaskOutcome};
 use levers9_store::{task_state, EndpointKind, TokenType};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::Status;
 
 use super::lookup::{Endpoints, Resolved};
-use super::{asgi, request};
+use super::{asgi, request, streamed};
 use crate::error::ApiError;
 use crate::services::FunctionApi;
 use crate::Shared;
@@ -87,8 +89,10 @@ impl Gateway {
                 !endpoint.record.public,
             ),
         };
-        let outcome = self.call(&endpoint, payload).await?;
-        Ok(respond(endpoint.record.kind, outcome)?)
+        match self.call(&endpoint, payload).await? {
+            Answer::Whole(outcome) => Ok(respond(endpoint.record.kind, outcome)?),
+            Answer::Streamed(first, rest) => Ok(streamed::response(first, rest)?),
+        }
     }
 
     /// A public endpoint is served to anyone. Otherwise the caller needs a
@@ -121,20 +125,29 @@ impl Gateway {
         }
     }
 
-    /// Runs the call and waits for its outcome, at most the function's
-    /// timeout and [`START_ALLOWANCE`]; a caller that goes away first drops
-    /// the call, which cancels its task.
-    async fn call(&self, endpoint: &Resolved, payload: Vec<u8>) -> Result<TaskOutcome, Status> {
+    /// Runs the call and waits for its outcome or its first item (an ASGI
+    /// app's streamed answer), at most the function's timeout and
+    /// [`START_ALLOWANCE`]; a caller that goes away first drops the call,
+    /// which cancels its task.
+    async fn call(&self, endpoint: &Resolved, payload: Vec<u8>) -> Result<Answer, Status> {
         let record = &endpoint.record;
+        let (receipts, taken) = mpsc::unbounded_channel();
         let mut events = self
             .function
-            .call_stub(&record.workspace_id, &record.stub_id, payload)
+            .call_stub(
+                &record.workspace_id,
+                &record.stub_id,
+                payload,
+                UnboundedReceiverStream::new(taken).boxed(),
+            )
             .await?;
         let wait = endpoint.timeout + START_ALLOWANCE;
-        let outcome = tokio::time::timeout(wait, async {
+        let first = tokio::time::timeout(wait, async {
             while let Some(event) = events.next().await {
-                if let Some(run_event::Kind::Result(outcome)) = event?.kind {
-                    return Ok(outcome);
+                match event?.kind {
+                    Some(run_event::Kind::Result(outcome)) => return Ok(First::Outcome(outcome)),
+                    Some(run_event::Kind::Item(item)) => return Ok(First::Item(item)),
+                    _ => {}
                 }
             }
             Err(Status::unavailable(
@@ -142,8 +155,12 @@ impl Gateway {
             ))
         })
         .await;
-        match outcome {
-            Ok(outcome) => outcome,
+        match first {
+            Ok(Ok(First::Outcome(outcome))) => Ok(Answer::Whole(outcome)),
+            Ok(Ok(First::Item(item))) => {
+                Ok(Answer::Streamed(item, streamed::Rest { events, receipts }))
+            }
+            Ok(Err(status)) => Err(status),
             Err(_) => Err(ApiError::DeadlineExceeded(format!(
                 "no result within {} s (the function's timeout and {} s to start a \
                  container); the call was cancelled",
@@ -153,6 +170,20 @@ impl Gateway {
             .into()),
         }
     }
+}
+
+/// The first of a call's events that matters.
+enum First {
+    Outcome(TaskOutcome),
+    Item(TaskItemEvent),
+}
+
+/// A call's answer.
+enum Answer {
+    /// The outcome came first: the answer whole.
+    Whole(TaskOutcome),
+    /// An item came first: the answer streamed, from that item.
+    Streamed(TaskItemEvent, streamed::Rest),
 }
 
 fn not_found(workspace: &str, name: &str) -> ApiError {

@@ -8,12 +8,14 @@
 //! arguments reach the runner as a JSON object rather than a pickle (a
 //! pickle starts with the PROTO opcode, never `{`), and the runner answers
 //! such an input with its value as JSON. An ASGI endpoint's input is the
-//! whole HTTP request instead (see [`asgi`]).
+//! whole HTTP request instead (see [`asgi`]), and its answer may stream
+//! (see [`streamed`]).
 
 mod asgi;
 mod call;
 mod lookup;
 mod request;
+mod streamed;
 
 use std::sync::Arc;
 

@@ -10,10 +10,11 @@ use levers9_api::v1::{
     CancelTaskRequest, CancelTaskResponse, DeployRequest, DeployResponse, GetDeploymentRequest,
     GetDeploymentResponse, GetObjectRequest, GetObjectResponse, GetOrCreateStubRequest,
     GetOrCreateStubResponse, GetStubRequest, GetStubResponse, GetTaskRequest, GetTaskResponse,
-    HeadObjectRequest, HeadObjectResponse, ListDeploymentsRequest, ListDeploymentsResponse,
-    ListSchedulesRequest, ListSchedulesResponse, ListStubsRequest, ListStubsResponse,
-    ListTasksRequest, ListTasksResponse, PutObjectRequest, PutObjectResponse, RunEvent, RunInput,
-    RunRequest, RunStart, SpawnTaskRequest, SpawnTaskResponse, TaskOutcome, WaitTaskRequest,
+    HeadObjectRequest, HeadObjectResponse, ItemsReceived, ListDeploymentsRequest,
+    ListDeploymentsResponse, ListSchedulesRequest, ListSchedulesResponse, ListStubsRequest,
+    ListStubsResponse, ListTasksRequest, ListTasksResponse, PutObjectRequest, PutObjectResponse,
+    RunEvent, RunInput, RunRequest, RunStart, SpawnTaskRequest, SpawnTaskResponse, TaskOutcome,
+    WaitTaskRequest,
 };
 use levers9_store::{task_state, NewTask, StubRecord, TaskRecord, TokenType};
 use prost::Message;
@@ -111,13 +112,16 @@ impl FunctionApi {
 
     /// Runs one input (`payload`) of the workspace's stub `stub_id` as a
     /// `Call` does, for a caller that decided itself who may call it (the
-    /// endpoint gateway): its events, ending with the result. Dropping the
-    /// stream cancels the task.
+    /// endpoint gateway): its events, ending with the result. Items it
+    /// streams (an ASGI app's streamed answer) are acknowledged as
+    /// `receipts` says, as a generator's caller does. Dropping the stream
+    /// cancels the task.
     pub(crate) async fn call_stub(
         &self,
         workspace_id: &str,
         stub_id: &str,
         payload: Vec<u8>,
+        receipts: BoxStream<'static, ItemsReceived>,
     ) -> Result<EventStream, ApiError> {
         let stub = match self.shared.stubs.get(workspace_id, stub_id) {
             Some(stub) => stub,
@@ -132,13 +136,20 @@ impl FunctionApi {
                 stub
             }
         };
+        // As a generator's Run: one input, then the caller's receipts.
         let start = RunStart {
             stub_id: stub.id.clone(),
+            generator: true,
             ..RunStart::default()
         };
         let inbound = futures::stream::iter([Ok(RunRequest {
             kind: Some(run_request::Kind::Input(RunInput { index: 0, payload })),
-        })]);
+        })])
+        .chain(receipts.map(|received| {
+            Ok(RunRequest {
+                kind: Some(run_request::Kind::Received(received)),
+            })
+        }));
         let (reply, events) = self.shared.fleet.tasks().open_reply().await?;
         let api = FunctionApi {
             shared: self.shared.clone(),

@@ -23,12 +23,8 @@ def is_json(body: bytes) -> bool:
 
 
 def call(fn: Callable, body: bytes):
-    """Calls `fn` with the object's members as keyword arguments; for an
-    ``@asgi`` function, has its app answer the request."""
-    if getattr(fn, "__levers9_asgi__", False):
-        from .asgi_host import host_of
-
-        return host_of(fn).handle(body)
+    """Calls `fn` with the object's members as keyword arguments (an
+    ``@asgi`` function's requests go to `asgi_host.run` instead)."""
     try:
         kwargs = json.loads(body)
     except ValueError as e:

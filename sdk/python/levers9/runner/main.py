@@ -168,7 +168,9 @@ def main() -> int:
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="levers9-task")
     # From here on this thread reads the replies to Dict and Queue calls.
     container_objects.serving = True
-    serve(conn, router, pool, fn, qualname, stream.Streams() if stream.is_generator(fn) else None)
+    # An @asgi app's streamed answers are items too (see asgi_host).
+    streamed = stream.is_generator(fn) or _is_asgi(fn)
+    serve(conn, router, pool, fn, qualname, stream.Streams() if streamed else None)
     router.flush()
     _exit_now(0)
     return 0  # not reached; keeps the signature honest for tests that patch os._exit
@@ -261,12 +263,20 @@ def _send_result(conn: Connection, task_id: str, result) -> None:
         log(f"cannot send the result of task {task_id}: {e}")
 
 
+def _is_asgi(fn: Callable) -> bool:
+    return getattr(fn, "__levers9_asgi__", False)
+
+
 def _run_generator_task(conn, router, credit, fn: Callable, name: str, header: dict, body: bytes):
     task_id = _begin(router, header)
+    if _is_asgi(fn):
+        from .asgi_host import run  # only an @asgi container loads it (and asyncio)
+    else:
+        run = stream.run
     try:
         # A worker gone while an item was on its way fails the stream like
         # an error of the generator's; its result then fails to send too.
-        result = stream.run(conn.send, lambda: router.flush_pending(task_id), credit, fn, name, task_id, body)
+        result = run(conn.send, lambda: router.flush_pending(task_id), credit, fn, name, task_id, body)
     finally:
         router.end_task(task_id)
     _send_result(conn, task_id, result)
