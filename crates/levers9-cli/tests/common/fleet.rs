@@ -26,6 +26,15 @@ pub fn python_image() -> String {
         .clone()
 }
 
+/// The Python base image with Debian's FastAPI (Starlette, pydantic 1),
+/// pushed once per test binary.
+pub fn fastapi_image() -> String {
+    static IMAGE: OnceLock<String> = OnceLock::new();
+    IMAGE
+        .get_or_init(|| push("push-fastapi-image.sh", "fastapi"))
+        .clone()
+}
+
 fn push(script: &str, name: &str) -> String {
     let registry = std::env::var("LEVERS9_TEST_REGISTRY").unwrap_or_else(|_| {
         panic!("LEVERS9_TEST_REGISTRY is not set: run the tests with scripts/test-servers.sh (make test)")
