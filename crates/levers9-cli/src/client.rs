@@ -9,6 +9,7 @@ use levers9_api::v1::{
     auth_service_client::AuthServiceClient, cluster_service_client::ClusterServiceClient,
     container_service_client::ContainerServiceClient, dict_service_client::DictServiceClient,
     function_service_client::FunctionServiceClient, image_service_client::ImageServiceClient,
+    log_service_client::LogServiceClient,
     machine_service_client::MachineServiceClient, queue_service_client::QueueServiceClient,
     secret_service_client::SecretServiceClient, token_service_client::TokenServiceClient,
     volume_service_client::VolumeServiceClient, worker_service_client::WorkerServiceClient,
@@ -136,6 +137,11 @@ impl Client {
     /// FunctionService.
     pub fn functions(&self) -> FunctionServiceClient<Authed> {
         FunctionServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
+    }
+
+    /// LogService.
+    pub fn logs(&self) -> LogServiceClient<Authed> {
+        LogServiceClient::with_interceptor(self.channel.clone(), self.auth.clone())
     }
 
     /// SecretService.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use levers9_config::Config;
 use levers9_state::{HotState, MemoryState, RedisState, StateError};
 use levers9_store::{
-    FunctionStore, MachineStore, PostgresSettings, PostgresStore, RecordStore, SealedStore,
+    FunctionStore, LogStore, MachineStore, PostgresSettings, PostgresStore, RecordStore, SealedStore,
     SqliteStore, StoreError,
 };
 
@@ -32,7 +32,7 @@ pub enum BackendError {
     },
 }
 
-/// One database seen through its two traits.
+/// One database seen through its traits.
 #[derive(Clone)]
 pub struct Stores {
     /// Workspaces and tokens.
@@ -43,16 +43,21 @@ pub struct Stores {
     pub functions: Arc<dyn FunctionStore>,
     /// Pools made at run time and machines.
     pub machines: Arc<dyn MachineStore>,
+    /// What tasks printed.
+    pub logs: Arc<dyn LogStore>,
 }
 
 impl Stores {
-    fn of<S: RecordStore + SealedStore + FunctionStore + MachineStore>(store: S) -> Stores {
+    fn of<S: RecordStore + SealedStore + FunctionStore + MachineStore + LogStore>(
+        store: S,
+    ) -> Stores {
         let store = Arc::new(store);
         Stores {
             records: store.clone(),
             sealed: store.clone(),
             functions: store.clone(),
-            machines: store,
+            machines: store.clone(),
+            logs: store,
         }
     }
 }

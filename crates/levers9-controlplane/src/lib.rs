@@ -26,7 +26,7 @@ use std::sync::Arc;
 use levers9_config::Secret;
 use levers9_seal::Keyring;
 use levers9_state::HotState;
-use levers9_store::{FunctionStore, MachineStore, RecordStore, SealedStore};
+use levers9_store::{FunctionStore, LogStore, MachineStore, RecordStore, SealedStore};
 
 pub use server::{start, RunningControlplane, StartError};
 
@@ -38,6 +38,8 @@ pub struct Shared {
     pub sealed: Arc<dyn SealedStore>,
     /// Stubs, tasks and objects, in the same database.
     pub functions: Arc<dyn FunctionStore>,
+    /// What tasks printed, in the same database.
+    pub logs: Arc<dyn LogStore>,
     /// Stubs read lately.
     pub stubs: functions::stubs::StubCache,
     /// The bytes of objects (code).

@@ -11,6 +11,7 @@ use axum::serve::ListenerExt;
 use levers9_api::v1::{
     auth_service_server::AuthServiceServer, cluster_service_server::ClusterServiceServer,
     container_service_server::ContainerServiceServer, dict_service_server::DictServiceServer,
+    log_service_server::LogServiceServer,
     function_service_server::FunctionServiceServer, image_service_server::ImageServiceServer,
     machine_service_server::MachineServiceServer, queue_service_server::QueueServiceServer,
     secret_service_server::SecretServiceServer, token_service_server::TokenServiceServer,
@@ -174,8 +175,13 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         .with_worker_storage(&config.storage.juicefs)
         .with_registry_keychain(images.keychain().clone())
         .with_runtime_pools(stores.machines.clone())
-        .with_workspace_volume_storage(volumes.is_juicefs()),
+        .with_workspace_volume_storage(volumes.is_juicefs())
+        .with_task_logs(crate::functions::logs::TaskLogs::start(
+            stores.logs.clone(),
+            state.clone(),
+        )),
         functions: stores.functions.clone(),
+        logs: stores.logs.clone(),
         stubs: crate::functions::stubs::StubCache::default(),
         objects,
         volumes: volumes.clone(),
@@ -243,6 +249,9 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     health_reporter
         .set_serving::<QueueServiceServer<crate::services::QueueApi>>()
         .await;
+    health_reporter
+        .set_serving::<LogServiceServer<crate::services::LogApi>>()
+        .await;
     let grpc_router = tonic::transport::Server::builder()
         .layer(GrpcMetricsLayer(metrics.clone()))
         .add_service(health_service)
@@ -261,6 +270,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         .add_service(ImageServiceServer::from_arc(services.image.clone()))
         .add_service(MachineServiceServer::from_arc(services.machine.clone()))
         .add_service(ClusterServiceServer::from_arc(services.cluster.clone()))
+        .add_service(LogServiceServer::from_arc(services.log.clone()))
         // A put of many values travels as one message, like a map's inputs.
         .add_service(
             DictServiceServer::from_arc(services.dict.clone())

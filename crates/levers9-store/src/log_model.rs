@@ -1,5 +1,7 @@
 //! The records of what tasks printed (see [`LogStore`](crate::LogStore)).
 
+use std::collections::BTreeSet;
+
 use chrono::{DateTime, Utc};
 
 /// The stream of the marker row that says a task's output was cut.
@@ -57,10 +59,12 @@ pub struct LogQuery {
 }
 
 /// What one append stored.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Appended {
     /// Chunks stored, markers included.
     pub stored: u64,
     /// Chunks dropped: their task is unknown, or already over its limit.
     pub dropped: u64,
+    /// The workspaces that have new chunks, so their followers can be told.
+    pub workspaces: BTreeSet<String>,
 }

@@ -139,22 +139,23 @@ macro_rules! log_store_impl {
                         rows.push((TRUNCATED_STREAM, marker.as_slice()));
                     }
                     for (stream, data) in rows {
-                        let done = sqlx::query(
+                        let workspace: Option<String> = sqlx::query_scalar(
                             "INSERT INTO task_logs \
                              (task_id, workspace_id, stub_id, stream, data, created_at) \
                              SELECT id, workspace_id, stub_id, $2, $3, $4 FROM tasks \
-                             WHERE id = $1",
+                             WHERE id = $1 RETURNING workspace_id",
                         )
                         .bind(task)
                         .bind(stream)
                         .bind(data)
                         .bind(at_rest(chunk.at))
-                        .execute(&mut *tx)
+                        .fetch_optional(&mut *tx)
                         .await?;
-                        if done.rows_affected() == 0 {
+                        let Some(workspace) = workspace else {
                             appended.dropped += 1;
                             break;
-                        }
+                        };
+                        appended.workspaces.insert(workspace);
                         appended.stored += 1;
                     }
                     // Once cut, the task is at its limit: nothing more is kept.

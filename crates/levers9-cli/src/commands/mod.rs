@@ -7,6 +7,7 @@ mod container;
 mod controlplane;
 mod deploy;
 mod image;
+mod logs;
 mod machine;
 mod objects;
 mod pool;
@@ -93,6 +94,9 @@ pub enum Command {
     /// List, show and cancel the calls of your functions.
     #[command(subcommand)]
     Task(task::TaskCommand),
+    /// Show what tasks printed, kept after their caller has gone: levers9
+    /// logs TASK_ID | APP/FUNCTION | APP [-f] [--since 10m] [--tail N].
+    Logs(logs::LogsArgs),
     /// List and show your functions as stored (stubs): app, image, resources.
     #[command(subcommand)]
     Stub(stub::StubCommand),
@@ -150,6 +154,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Deployment(command) => deploy::run(command, context).await,
         Command::Schedule(command) => schedule::run(command, context).await,
         Command::Task(command) => task::run(command, context).await,
+        Command::Logs(args) => logs::run(args, context).await,
         Command::Stub(command) => stub::run(command, context).await,
         Command::Volume(command) => volume::run(command, context).await,
         Command::Pool(command) => pool::run(command, context).await,

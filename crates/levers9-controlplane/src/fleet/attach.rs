@@ -273,6 +273,7 @@ async fn handle(
                 .await?;
         }
         Some(worker_message::Kind::TaskOutput(output)) => {
+            fleet.task_logs().record(&output);
             let ticket = stream.tickets.lock().get(&output.task_id).cloned();
             if let Some(ticket) = ticket {
                 let event = run_event::Kind::Output(TaskOutputEvent {

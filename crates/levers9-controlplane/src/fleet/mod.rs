@@ -78,6 +78,8 @@ pub struct Fleet {
     worker_storage_json: Arc<String>,
     /// Registry credentials build containers get as they go to a worker.
     registry_keychain: RegistryKeychain,
+    /// Where the output of tasks is kept (`levers9 logs`).
+    task_logs: crate::functions::logs::TaskLogs,
 }
 
 /// Opens workspace secrets for a container, at the last moment.
@@ -145,7 +147,19 @@ impl Fleet {
             worker_config: Arc::default(),
             worker_storage_json: Arc::default(),
             registry_keychain: RegistryKeychain::default(),
+            task_logs: Default::default(),
         }
+    }
+
+    /// Keeps the output of tasks through `logs` (off without it).
+    pub fn with_task_logs(mut self, logs: crate::functions::logs::TaskLogs) -> Self {
+        self.task_logs = logs;
+        self
+    }
+
+    /// Where the output of tasks is kept.
+    pub fn task_logs(&self) -> &crate::functions::logs::TaskLogs {
+        &self.task_logs
     }
 
     /// Where the pools made at run time (`levers9 pool create`) are, so

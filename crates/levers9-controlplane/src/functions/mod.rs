@@ -30,6 +30,7 @@
 
 pub mod dispatcher;
 pub mod items;
+pub mod logs;
 mod local;
 pub mod objects;
 pub mod replies;

@@ -9,6 +9,7 @@ mod deployment;
 mod dict;
 mod function;
 mod image;
+mod log;
 mod machine;
 mod objects;
 mod queue;
@@ -28,6 +29,7 @@ pub use container::ContainerApi;
 pub use dict::DictApi;
 pub use function::FunctionApi;
 pub use image::ImageApi;
+pub use log::LogApi;
 pub use machine::MachineApi;
 pub use queue::QueueApi;
 pub use secret::SecretApi;
@@ -100,6 +102,8 @@ pub struct Services {
     pub dict: Arc<DictApi>,
     /// QueueService.
     pub queue: Arc<QueueApi>,
+    /// LogService.
+    pub log: Arc<LogApi>,
 }
 
 impl Services {
@@ -118,6 +122,7 @@ impl Services {
             image: Arc::new(ImageApi::new(shared.clone())),
             dict: Arc::new(DictApi::new(shared.clone())),
             queue: Arc::new(QueueApi::new(shared.clone())),
+            log: Arc::new(LogApi::new(shared.clone())),
             machine: Arc::new(MachineApi::new(shared)),
         }
     }

@@ -84,6 +84,7 @@ pub async fn task_output_is_kept_in_order_per_task_and_per_function<
         .await
         .unwrap();
     assert_eq!((appended.stored, appended.dropped), (4, 1));
+    assert_eq!(appended.workspaces.iter().collect::<Vec<_>>(), [&ws]);
 
     let of_task = LogQuery {
         task_id: Some("t1".into()),
