@@ -90,16 +90,26 @@ def make_events():
 
     released = asyncio.Event()
     ended = []
+    bulk_sent = [0]
 
     async def app(scope, receive, send):
         if scope["type"] != "http":
             return
         path = scope["path"]
-        if path in ("/release", "/ended"):
+        if path in ("/release", "/ended", "/bulk-sent"):
             if path == "/release":
                 released.set()
+            answer = bulk_sent[0] if path == "/bulk-sent" else ended
             await send({"type": "http.response.start", "status": 200, "headers": []})
-            await send({"type": "http.response.body", "body": json.dumps(ended).encode()})
+            await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+            return
+        if path == "/bulk":
+            # 100 MiB in 256 KiB chunks, as fast as it is let.
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            for _ in range(400):
+                await send({"type": "http.response.body", "body": bytes(256 * 1024), "more_body": True})
+                bulk_sent[0] += 1
+            await send({"type": "http.response.body", "body": b""})
             return
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream")]})
@@ -461,9 +471,13 @@ async fn read_until(response: &mut reqwest::Response, until: &str) -> String {
     read
 }
 
+/// The `events` app's chunks of a bulk answer.
+const CHUNK: usize = 256 * 1024;
+
 /// The `events` app at `app`: its first event arrives while it waits for
 /// the test to release it; a client that leaves mid-stream ends the app's
-/// request; a failure after the head ends the body abruptly.
+/// request; a slow client holds the app back; a failure after the head
+/// ends the body abruptly.
 async fn streamed_answers(http: &reqwest::Client, app: &str, logs: &dyn Fn() -> String) {
     let mut stream = http
         .get(format!("{app}/stream"))
@@ -519,6 +533,35 @@ async fn streamed_answers(http: &reqwest::Client, app: &str, logs: &dyn Fn() -> 
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+
+    // A client that reads slowly holds the app back: it is never more than
+    // the runner's window (16 chunks) and what the sockets and the
+    // listener buffer (up to about 10 MiB on loopback) ahead of what the
+    // client has read: at most 37 to 42 chunks ahead were seen. Without the
+    // window it ran 83 chunks ahead before the client had read one.
+    let mut bulk = http
+        .get(format!("{app}/bulk"))
+        .send()
+        .await
+        .expect("request");
+    let mut read = 0;
+    while read < 80 * CHUNK {
+        read += bulk.chunk().await.expect("a chunk").expect("more").len();
+        let sent: u64 = http
+            .get(format!("{app}/bulk-sent"))
+            .send()
+            .await
+            .expect("request")
+            .json()
+            .await
+            .expect("json");
+        let ahead = sent.saturating_sub((read / CHUNK) as u64);
+        assert!(
+            ahead <= 96,
+            "the app ran {ahead} chunks ahead of a client that read {read} bytes"
+        );
+    }
+    drop(bulk);
 
     // The head may or may not reach the client before the end of the
     // connection; either way the answer never looks complete.
