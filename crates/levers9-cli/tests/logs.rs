@@ -120,19 +120,38 @@ async fn wait_complete(cp: &Controlplane, token: &str, ids: &[&str], logs: &dyn 
     }
 }
 
-/// `levers9 logs ARGS` as `token`: (stdout, stderr), asserting success.
-fn logs_ok(cp: &Controlplane, token: &str, args: &[&str]) -> (String, String) {
+/// `levers9 logs ARGS` as `token`: (stdout, stderr), asserting success,
+/// once `ready` holds of them: the writer stores output a moment after the
+/// worker sends it, so a task can be complete before its last lines are.
+async fn logs_when(
+    cp: &Controlplane,
+    token: &str,
+    args: &[&str],
+    ready: impl Fn(&str, &str) -> bool,
+) -> (String, String) {
     let all: Vec<&str> = std::iter::once("logs")
         .chain(args.iter().copied())
         .collect();
-    let out = cp.cli_as(token, &all, None);
-    assert!(
-        out.status.success(),
-        "levers9 {all:?} failed: {}\n--- controlplane ---\n{}",
-        text(&out.stderr),
-        cp.log()
-    );
-    (text(&out.stdout), text(&out.stderr))
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = cp.cli_as(token, &all, None);
+        assert!(
+            out.status.success(),
+            "levers9 {all:?} failed: {}\n--- controlplane ---\n{}",
+            text(&out.stderr),
+            cp.log()
+        );
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        if ready(&stdout, &stderr) {
+            return (stdout, stderr);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "levers9 {all:?} never showed what was expected:\n{stdout}\n{stderr}\n{}",
+            cp.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 fn controlplane(backend: Backend) -> Controlplane {
@@ -221,24 +240,47 @@ async fn output_is_kept_after_the_caller_is_gone_and_followed_live(backend: Back
     wait_complete(&cp, &user, &[t0, t1], &logs).await;
 
     // One task: as written, stderr on stderr.
-    let (out, err) = logs_ok(&cp, &user, &[t0]);
+    let (out, err) = logs_when(&cp, &user, &[t0], |_, err| !err.is_empty()).await;
     assert_eq!(out, "out 0\n");
     assert_eq!(err, "err 0\n");
 
     // A function: several tasks, each line prefixed.
-    let (out, err) = logs_ok(&cp, &user, &["chatty/talk"]);
-    for (task, n) in [(t0, 0), (t1, 1)] {
-        assert!(out.contains(&format!("{task} stdout| out {n}\n")), "{out}");
-        assert!(err.contains(&format!("{task} stderr| err {n}\n")), "{err}");
-    }
-    assert!(!out.contains("first"), "only talk's tasks: {out}");
+    let expected = |task: &str, n: u32| {
+        (
+            format!("{task} stdout| out {n}\n"),
+            format!("{task} stderr| err {n}\n"),
+        )
+    };
+    let (out, err) = logs_when(&cp, &user, &["chatty/talk"], |out, err| {
+        [(t0, 0), (t1, 1)].iter().all(|(task, n)| {
+            let (o, e) = expected(task, *n);
+            out.contains(&o) && err.contains(&e)
+        })
+    })
+    .await;
+    let talks = |line: &str| line.starts_with(t0) || line.starts_with(t1);
+    assert!(
+        out.lines().chain(err.lines()).all(talks),
+        "only talk's tasks: {out}{err}"
+    );
+    // print() writes its text and its newline apart: still one line each.
+    assert_eq!(out.lines().count() + err.lines().count(), 4, "{out}{err}");
 
     // The app: every function; --tail keeps the last lines.
-    let (out, _) = logs_ok(&cp, &user, &["chatty"]);
-    assert!(out.contains(&format!("{slow} stdout| second")), "{out}");
-    assert!(out.contains(&format!("{t1} stdout| out 1")), "{out}");
-    let (out, _) = logs_ok(&cp, &user, &["chatty", "--tail", "1", "--since", "1h"]);
-    assert_eq!(out.lines().count(), 1, "{out}");
+    let (out, _) = logs_when(&cp, &user, &["chatty"], |out, _| {
+        out.contains(&format!("{slow} stdout| second"))
+            && out.contains(&format!("{t1} stdout| out 1"))
+    })
+    .await;
+    assert!(out.contains(&format!("{t0} stdout| out 0")), "{out}");
+    let (out, err) = logs_when(
+        &cp,
+        &user,
+        &["chatty", "--tail", "1", "--since", "1h"],
+        |_, _| true,
+    )
+    .await;
+    assert_eq!(out.lines().count() + err.lines().count(), 1, "{out}{err}");
 
     // Another workspace: the same answer as an unknown task.
     let other = other_workspace(&cp, &admin, "other").await;

@@ -2,6 +2,7 @@
 //! controlplane's record store, so the output of spawned tasks, scheduled
 //! runs and endpoint calls is there after their caller has gone.
 
+use std::collections::HashMap;
 use std::io::Write;
 
 use anyhow::{bail, Context as _, Result};
@@ -148,12 +149,17 @@ fn since(text: &str, now: DateTime<Utc>) -> Result<String> {
 }
 
 /// Prints lines: one task's as written, several tasks' prefixed per line.
+#[derive(Default)]
 struct Printer {
     prefixed: bool,
+    /// Per (task, stream), the end of its last chunk that was not a whole
+    /// line yet (`print()` writes its text and its newline apart), so a
+    /// prefix starts every line and only lines.
+    partial: HashMap<(String, String), Vec<u8>>,
 }
 
 impl Printer {
-    fn print(&self, lines: &[LogLine]) -> Result<()> {
+    fn print(&mut self, lines: &[LogLine]) -> Result<()> {
         let mut stdout = std::io::stdout().lock();
         let mut stderr = std::io::stderr().lock();
         for line in lines {
@@ -163,19 +169,22 @@ impl Printer {
                 &mut stderr
             };
             if line.stream == MARKER_STREAM {
-                writeln!(
-                    out,
-                    "{} {}",
-                    line.task_id,
-                    String::from_utf8_lossy(&line.data).trim_end()
-                )?;
+                let text = String::from_utf8_lossy(&line.data);
+                writeln!(out, "{} {}", line.task_id, text.trim_end())?;
             } else if self.prefixed {
-                for text in line.data.split_inclusive(|b| *b == b'\n') {
+                let key = (line.task_id.clone(), line.stream.clone());
+                let mut pending = self.partial.remove(&key).unwrap_or_default();
+                pending.extend_from_slice(&line.data);
+                let whole = pending
+                    .iter()
+                    .rposition(|b| *b == b'\n')
+                    .map_or(0, |i| i + 1);
+                for text in pending[..whole].split_inclusive(|b| *b == b'\n') {
                     write!(out, "{} {}| ", line.task_id, line.stream)?;
                     out.write_all(text)?;
-                    if !text.ends_with(b"\n") {
-                        writeln!(out)?;
-                    }
+                }
+                if whole < pending.len() {
+                    self.partial.insert(key, pending[whole..].to_vec());
                 }
             } else {
                 out.write_all(&line.data)?;
@@ -183,6 +192,23 @@ impl Printer {
         }
         stdout.flush()?;
         stderr.flush()?;
+        Ok(())
+    }
+
+    /// Prints what is left of unfinished lines, each ended by a newline.
+    fn finish(&mut self) -> Result<()> {
+        let mut partial: Vec<_> = self.partial.drain().collect();
+        partial.sort();
+        for ((task_id, stream), text) in partial {
+            let mut text = text;
+            text.push(b'\n');
+            self.print(&[LogLine {
+                task_id,
+                stream,
+                data: text,
+                ..Default::default()
+            }])?;
+        }
         Ok(())
     }
 }
@@ -201,18 +227,24 @@ pub async fn run(args: LogsArgs, context: Option<&str>) -> Result<()> {
     }
     request.limit = args.tail.unwrap_or(PAGE);
     request.tail = args.tail.is_some();
-    let printer = Printer {
+    let mut printer = Printer {
         prefixed: !matches!(target, Target::Task(_)),
+        ..Default::default()
     };
     if args.follow {
-        follow(&client, request, &printer).await
+        follow(&client, request, &mut printer).await?;
     } else {
-        history(&client, request, &printer).await
+        history(&client, request, &mut printer).await?;
     }
+    printer.finish()
 }
 
 /// Prints what is stored, a page at a time.
-async fn history(client: &Client, mut request: ListLogsRequest, printer: &Printer) -> Result<()> {
+async fn history(
+    client: &Client,
+    mut request: ListLogsRequest,
+    printer: &mut Printer,
+) -> Result<()> {
     loop {
         let lines = client
             .logs()
@@ -231,7 +263,7 @@ async fn history(client: &Client, mut request: ListLogsRequest, printer: &Printe
 
 /// Prints what is stored, then new lines until the stream ends (one task
 /// finished) or Ctrl-C.
-async fn follow(client: &Client, request: ListLogsRequest, printer: &Printer) -> Result<()> {
+async fn follow(client: &Client, request: ListLogsRequest, printer: &mut Printer) -> Result<()> {
     let mut stream = client.logs().follow_logs(request).await?.into_inner();
     while let Some(answer) = stream.next().await {
         printer.print(&answer?.lines)?;

@@ -1,6 +1,7 @@
 //! Keeps what tasks print (`levers9 logs`): the worker streams hand each
 //! output chunk to [`TaskLogs::record`], which never waits; one background
-//! writer per replica stores them in batches in the record store, tells
+//! writer per replica stores them in batches in the record store (waiting
+//! [`LINGER`] after a batch that was not full, to gather the next), tells
 //! followers on the hot-state channel `task-logs:<workspace>` that their
 //! workspace has new lines, and sweeps lines past the retention age.
 //!
@@ -34,6 +35,11 @@ const SWEEP_EVERY: Duration = Duration::from_secs(3600);
 const QUEUE_CHUNKS: usize = 4096;
 /// Chunks per store transaction.
 const BATCH_CHUNKS: usize = 512;
+/// After a batch that was not full, the writer waits this long for more:
+/// a trickle of output (one line per call) then costs the database one
+/// transaction per linger, not one per line, and the calls' own database
+/// work does not share the machine with a transaction per line.
+const LINGER: Duration = Duration::from_millis(50);
 
 /// The channel that says a workspace has new lines.
 pub fn channel(workspace_id: &str) -> String {
@@ -100,6 +106,9 @@ async fn write(
                 }
                 store_batch(store.as_ref(), state.as_ref(), &batch).await;
                 batch.clear();
+                if received < BATCH_CHUNKS {
+                    tokio::time::sleep(LINGER).await;
+                }
             }
             _ = sweep.tick() => sweep_old(store.as_ref()).await,
         }
