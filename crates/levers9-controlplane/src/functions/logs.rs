@@ -7,8 +7,9 @@
 //!
 //! # Guarantees
 //! - A burst of output never slows a call or its worker's stream: chunks go
-//!   to a bounded queue; when the writer is that far behind, new chunks are
-//!   dropped and counted, with a warning, rather than held in memory.
+//!   to a queue bounded in chunks and bytes; when the writer is that far
+//!   behind, new chunks are dropped and counted, with a warning, rather
+//!   than held in memory.
 //! - Each task keeps at most [`MAX_BYTES_PER_TASK`], then one marker line.
 //! - Lines older than [`RETENTION`] are deleted, by every replica (the
 //!   delete is idempotent), once per [`SWEEP_EVERY`].
@@ -30,9 +31,11 @@ pub const MAX_BYTES_PER_TASK: u64 = 1 << 20;
 pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How often a replica deletes lines past [`RETENTION`].
 const SWEEP_EVERY: Duration = Duration::from_secs(3600);
-/// Chunks waiting for the writer. At the worker's chunk size this bounds
-/// the memory a replica spends on output it has not stored yet.
+/// Chunks waiting for the writer, at most.
 const QUEUE_CHUNKS: usize = 4096;
+/// Bytes waiting for the writer, at most: the memory a replica spends on
+/// output it has not stored yet (a worker's chunk may be up to 1 MiB).
+const QUEUE_BYTES: u64 = 64 << 20;
 /// Chunks per store transaction.
 const BATCH_CHUNKS: usize = 512;
 /// After a batch that was not full, the writer waits this long for more:
@@ -51,6 +54,8 @@ pub fn channel(workspace_id: &str) -> String {
 pub struct TaskLogs {
     /// None: output is not kept (a fleet built without a store, in tests).
     queue: Option<mpsc::Sender<NewLogChunk>>,
+    /// Bytes queued and not yet taken by the writer.
+    queued: Arc<AtomicU64>,
     dropped: Arc<AtomicU64>,
 }
 
@@ -58,9 +63,11 @@ impl TaskLogs {
     /// Starts the writer and the sweep; they stop when the last handle goes.
     pub fn start(store: Arc<dyn LogStore>, state: Arc<dyn HotState>) -> Self {
         let (queue, chunks) = mpsc::channel(QUEUE_CHUNKS);
-        tokio::spawn(write(chunks, store, state));
+        let queued = Arc::new(AtomicU64::new(0));
+        tokio::spawn(write(chunks, queued.clone(), store, state));
         Self {
             queue: Some(queue),
+            queued,
             dropped: Arc::default(),
         }
     }
@@ -68,13 +75,20 @@ impl TaskLogs {
     /// Queues a chunk a task printed; never waits.
     pub fn record(&self, output: &TaskOutput) {
         let Some(queue) = &self.queue else { return };
-        let chunk = NewLogChunk {
-            task_id: output.task_id.clone(),
-            stream: output.stream.clone(),
-            data: output.data.clone(),
-            at: Utc::now(),
-        };
-        if queue.try_send(chunk).is_err() {
+        let bytes = output.data.len() as u64;
+        // Counted before the copy, so a chunk that cannot be queued costs no copy.
+        let over = self.queued.fetch_add(bytes, Ordering::Relaxed) + bytes > QUEUE_BYTES;
+        let queued = !over
+            && queue
+                .try_send(NewLogChunk {
+                    task_id: output.task_id.clone(),
+                    stream: output.stream.clone(),
+                    data: output.data.clone(),
+                    at: Utc::now(),
+                })
+                .is_ok();
+        if !queued {
+            self.queued.fetch_sub(bytes, Ordering::Relaxed);
             let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
             // Warn on the first drop and then once per thousand, not per chunk.
             if dropped % 1000 == 1 {
@@ -92,6 +106,7 @@ impl TaskLogs {
 /// followers; sweeps on the side. Ends when every handle is dropped.
 async fn write(
     mut chunks: mpsc::Receiver<NewLogChunk>,
+    queued: Arc<AtomicU64>,
     store: Arc<dyn LogStore>,
     state: Arc<dyn HotState>,
 ) {
@@ -104,6 +119,8 @@ async fn write(
                 if received == 0 {
                     return;
                 }
+                let bytes: u64 = batch.iter().map(|c| c.data.len() as u64).sum();
+                queued.fetch_sub(bytes, Ordering::Relaxed);
                 store_batch(store.as_ref(), state.as_ref(), &batch).await;
                 batch.clear();
                 if received < BATCH_CHUNKS {
@@ -138,5 +155,46 @@ async fn sweep_old(store: &dyn LogStore) {
         Ok(0) => {}
         Ok(deleted) => tracing::info!(deleted, "swept task output past its retention"),
         Err(error) => tracing::warn!(%error, "cannot sweep old task output"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use levers9_state::MemoryState;
+    use levers9_store::{Appended, LogQuery, LogRecord, StoreError};
+
+    /// A store that never answers: the writer is stuck on its first batch.
+    struct Stuck;
+
+    #[async_trait::async_trait]
+    impl LogStore for Stuck {
+        async fn append_logs(&self, _: &[NewLogChunk], _: u64) -> Result<Appended, StoreError> {
+            std::future::pending().await
+        }
+        async fn list_logs(&self, _: &LogQuery) -> Result<Vec<LogRecord>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn delete_logs_before(&self, _: chrono::DateTime<Utc>) -> Result<u64, StoreError> {
+            Ok(0)
+        }
+    }
+
+    #[tokio::test]
+    async fn output_beyond_the_queue_is_dropped_and_counted_not_held() {
+        let logs = TaskLogs::start(Arc::new(Stuck), Arc::new(MemoryState::new()));
+        let chunk = TaskOutput {
+            task_id: "t".into(),
+            stream: "stdout".into(),
+            data: vec![b'x'; 1 << 20],
+            ..Default::default()
+        };
+        for _ in 0..200 {
+            logs.record(&chunk);
+        }
+        // Nothing awaited, so the writer (on this test's one thread) took
+        // nothing: exactly 64 MiB are held and the rest was dropped.
+        assert_eq!(logs.queued.load(Ordering::Relaxed), QUEUE_BYTES);
+        assert_eq!(logs.dropped.load(Ordering::Relaxed), 200 - 64);
     }
 }
