@@ -19,18 +19,18 @@ const MARKER_STREAM: &str = "levers9";
 /// Lines per page when reading history.
 const PAGE: u32 = 1000;
 
-/// Show what tasks printed.
-///
-/// One task's output is printed as it was written: its stdout to stdout,
-/// its stderr to stderr. The output of several tasks (an app or a function)
-/// prints each line as `TASK_ID stdout| line` or `TASK_ID stderr| line`,
-/// stderr lines on stderr. Each task keeps its first MiB of output, and
-/// lines are kept 7 days.
+/// `levers9 logs` (the command's help is in commands/mod.rs and after_help).
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  \
-    levers9 logs t-0193a5c27d1e7b3a9f003c4d5e6f7a8b        one task\n  \
-    levers9 logs my-app/resize --since 10m             one function of a deployed app\n  \
-    levers9 logs my-app -f                             every function of an app, following")]
+#[command(
+    after_help = "One task's output prints as it was written: its stdout on stdout, its\n\
+    stderr on stderr. Several tasks' output (APP/FUNCTION, APP) prints each line as\n\
+    `TASK_ID stdout| line` or `TASK_ID stderr| line`, stderr lines on stderr. A task\n\
+    keeps its first MiB of output; lines are kept 7 days (docs/logs.md).\n\n\
+    Examples:\n  \
+    levers9 logs t-01a24431b35774dca92fb26acf7f61ba   one task\n  \
+    levers9 logs my-app/resize --since 10m          one function of a deployed app\n  \
+    levers9 logs my-app -f                          every function of an app, following"
+)]
 pub struct LogsArgs {
     /// A task id (see levers9 task list), APP/FUNCTION (a function of a
     /// deployed app) or APP (every function of the app's current deploy).
