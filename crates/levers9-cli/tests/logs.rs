@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use common::fleet::{python_image, Worker};
 use common::stubs::{other_workspace, workspace_token};
 use common::{backend_env, text, with_token, Backend, Controlplane, BIN, SECRET};
-use levers9_api::v1::ListTasksRequest;
+use levers9_api::v1::log_service_client::LogServiceClient;
+use levers9_api::v1::{ListLogsRequest, ListTasksRequest};
 
 /// `talk` prints on both streams; `slow` prints, waits for an item on the
 /// queue `go`, then prints again.
@@ -296,6 +297,7 @@ async fn output_is_kept_after_the_caller_is_gone_and_followed_live(backend: Back
         );
         assert!(!text(&out.stdout).contains("out 0"));
     }
+    bad_requests_are_refused(&cp, &user, t0).await;
     let out = cp.cli_as(&other, &["logs", "chatty/talk"], None);
     assert!(
         text(&out.stderr).contains("no deployed function \"talk\" of app \"chatty\""),
@@ -308,6 +310,60 @@ async fn output_is_kept_after_the_caller_is_gone_and_followed_live(backend: Back
         "{}",
         text(&out.stderr)
     );
+}
+
+/// The API refuses a request that names no target or two, a bad time or
+/// an oversized page, with INVALID_ARGUMENT and what to do.
+async fn bad_requests_are_refused(cp: &Controlplane, token: &str, task_id: &str) {
+    let mut api = LogServiceClient::new(cp.channel().await);
+    let cases = [
+        (ListLogsRequest::default(), "name exactly one of task_id"),
+        (
+            ListLogsRequest {
+                task_id: task_id.into(),
+                app_name: "chatty".into(),
+                ..Default::default()
+            },
+            "name exactly one of task_id",
+        ),
+        (
+            ListLogsRequest {
+                task_id: task_id.into(),
+                since: "yesterday".into(),
+                ..Default::default()
+            },
+            "not an RFC 3339 time",
+        ),
+        (
+            ListLogsRequest {
+                task_id: task_id.into(),
+                limit: 10_001,
+                ..Default::default()
+            },
+            "read further with after_id",
+        ),
+        (
+            ListLogsRequest {
+                stub_id: String::new(),
+                function_name: "talk".into(),
+                task_id: task_id.into(),
+                ..Default::default()
+            },
+            "function_name needs app_name",
+        ),
+    ];
+    for (request, says) in cases {
+        let status = api
+            .list_logs(with_token(request.clone(), token))
+            .await
+            .expect_err("refused");
+        assert_eq!(
+            status.code(),
+            tonic::Code::InvalidArgument,
+            "{request:?}: {status:?}"
+        );
+        assert!(status.message().contains(says), "{request:?}: {status:?}");
+    }
 }
 
 #[tokio::test]
