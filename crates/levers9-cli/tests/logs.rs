@@ -3,8 +3,9 @@
 //! (no caller waits for them); afterwards `levers9 logs TASK` prints one
 //! task's output as written, `levers9 logs APP/FUNCTION` and `levers9 logs
 //! APP` the lines of several tasks, prefixed; `-f` sees a line printed
-//! while it follows and ends with the task; another workspace's token gets
-//! a clear not-found. On Postgres and Redis, and on the embedded backend.
+//! while it follows and ends with the task (on Postgres and Redis, through
+//! a second replica); another workspace's token gets a clear not-found. On
+//! Postgres and Redis, and on the embedded backend.
 
 mod common;
 
@@ -155,18 +156,26 @@ async fn logs_when(
     }
 }
 
-fn controlplane(backend: Backend) -> Controlplane {
+/// The environment of a controlplane on `backend` with the test Python
+/// image as base image; replicas started with the same one share it.
+fn controlplane_env(backend: Backend) -> Vec<(String, String)> {
     let mut env = backend_env(backend);
     let image = python_image();
     let (registry, name) = image.split_once('/').expect("image has a registry");
     env.push(("LEVERS9_BOOTSTRAP_SECRET".into(), SECRET.into()));
     env.push(("LEVERS9_BASE_IMAGE_REGISTRY".into(), registry.into()));
     env.push(("LEVERS9_BASE_IMAGE".into(), name.into()));
-    Controlplane::start_with(env)
+    env
 }
 
 async fn output_is_kept_after_the_caller_is_gone_and_followed_live(backend: Backend) {
-    let cp = controlplane(backend);
+    let env = controlplane_env(backend);
+    let cp = Controlplane::start_with(env.clone());
+    // On Postgres and Redis, -f asks a second replica, which does not hold
+    // the worker's stream: its lines reach it through the record store and
+    // the hot state's channel.
+    let second = (backend == Backend::Servers).then(|| Controlplane::start_with(env));
+    let follow_at = second.as_ref().unwrap_or(&cp);
     let admin = cp.admin_token().await;
     let worker = Worker::start(&cp, &admin, "default", "runc").await;
     let user = workspace_token(&cp, &admin, "user").await;
@@ -191,7 +200,7 @@ async fn output_is_kept_after_the_caller_is_gone_and_followed_live(backend: Back
         .env("HOME", home.path())
         .env("LEVERS9_TOKEN", &user)
         .env("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1")
-        .env("LEVERS9_CONTROLPLANE_PORT", cp.grpc_port.to_string())
+        .env("LEVERS9_CONTROLPLANE_PORT", follow_at.grpc_port.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
