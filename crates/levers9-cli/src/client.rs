@@ -9,11 +9,11 @@ use levers9_api::v1::{
     auth_service_client::AuthServiceClient, cluster_service_client::ClusterServiceClient,
     container_service_client::ContainerServiceClient, dict_service_client::DictServiceClient,
     function_service_client::FunctionServiceClient, image_service_client::ImageServiceClient,
-    log_service_client::LogServiceClient,
-    machine_service_client::MachineServiceClient, queue_service_client::QueueServiceClient,
-    secret_service_client::SecretServiceClient, token_service_client::TokenServiceClient,
-    volume_service_client::VolumeServiceClient, worker_service_client::WorkerServiceClient,
-    workspace_service_client::WorkspaceServiceClient, AuthorizeRequest, AuthorizeResponse,
+    log_service_client::LogServiceClient, machine_service_client::MachineServiceClient,
+    queue_service_client::QueueServiceClient, secret_service_client::SecretServiceClient,
+    token_service_client::TokenServiceClient, volume_service_client::VolumeServiceClient,
+    worker_service_client::WorkerServiceClient, workspace_service_client::WorkspaceServiceClient,
+    AuthorizeRequest, AuthorizeResponse,
 };
 use levers9_api::{Bearer, BOOTSTRAP_SECRET_METADATA};
 use tonic::service::interceptor::InterceptedService;

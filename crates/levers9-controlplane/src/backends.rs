@@ -7,8 +7,8 @@ use std::sync::Arc;
 use levers9_config::Config;
 use levers9_state::{HotState, MemoryState, RedisState, StateError};
 use levers9_store::{
-    FunctionStore, LogStore, MachineStore, PostgresSettings, PostgresStore, RecordStore, SealedStore,
-    SqliteStore, StoreError,
+    FunctionStore, LogStore, MachineStore, PostgresSettings, PostgresStore, RecordStore,
+    SealedStore, SqliteStore, StoreError,
 };
 
 /// Why a backend could not be opened.

@@ -11,12 +11,11 @@ use axum::serve::ListenerExt;
 use levers9_api::v1::{
     auth_service_server::AuthServiceServer, cluster_service_server::ClusterServiceServer,
     container_service_server::ContainerServiceServer, dict_service_server::DictServiceServer,
-    log_service_server::LogServiceServer,
     function_service_server::FunctionServiceServer, image_service_server::ImageServiceServer,
-    machine_service_server::MachineServiceServer, queue_service_server::QueueServiceServer,
-    secret_service_server::SecretServiceServer, token_service_server::TokenServiceServer,
-    volume_service_server::VolumeServiceServer, worker_service_server::WorkerServiceServer,
-    workspace_service_server::WorkspaceServiceServer,
+    log_service_server::LogServiceServer, machine_service_server::MachineServiceServer,
+    queue_service_server::QueueServiceServer, secret_service_server::SecretServiceServer,
+    token_service_server::TokenServiceServer, volume_service_server::VolumeServiceServer,
+    worker_service_server::WorkerServiceServer, workspace_service_server::WorkspaceServiceServer,
 };
 use levers9_config::Config;
 use tokio::net::TcpListener;

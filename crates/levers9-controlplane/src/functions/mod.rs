@@ -30,8 +30,8 @@
 
 pub mod dispatcher;
 pub mod items;
-pub mod logs;
 mod local;
+pub mod logs;
 pub mod objects;
 pub mod replies;
 mod rows;
