@@ -14,6 +14,7 @@ containers imports it without them); the client is loaded on first remote use.
 """
 
 from .call import FunctionCall
+from .cls import BoundMethod, Cls, Instance, cls, enter, exit, method
 from .errors import (
     AuthError,
     ConfigError,
@@ -40,6 +41,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AuthError",
+    "BoundMethod",
+    "Cls",
     "ConfigError",
     "ControlplaneError",
     "ControlplaneUnavailable",
@@ -50,6 +53,7 @@ __all__ = [
     "Function",
     "FunctionCall",
     "Image",
+    "Instance",
     "Levers9Error",
     "Period",
     "Queue",
@@ -67,6 +71,10 @@ __all__ = [
     "VolumeFileNotFound",
     "VolumeNotFound",
     "asgi",
+    "cls",
     "endpoint",
+    "enter",
+    "exit",
     "function",
+    "method",
 ]

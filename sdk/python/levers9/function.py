@@ -204,6 +204,7 @@ def function(
     secrets=None,
     pool: Optional[str] = None,
     max_containers: Optional[int] = None,
+    min_containers: int = 0,
     volumes=None,
     schedule=None,
 ):
@@ -219,6 +220,9 @@ def function(
     ``LEVERS9_*`` names only ``LEVERS9_SECURITY_PROFILE="hardened"`` and
     ``LEVERS9_SECCOMP="observe"|"enforce"`` are allowed, to ask for stricter
     containers than the pool's (never looser). pool: the worker pool. max_containers: at most this many containers at once.
+    min_containers: while deployed (``levers9 deploy``), this many containers
+    are kept running even with nothing to do, so calls do not wait for a cold
+    start (0: scale to zero); ``.remote()`` alone, undeployed, keeps none.
     volumes: `Volume`s of the workspace to mount, e.g.
     ``[Volume("data", mount_path="/data")]``. schedule: ``Cron("*/5 * * * *")``
     or ``Period(minutes=5)``: once the file is deployed (``levers9 deploy``),
@@ -242,6 +246,7 @@ def function(
         secrets=secrets,
         pool=pool,
         max_containers=max_containers,
+        min_containers=min_containers,
         volumes=volumes,
     )
 

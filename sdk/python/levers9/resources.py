@@ -43,6 +43,8 @@ class FunctionConfig:
     secrets: Tuple[Union[str, Secret], ...] = ()
     pool: str = ""
     max_containers: int = 0
+    # Containers kept running while deployed, even idle.
+    min_containers: int = 0
     # (name, mount_path) of each volume.
     volumes: Tuple[Tuple[str, str], ...] = ()
     # Volumes from Volume.from_name(create_if_missing=True): made, if
@@ -227,6 +229,7 @@ def build_config(
     pool=None,
     max_containers=None,
     volumes=None,
+    min_containers=0,
 ) -> FunctionConfig:
     """The decorator's arguments, checked. Raises ValueError naming the bad one."""
     gpu_types, count = parse_gpu(gpu, gpu_count)
@@ -247,6 +250,22 @@ def build_config(
         pool=parse_pool(pool),
         max_containers=0 if max_containers is None else _whole(max_containers, "max_containers", minimum=1),
         volumes=parse_volumes(volumes),
+        min_containers=_min_containers(min_containers, max_containers),
         volumes_to_create=tuple(v for v in volumes or () if v.create_if_missing),
     )
 
+
+
+# The controlplane's max_containers when a function names none.
+_DEFAULT_MAX_CONTAINERS = 100
+
+
+def _min_containers(min_containers, max_containers) -> int:
+    value = _whole(min_containers, "min_containers", minimum=0)
+    limit = _DEFAULT_MAX_CONTAINERS if max_containers is None else max_containers
+    if value > limit:
+        raise ValueError(
+            f"min_containers ({value}) is more than max_containers ({limit}): "
+            f"lower min_containers or raise max_containers"
+        )
+    return value

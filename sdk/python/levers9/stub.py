@@ -142,12 +142,15 @@ def stub_config(config, client: Client) -> pb.StubConfig:
         secrets=resolve_secrets(config.secrets, client),
         pool=config.pool,
         max_containers=config.max_containers,
+        min_containers=config.min_containers,
         volumes=[volume_pb2.VolumeMount(name=name, mount_path=path) for name, path in config.volumes],
     )
 
 
-def create_stub(client: Client, raw_f, config) -> str:
-    """Uploads what is missing and returns the stub id for this function and config."""
+def create_stub(client: Client, raw_f, config, class_parameters: bytes = b"") -> str:
+    """Uploads what is missing and returns the stub id for this function and
+    config; `raw_f` is a class for a ``@cls`` instance, with its pickled
+    `class_parameters`."""
     location = locate(raw_f)
     code = _code_for(location.root)
     ensure_stored(client, code)
@@ -156,6 +159,7 @@ def create_stub(client: Client, raw_f, config) -> str:
     stub = stub_config(config, client)
     # Part of the stub: the controlplane lets only a generator Run call it.
     stub.generator = inspect.isgeneratorfunction(raw_f) or inspect.isasyncgenfunction(raw_f)
+    stub.class_parameters = class_parameters
     response = client.call(
         "GetOrCreateStub",
         pb.GetOrCreateStubRequest(

@@ -57,6 +57,7 @@ def test_defaults():
     assert (config.cpu_millicores, config.memory_mib, config.gpu_types, config.gpu_count) == (125, 128, (), 0)
     assert (config.retries, config.timeout_seconds, config.keep_warm_seconds, config.concurrency) == (0, 300, 60, 1)
     assert (config.image, config.pool, config.max_containers, config.env, config.secrets) == ("", "", 0, {}, ())
+    assert config.min_containers == 0
 
 
 @pytest.mark.parametrize(
@@ -68,6 +69,9 @@ def test_defaults():
         ({"keep_warm_seconds": 0}, "keep_warm_seconds must be at least 1"),
         ({"concurrency": 0}, "concurrency must be at least 1"),
         ({"max_containers": 0}, "max_containers must be at least 1"),
+        ({"min_containers": -1}, "min_containers must be at least 0"),
+        ({"min_containers": 3, "max_containers": 2}, r"min_containers \(3\) is more than max_containers \(2\)"),
+        ({"min_containers": 101}, r"min_containers \(101\) is more than max_containers \(100\)"),
         ({"env": {"A": 1}}, "must be a string"),
         ({"env": {"1A": "x"}}, "not a valid environment variable name"),
         ({"env": {"LEVERS9_FUNCTION": "x"}}, "reserved"),

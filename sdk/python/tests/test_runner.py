@@ -302,3 +302,109 @@ def test_sigterm_exits_0_even_with_an_input_running(make_worker):
     worker.send_input("t1", "slow", 1000)
     worker.process.send_signal(signal.SIGTERM)
     assert worker.process.wait(timeout=10) == 0
+
+
+CLASS_APP = '''
+import os
+from levers9 import cls, enter, exit, method
+
+@cls
+class Counter:
+    def __init__(self, start, marker):
+        self.start = start
+        self.marker = marker
+
+    @enter
+    def load(self):
+        self.entered = getattr(self, "entered", 0) + 1
+        self.count = self.start
+
+    @method
+    def bump(self, by=1):
+        self.count += by
+        return self.count, self.entered, os.getpid()
+
+    @method
+    async def peek(self):
+        return self.count
+
+    def helper(self):
+        return "not a method"
+
+    @exit
+    def close(self):
+        with open(self.marker, "w") as f:
+            f.write(f"exited at {self.count}")
+
+@cls
+class Broken:
+    @enter
+    def load(self):
+        raise OSError("no weights here")
+
+    @method
+    def predict(self, x):
+        return x
+'''
+
+
+def _class_worker(make_worker, name, parameters):
+    import base64
+
+    encoded = base64.b64encode(cloudpickle.dumps(parameters)).decode()
+    return make_worker(name, app=CLASS_APP, extra_env={"LEVERS9_CLASS_PARAMETERS": encoded})
+
+
+def test_a_class_is_entered_once_and_each_input_calls_the_method_it_names(make_worker, tmp_path):
+    marker = str(tmp_path / "exited")
+    worker = _class_worker(make_worker, "Counter", ((10, marker), {}))
+    assert worker.read()[0]["type"] == "hello"
+    worker.send_input("t1", "bump")
+    worker.send_input("t2", "bump", by=5)
+    worker.send_input("t3", "peek")
+    results, _ = worker.results(3)
+    first, second = cloudpickle.loads(results["t1"][1]), cloudpickle.loads(results["t2"][1])
+    assert first[:2] == (11, 1) and second[:2] == (16, 1)
+    assert first[2] == second[2] == worker.process.pid
+    assert cloudpickle.loads(results["t3"][1]) == 16
+    # The worker going away stops the container: @exit runs first.
+    assert worker.close() == 0
+    assert open(marker).read() == "exited at 16"
+
+
+def test_an_input_naming_no_method_of_the_class_fails_saying_which_there_are(make_worker, tmp_path):
+    worker = _class_worker(make_worker, "Counter", ((0, str(tmp_path / "m")), {}))
+    worker.read()
+    worker.send_input("t1", "helper")
+    header, _ = worker.results(1)[0]["t1"]
+    assert header["state"] == "error"
+    assert "Counter has no @method 'helper' (its @methods: bump, peek)" in header["message"]
+
+
+def test_sigterm_runs_the_exit_methods_before_the_runner_leaves(make_worker, tmp_path):
+    marker = str(tmp_path / "exited")
+    worker = _class_worker(make_worker, "Counter", ((1, marker), {}))
+    worker.read()
+    worker.send_input("t1", "bump", by=2)
+    worker.results(1)
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.process.wait(timeout=10) == 0
+    assert open(marker).read() == "exited at 3"
+
+
+def test_a_failed_enter_is_an_init_error_naming_the_method(make_worker):
+    worker = _class_worker(make_worker, "Broken", ((), {}))
+    header, _ = worker.read()
+    assert header["type"] == "init_error"
+    assert header["message"] == (
+        "@enter method Broken.load failed, so this container serves no input: OSError: no weights here"
+    )
+    assert "no weights here" in header["traceback"]
+    assert worker.process.wait(timeout=10) == 1
+
+
+def test_a_class_container_without_parameters_says_its_stub_is_too_old(make_worker):
+    worker = make_worker("Broken", app=CLASS_APP)
+    header, _ = worker.read()
+    assert header["type"] == "init_error"
+    assert "has no LEVERS9_CLASS_PARAMETERS" in header["message"]

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
 use levers9_api::v1::StubConfig;
 use levers9_store::StubRecord;
 use serde::{Deserialize, Serialize};
@@ -60,6 +62,23 @@ pub struct StubSpec {
     /// functions keep the ids they had before generators came.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub generator: bool,
+    /// Containers kept running while the stub is deployed, even idle. Left
+    /// out of the stored form when 0, like `generator`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub min_containers: u32,
+    /// A `@cls` class's instance parameters (cloudpickled, base64), given
+    /// to its runner; part of the stub, so each parameter set is its own.
+    /// Left out of the stored form when empty (a function), like `generator`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub class_parameters: String,
+}
+
+/// The largest pickled class parameters: they travel in an environment
+/// variable (base64), and Linux caps one at 128 KiB.
+const MAX_CLASS_PARAMETERS_BYTES: usize = 32 * 1024;
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 fn or(value: u32, default: u32) -> u32 {
@@ -103,9 +122,23 @@ impl StubSpec {
             10_000,
             "lower max_containers",
         )?;
+        let max_containers = or(config.max_containers, DEFAULT_MAX_CONTAINERS);
+        at_most(
+            "min_containers",
+            config.min_containers,
+            max_containers,
+            "min_containers cannot be more than max_containers",
+        )?;
         let gpu_count = crate::fleet::gpu_count(&config.gpu_types, config.gpu_count)?;
         let volumes = volume_mounts(&config.volumes)?;
         check_env(&config.env)?;
+        if config.class_parameters.len() > MAX_CLASS_PARAMETERS_BYTES {
+            return Err(ApiError::InvalidArgument(format!(
+                "the parameters of the class are {} bytes pickled, more than {MAX_CLASS_PARAMETERS_BYTES}: \
+                 pass names or paths as parameters and load the data in an @enter method",
+                config.class_parameters.len()
+            )));
+        }
         Ok(StubSpec {
             image,
             cpu_millicores: if config.cpu_millicores == 0 {
@@ -128,9 +161,11 @@ impl StubSpec {
             secrets: config.secrets,
             // Empty: any pool that takes requests naming none.
             pool: config.pool,
-            max_containers: or(config.max_containers, DEFAULT_MAX_CONTAINERS),
+            max_containers,
             volumes,
             generator: config.generator,
+            min_containers: config.min_containers,
+            class_parameters: BASE64.encode(&config.class_parameters),
         })
     }
 
@@ -166,6 +201,9 @@ impl StubSpec {
                 })
                 .collect(),
             generator: self.generator,
+            min_containers: self.min_containers,
+            // Written by from_config; a corrupt value shows as none.
+            class_parameters: BASE64.decode(&self.class_parameters).unwrap_or_default(),
         }
     }
 
@@ -279,6 +317,12 @@ pub fn container(stub: &StubRecord, spec: &StubSpec) -> ContainerRecord {
         spec.concurrency.to_string(),
     );
     env.insert("PYTHONPATH".to_owned(), format!("{SDK_DIR}:{CODE_DIR}"));
+    if !spec.class_parameters.is_empty() {
+        env.insert(
+            "LEVERS9_CLASS_PARAMETERS".to_owned(),
+            spec.class_parameters.clone(),
+        );
+    }
     ContainerRecord {
         args: ["python3", "-m", "levers9.runner"]
             .map(str::to_owned)
@@ -411,6 +455,79 @@ mod tests {
             !StubSpec::from_json("st-1", &plain.to_json())
                 .unwrap()
                 .generator
+        );
+    }
+
+    #[test]
+    fn min_containers_is_at_most_max_containers_and_stored_only_when_set() {
+        let plain = StubSpec::from_config(StubConfig::default(), "img".into()).unwrap();
+        assert!(!plain.to_json().contains("minContainers"));
+        let floor = StubConfig {
+            min_containers: 2,
+            max_containers: 3,
+            ..StubConfig::default()
+        };
+        let spec = StubSpec::from_config(floor, "img".into()).unwrap();
+        assert_eq!(
+            StubSpec::from_json("st-1", &spec.to_json())
+                .unwrap()
+                .min_containers,
+            2
+        );
+        let above = StubConfig {
+            min_containers: 4,
+            max_containers: 3,
+            ..StubConfig::default()
+        };
+        let error = StubSpec::from_config(above, "img".into()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "min_containers is 4, more than the limit of 3: min_containers cannot be more than \
+             max_containers"
+        );
+    }
+
+    #[test]
+    fn class_parameters_are_stored_only_for_a_class_and_reach_its_runner() {
+        let plain = StubSpec::from_config(StubConfig::default(), "img".into()).unwrap();
+        assert!(!plain.to_json().contains("classParameters"));
+        let stub = StubRecord {
+            id: "st-1".into(),
+            workspace_id: "w".into(),
+            name: "app.Model".into(),
+            code_digest: "sha256:c".into(),
+            sdk_digest: "sha256:s".into(),
+            module_path: "app.py".into(),
+            function_name: "Model".into(),
+            config_json: String::new(),
+            created_at: chrono::Utc::now(),
+        };
+        assert!(!container(&stub, &plain)
+            .env
+            .contains_key("LEVERS9_CLASS_PARAMETERS"));
+        let class = |parameters: &[u8]| {
+            StubSpec::from_config(
+                StubConfig {
+                    class_parameters: parameters.to_vec(),
+                    ..StubConfig::default()
+                },
+                "img".into(),
+            )
+        };
+        let large = class(b"large").unwrap();
+        assert_ne!(large.to_json(), class(b"small").unwrap().to_json());
+        let stored = StubSpec::from_json("st-1", &large.to_json()).unwrap();
+        assert_eq!(stored.to_config().class_parameters, b"large");
+        assert_eq!(
+            container(&stub, &stored).env["LEVERS9_CLASS_PARAMETERS"],
+            BASE64.encode(b"large")
+        );
+        let too_big = class(&vec![0; MAX_CLASS_PARAMETERS_BYTES + 1]).unwrap_err();
+        assert!(
+            too_big
+                .to_string()
+                .contains("load the data in an @enter method"),
+            "{too_big}"
         );
     }
 

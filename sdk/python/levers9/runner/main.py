@@ -8,7 +8,10 @@ Contract with the worker (frames in `levers9.wire`):
    traceback) and exit 1; on success send ``hello`` with ``cancels``
    true (it answers cancel frames). Both carry
    ``LEVERS9_CONTAINER_SERVER_CREDENTIAL`` as ``credential`` when the
-   worker set it (its ``containerServerAuth``).
+   worker set it (its ``containerServerAuth``). For a ``@cls`` class,
+   its instance is made with ``LEVERS9_CLASS_PARAMETERS`` and its
+   ``@enter`` methods run before ``hello``; one that fails sends
+   ``init_error`` naming it (see `lifecycle`).
 2. For each ``input`` frame, run the function in a pool of
    ``LEVERS9_CONCURRENCY`` threads, send its ``output`` frames, then exactly
    one ``result`` frame. Inputs that come while every thread is busy wait
@@ -31,7 +34,9 @@ Contract with the worker (frames in `levers9.wire`):
    so far) open it again, and a cancel stops it at its next item with a
    ``cancelled`` result (see `stream`).
 4. Exit 0 when the worker closes the socket or on SIGTERM, without waiting
-   for running inputs: nobody is left to receive their results.
+   for running inputs: nobody is left to receive their results. A class's
+   ``@exit`` methods run first (on SIGTERM, on another thread, so Dict and
+   Queue replies are still read).
 
 ``LEVERS9_TASK_ID`` and ``LEVERS9_TASK_ATTEMPT`` (1 for the first try) are
 set in ``os.environ`` before each call. The environment is per process, so
@@ -52,7 +57,7 @@ from typing import Callable
 
 from .. import named, wire
 from ..modules import find_attribute, load_file
-from . import capture, execute, json_input, stream
+from . import capture, execute, json_input, lifecycle, stream
 
 # The worker listens before it starts the container, but a slow bind or a
 # restart of the container server should not cost the container.
@@ -92,13 +97,17 @@ def connect(path: str) -> Connection:
 
 
 def load_function(code_dir: str, module_path: str, qualname: str) -> Callable:
-    """The plain function to call, unwrapped from its levers9 Function."""
+    """The plain function to call, unwrapped from its levers9 Function; for
+    a ``@cls`` class, its `lifecycle.Lifecycle`, not yet entered."""
+    from ..cls import Cls
     from ..function import Function
 
     module = load_file(os.path.join(code_dir, module_path))
     target = find_attribute(module, qualname)
     if isinstance(target, Function):
         return target.raw_f
+    if isinstance(target, Cls):
+        return lifecycle.Lifecycle(target, os.environ.pop(lifecycle.PARAMETERS_VARIABLE, ""))
     if callable(target):
         return target
     raise TypeError(f"{qualname} in {module_path} is a {type(target).__name__}, not a function")
@@ -155,25 +164,53 @@ def main() -> int:
         if concurrency < 1:
             raise ValueError(f"LEVERS9_CONCURRENCY must be at least 1, got {concurrency}")
         fn = load_function(code_dir, module_path, qualname)
+        if isinstance(fn, lifecycle.Lifecycle):
+            fn.enter()
+    except lifecycle.EnterError as e:
+        _refuse_to_start(conn, credential, str(e))
+        return 1
     except BaseException as e:  # SystemExit in the module's own code is a load failure too
-        message = f"cannot load {qualname} from {module_path}: {traceback.format_exception_only(type(e), e)[-1].strip()}"
-        log(message)
-        try:
-            conn.send({"type": "init_error", **credential, "message": message, "traceback": traceback.format_exc()})
-        except OSError:
-            pass
+        _refuse_to_start(
+            conn,
+            credential,
+            f"cannot load {qualname} from {module_path}: {traceback.format_exception_only(type(e), e)[-1].strip()}",
+        )
         return 1
 
     conn.send({"type": "hello", "container_id": container_id, "cancels": True, **credential})
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="levers9-task")
     # From here on this thread reads the replies to Dict and Queue calls.
     container_objects.serving = True
+    if isinstance(fn, lifecycle.Lifecycle):
+        # On another thread, so this one goes on reading the replies to the
+        # @exit methods' Dict and Queue calls; the worker's SIGKILL after
+        # its grace bounds them.
+        signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=_exit_after, args=(fn,), daemon=True).start())
     # An @asgi app's streamed answers are items too (see asgi_host).
     streamed = stream.is_generator(fn) or _is_asgi(fn)
     serve(conn, router, pool, fn, qualname, stream.Streams() if streamed else None)
     router.flush()
+    if isinstance(fn, lifecycle.Lifecycle):
+        fn.exit()
     _exit_now(0)
     return 0  # not reached; keeps the signature honest for tests that patch os._exit
+
+
+def _refuse_to_start(conn: Connection, credential: dict, message: str) -> None:
+    """Tells the worker why this container serves no input (its inputs fail with `message`)."""
+    log(message)
+    try:
+        conn.send({"type": "init_error", **credential, "message": message, "traceback": traceback.format_exc()})
+    except OSError:
+        pass
+
+
+def _exit_after(instance: lifecycle.Lifecycle) -> None:
+    """Runs a class's @exit methods, then leaves."""
+    try:
+        instance.exit()
+    finally:
+        _exit_now(0)
 
 
 def serve(conn: Connection, router: capture.OutputRouter, pool, fn: Callable, name: str, streams=None) -> None:

@@ -45,7 +45,7 @@ class GetObjectResponse(_message.Message):
     def __init__(self, data: _Optional[bytes] = ...) -> None: ...
 
 class StubConfig(_message.Message):
-    __slots__ = ("image", "cpu_millicores", "memory_mib", "gpu_types", "gpu_count", "retries", "timeout_seconds", "keep_warm_seconds", "concurrency", "env", "secrets", "pool", "max_containers", "volumes", "generator")
+    __slots__ = ("image", "cpu_millicores", "memory_mib", "gpu_types", "gpu_count", "retries", "timeout_seconds", "keep_warm_seconds", "concurrency", "env", "secrets", "pool", "max_containers", "volumes", "generator", "min_containers", "class_parameters")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -68,6 +68,8 @@ class StubConfig(_message.Message):
     MAX_CONTAINERS_FIELD_NUMBER: _ClassVar[int]
     VOLUMES_FIELD_NUMBER: _ClassVar[int]
     GENERATOR_FIELD_NUMBER: _ClassVar[int]
+    MIN_CONTAINERS_FIELD_NUMBER: _ClassVar[int]
+    CLASS_PARAMETERS_FIELD_NUMBER: _ClassVar[int]
     image: str
     cpu_millicores: int
     memory_mib: int
@@ -83,7 +85,9 @@ class StubConfig(_message.Message):
     max_containers: int
     volumes: _containers.RepeatedCompositeFieldContainer[_volume_pb2.VolumeMount]
     generator: bool
-    def __init__(self, image: _Optional[str] = ..., cpu_millicores: _Optional[int] = ..., memory_mib: _Optional[int] = ..., gpu_types: _Optional[_Iterable[str]] = ..., gpu_count: _Optional[int] = ..., retries: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., keep_warm_seconds: _Optional[int] = ..., concurrency: _Optional[int] = ..., env: _Optional[_Mapping[str, str]] = ..., secrets: _Optional[_Iterable[str]] = ..., pool: _Optional[str] = ..., max_containers: _Optional[int] = ..., volumes: _Optional[_Iterable[_Union[_volume_pb2.VolumeMount, _Mapping]]] = ..., generator: bool = ...) -> None: ...
+    min_containers: int
+    class_parameters: bytes
+    def __init__(self, image: _Optional[str] = ..., cpu_millicores: _Optional[int] = ..., memory_mib: _Optional[int] = ..., gpu_types: _Optional[_Iterable[str]] = ..., gpu_count: _Optional[int] = ..., retries: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., keep_warm_seconds: _Optional[int] = ..., concurrency: _Optional[int] = ..., env: _Optional[_Mapping[str, str]] = ..., secrets: _Optional[_Iterable[str]] = ..., pool: _Optional[str] = ..., max_containers: _Optional[int] = ..., volumes: _Optional[_Iterable[_Union[_volume_pb2.VolumeMount, _Mapping]]] = ..., generator: bool = ..., min_containers: _Optional[int] = ..., class_parameters: _Optional[bytes] = ...) -> None: ...
 
 class GetOrCreateStubRequest(_message.Message):
     __slots__ = ("name", "code_digest", "sdk_digest", "module_path", "function_name", "config")
