@@ -54,7 +54,7 @@ def endpoint(_fn=None, *, name: Optional[str] = None, public: bool = False, **re
     the workspace. public: serve it without a token; otherwise requests need
     ``Authorization: Bearer <token of the workspace>``. Every other keyword
     is `levers9.function`'s (cpu, memory, image, timeout, concurrency,
-    max_containers, ...), except schedule. The function takes keyword
+    max_containers, min_containers, ...), except schedule. The function takes keyword
     arguments that JSON can carry and returns a value JSON can hold.
     """
     return _decorator(_fn, name, public, False, resources)
@@ -70,8 +70,8 @@ def asgi(_fn=None, *, name: Optional[str] = None, public: bool = False, **resour
     called once per container, on its first request, and the app's lifespan
     startup runs then. A private endpoint's ``Authorization`` header (the
     workspace token) does not reach the app. The options are `endpoint`'s.
-    Responses are sent whole: a streamed one (SSE) arrives once it ends;
-    websockets are not served.
+    A streamed answer (``StreamingResponse``, server-sent events) reaches
+    the client chunk by chunk; websockets are not served.
     """
     return _decorator(_fn, name, public, True, resources)
 

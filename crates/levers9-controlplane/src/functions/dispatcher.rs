@@ -21,7 +21,8 @@
 //! containers are requested, up to the stub's `max_containers`, unless the
 //! warm ones will finish the queue first ([`pace`]). Requests still waiting
 //! for a worker when their stub's queue is empty are withdrawn. A warm
-//! container with nothing to do for `keep_warm_seconds` is stopped.
+//! container with nothing to do for `keep_warm_seconds` is stopped, unless
+//! it is one of the `min_containers` a deployed stub keeps ([`floor`]).
 //!
 //! Everything here is in memory and changed by one loop, so there are no
 //! races between deciding and doing; what it does to the outside (store
@@ -41,6 +42,7 @@ use tokio::sync::watch;
 
 mod drain;
 mod events;
+mod floor;
 mod pace;
 mod stops;
 mod upkeep;
@@ -87,6 +89,7 @@ struct Stub {
     /// Containers asked for, with when.
     starting: BTreeMap<String, Instant>,
     pace: pace::Pace,
+    floor: floor::Floor,
 }
 
 /// What the worker's stream did with an attempt's end before telling the
@@ -136,6 +139,8 @@ struct Dispatcher {
     /// Workers draining: containers there take no new inputs.
     draining: BTreeSet<String>,
     starts: pace::StartTime,
+    /// When the deployed stubs' floors were last read.
+    floors_read: Option<Instant>,
 }
 
 /// Runs the dispatcher whenever this replica holds the lease, until
@@ -167,6 +172,7 @@ pub async fn run(parts: Parts, holder: String, stopped: watch::Receiver<bool>) {
             container_stub: HashMap::new(),
             draining: BTreeSet::new(),
             starts: pace::StartTime::default(),
+            floors_read: None,
         };
         if let Err(error) = dispatcher.recover().await {
             tracing::error!(%error, "cannot take over unfinished tasks");
@@ -212,6 +218,7 @@ impl Dispatcher {
                 ticked = Instant::now();
                 self.stop_idle().await;
                 self.withdraw_unneeded().await;
+                self.keep_floors().await;
             }
         }
     }
@@ -261,6 +268,7 @@ impl Dispatcher {
                 warm: BTreeMap::new(),
                 starting: BTreeMap::new(),
                 pace: pace::Pace::default(),
+                floor: floor::Floor::default(),
             },
         );
         Ok(true)
@@ -415,17 +423,26 @@ impl Dispatcher {
             .saturating_sub(total)
             .min(MAX_STARTING.saturating_sub(stub.starting.len()));
         for _ in 0..wanted.min(room) {
-            let container = spec::container(&stub.record, &stub.spec);
-            self.parts.fleet.put_container(&container).await?;
-            self.parts
-                .fleet
-                .state()
-                .push(BACKLOG, container.id.as_bytes())
-                .await?;
-            tracing::info!(container_id = %container.id, stub_id, function = %stub.record.function_name, "function container requested");
-            stub.starting.insert(container.id.clone(), Instant::now());
-            self.container_stub.insert(container.id, stub_id.to_owned());
+            self.request_container(stub_id).await?;
         }
+        Ok(())
+    }
+
+    /// Asks the scheduler for a container of the stub.
+    async fn request_container(&mut self, stub_id: &str) -> Result<(), ApiError> {
+        let Some(stub) = self.stubs.get_mut(stub_id) else {
+            return Ok(());
+        };
+        let container = spec::container(&stub.record, &stub.spec);
+        self.parts.fleet.put_container(&container).await?;
+        self.parts
+            .fleet
+            .state()
+            .push(BACKLOG, container.id.as_bytes())
+            .await?;
+        tracing::info!(container_id = %container.id, stub_id, function = %stub.record.function_name, "function container requested");
+        stub.starting.insert(container.id.clone(), Instant::now());
+        self.container_stub.insert(container.id, stub_id.to_owned());
         Ok(())
     }
 

@@ -43,6 +43,9 @@ impl Dispatcher {
         let mut handed_back = false;
         let (never_started, in_flight): (Vec<String>, Vec<String>) =
             if stub.starting.remove(container_id).is_some() {
+                if !worker_lost {
+                    stub.start_failed();
+                }
                 // Nothing else can take the queue: say why rather than
                 // retry a container that will fail the same way. A lost
                 // worker says nothing of the container: another is asked for.

@@ -19,16 +19,27 @@ const WITHDRAW_AFTER: Duration = Duration::from_secs(1);
 
 impl Dispatcher {
     /// Stops warm containers idle for their keep-warm window (scale to
-    /// zero), and idle ones on draining workers at once.
+    /// zero, or down to the stub's floor), and idle ones on draining workers
+    /// at once.
     pub(super) async fn stop_idle(&mut self) {
         let mut idle = Vec::new();
         for stub in self.stubs.values_mut() {
             let window = Duration::from_secs(u64::from(stub.spec.keep_warm_seconds));
+            let mut spare = stub.above_floor();
             let expired: Vec<String> = stub
                 .warm
                 .iter()
                 .filter(|(_, w)| {
-                    w.in_flight.is_empty() && (w.draining || w.idle_since.elapsed() >= window)
+                    if !w.in_flight.is_empty() {
+                        return false;
+                    }
+                    // A drained or lost one is not part of the floor.
+                    if w.draining || w.lost {
+                        return w.draining || w.idle_since.elapsed() >= window;
+                    }
+                    let expired = w.idle_since.elapsed() >= window && spare > 0;
+                    spare -= usize::from(expired);
+                    expired
                 })
                 .map(|(id, _)| id.clone())
                 .collect();
@@ -55,13 +66,17 @@ impl Dispatcher {
     /// close to ready and stay warm for the next input. A request younger
     /// than [`WITHDRAW_AFTER`] is left alone: a worker is likely about to
     /// take it, and a queue that empties for a moment between a map's
-    /// batches may need it.
+    /// batches may need it. Requests a stub's floor needs wait for a worker
+    /// like any.
     pub(super) async fn withdraw_unneeded(&mut self) {
         let ids: Vec<String> = self
             .stubs
             .values()
             .filter(|s| s.queue.is_empty())
-            .flat_map(|s| s.starting.iter())
+            .flat_map(|s| {
+                let spare = s.requests_above_floor().min(s.starting.len());
+                s.starting.iter().take(spare)
+            })
             .filter(|(_, requested)| requested.elapsed() >= WITHDRAW_AFTER)
             .map(|(id, _)| id.clone())
             .collect();
