@@ -6,24 +6,19 @@ mod common;
 
 use common::fleet::{python_image, Worker};
 use common::sdk::{controlplane, pytest};
-use common::stubs::other_workspace;
 use common::{text, Backend};
 
 async fn sandboxes_on(runtime: &str) {
     let cp = controlplane(Backend::Embedded, &[]);
     let admin = cp.admin_token().await;
     let worker = Worker::start(&cp, &admin, "default", runtime).await;
-    let other = other_workspace(&cp, &admin, "sandbox-neighbour").await;
     let image = python_image();
     pytest(
         &cp,
         &admin,
         &worker.log(),
         &["tests/test_sandbox.py"],
-        &[
-            ("LEVERS9_TEST_SANDBOXES", &image),
-            ("LEVERS9_TEST_OTHER_TOKEN", &other),
-        ],
+        &[("LEVERS9_TEST_SANDBOXES", &image)],
     )
     .await;
     // The CLI: a container, a command in it with stdin, its exit code.
