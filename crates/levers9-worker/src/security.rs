@@ -33,7 +33,7 @@ use std::path::Path;
 use levers9_runtime::{CapabilitySet, ContainerSpec, SeccompMode, SecurityProfile};
 
 pub use mounts::{check_mount_target, validate_mounts, MountRefused};
-pub use seccomp_log::{follow as follow_seccomp_log, StubOf};
+pub use seccomp_log::{follow as follow_seccomp_log, Following, StubOf};
 pub use stub::StubRefused;
 pub use violations::{Check, SecurityMetrics, Subject};
 

@@ -17,14 +17,17 @@ async fn an_observed_call_is_logged_and_counted_and_allowed() {
     let rootfs = common::busybox_rootfs(dir.path(), "rootfs", &["sh", "sync", "sleep", "echo"]);
     let prefix = format!("l9w-{}-", std::process::id());
     let metrics = SecurityMetrics::default();
-    follow_seccomp_log(
+    let following = follow_seccomp_log(
         prefix.clone(),
         "pool-x".into(),
         Arc::new(|_: &str| Some("stub-x".into())),
         metrics.clone(),
     );
-    // The follower starts at the end of the log: let it get there first.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The follower starts at the end of the log: the call must come after.
+    let at_end = tokio::time::timeout(Duration::from_secs(30), following.at_end())
+        .await
+        .expect("the follower reached the end of the kernel log within 30 s");
+    assert!(at_end, "cannot follow /dev/kmsg (the test runs as root)");
 
     let runc = common::runc(dir.path(), &prefix);
     let mut spec = ContainerSpec::new(

@@ -370,7 +370,15 @@ async fn an_init_error_is_kept_for_the_exit_event() {
     )
     .await;
     drop(runner);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The server reads it on a task of its own, which shutting down stops.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while f.server.outcome().init_error.is_none() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the init error was never read"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let outcome = f.server.shut_down().await;
     assert!(!outcome.said_hello);
     assert_eq!(

@@ -12,6 +12,8 @@
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::sync::Arc;
 
+use tokio::sync::oneshot;
+
 use super::violations::{Check, SecurityMetrics, Subject};
 
 /// `code=` of a record made by `SCMP_ACT_LOG` (`SECCOMP_RET_LOG`).
@@ -90,10 +92,31 @@ fn syscall_name(nr: u32) -> Option<&'static str> {
 /// Finds the stub of a container this worker holds.
 pub type StubOf = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
+/// Says when a follower started by [`follow`] reads the kernel log from
+/// its end, so that a record written after that is seen. The worker does
+/// not wait for it; a test does, before it makes a container log a call.
+#[derive(Debug)]
+pub struct Following(oneshot::Receiver<()>);
+
+impl Following {
+    /// Waits until the follower reads from the end of the log: true then,
+    /// false when it cannot follow the log at all (no `/dev/kmsg`, not
+    /// root, no thread).
+    pub async fn at_end(self) -> bool {
+        self.0.await.is_ok()
+    }
+}
+
 /// Follows the kernel log on a thread of its own for the life of the
 /// process, recording each logged call of a container whose cgroup starts
 /// with `cgroup_prefix`.
-pub fn follow(cgroup_prefix: String, pool: String, stub_of: StubOf, metrics: SecurityMetrics) {
+pub fn follow(
+    cgroup_prefix: String,
+    pool: String,
+    stub_of: StubOf,
+    metrics: SecurityMetrics,
+) -> Following {
+    let (at_end, following) = oneshot::channel();
     let spawned = std::thread::Builder::new()
         .name("levers9-seccomp-log".into())
         .spawn(move || {
@@ -109,6 +132,8 @@ pub fn follow(cgroup_prefix: String, pool: String, stub_of: StubOf, metrics: Sec
             if let Err(error) = kmsg.seek(SeekFrom::End(0)) {
                 tracing::info!(%error, "cannot skip the old kernel log; reading it all");
             }
+            // Nobody may be waiting (the worker does not): not an error.
+            let _ = at_end.send(());
             // Each read of /dev/kmsg returns one record; a record overwritten
             // before it was read returns EPIPE, and reading goes on.
             let mut lines = BufReader::new(kmsg);
@@ -159,6 +184,7 @@ pub fn follow(cgroup_prefix: String, pool: String, stub_of: StubOf, metrics: Sec
     if let Err(error) = spawned {
         tracing::warn!(%error, "cannot start following the kernel log");
     }
+    Following(following)
 }
 
 #[cfg(test)]
