@@ -111,10 +111,20 @@ async fn killing_an_exec_ends_the_command(h: Harness) {
             .await
             .expect("start");
     let mut p =
-        h.rt.exec("kill", &exec_spec(&["sleep", "50"]))
-            .await
-            .expect("exec");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+        h.rt.exec(
+            "kill",
+            &exec_spec(&["sh", "-c", "echo started; exec sleep 50"]),
+        )
+        .await
+        .expect("exec");
+    // Killed once it runs, not while the runtime still starts it.
+    let mut started = [0u8; 8];
+    let stdout = p.stdout.as_mut().expect("stdout");
+    tokio::time::timeout(LIFE, stdout.read_exact(&mut started))
+        .await
+        .expect("the command started in time")
+        .expect("read stdout");
+    assert_eq!(&started, b"started\n");
     tokio::time::timeout(LIFE, p.kill())
         .await
         .expect("kill in time");
