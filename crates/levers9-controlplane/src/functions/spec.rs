@@ -13,8 +13,13 @@ use sha2::{Digest, Sha256};
 use crate::error::ApiError;
 use crate::fleet::records::ContainerRecord;
 
-const DEFAULT_CPU_MILLICORES: u64 = 125;
-const DEFAULT_MEMORY_MIB: u64 = 512;
+/// CPU reserved for each container of a function that names none: 0.125
+/// core (docs/functions.md), its guaranteed share, so many warm containers
+/// pack on a worker; it may use more while the worker has CPU idle. A
+/// container run directly gets a whole core instead
+/// (`services::container::CONTAINER_DEFAULT_CPU_MILLICORES`).
+const FUNCTION_DEFAULT_CPU_MILLICORES: u64 = 125;
+const FUNCTION_DEFAULT_MEMORY_MIB: u64 = 512;
 const DEFAULT_TIMEOUT_SECONDS: u32 = 300;
 const DEFAULT_KEEP_WARM_SECONDS: u32 = 60;
 const DEFAULT_MAX_CONTAINERS: u32 = 100;
@@ -142,12 +147,12 @@ impl StubSpec {
         Ok(StubSpec {
             image,
             cpu_millicores: if config.cpu_millicores == 0 {
-                DEFAULT_CPU_MILLICORES
+                FUNCTION_DEFAULT_CPU_MILLICORES
             } else {
                 config.cpu_millicores
             },
             memory_mib: if config.memory_mib == 0 {
-                DEFAULT_MEMORY_MIB
+                FUNCTION_DEFAULT_MEMORY_MIB
             } else {
                 config.memory_mib
             },

@@ -28,8 +28,12 @@ use crate::fleet::{attach, Fleet, END_MARKER};
 use crate::Shared;
 
 const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
-const DEFAULT_CPU_MILLICORES: u64 = 1000;
-const DEFAULT_MEMORY_MIB: u64 = 512;
+/// CPU of a container run directly (`levers9 container run`, a sandbox) that
+/// names none: a whole core, since such a container is usually one
+/// interactive or long job, not one of many warm copies of a function
+/// (whose default is `functions::spec::FUNCTION_DEFAULT_CPU_MILLICORES`).
+const CONTAINER_DEFAULT_CPU_MILLICORES: u64 = 1000;
+const CONTAINER_DEFAULT_MEMORY_MIB: u64 = 512;
 /// How long stopping a pending container waits for the scheduler to act
 /// (it reads its queue every pass, a fraction of a second).
 const STOP_PENDING_WAIT: Duration = Duration::from_secs(5);
@@ -155,12 +159,12 @@ impl ContainerService for ContainerApi {
             env,
             pool,
             cpu_millicores: if body.cpu_millicores == 0 {
-                DEFAULT_CPU_MILLICORES
+                CONTAINER_DEFAULT_CPU_MILLICORES
             } else {
                 body.cpu_millicores
             },
             memory_mib: if body.memory_mib == 0 {
-                DEFAULT_MEMORY_MIB
+                CONTAINER_DEFAULT_MEMORY_MIB
             } else {
                 body.memory_mib
             },
