@@ -24,6 +24,12 @@ class Vocabulary:
     def spell(self, n: int) -> str:
         return self.words[n]
 
+    @method
+    def count_down(self, n: int):
+        # A method that yields: its items stream to the caller as they come.
+        for i in range(n, -1, -1):
+            yield self.words[i]
+
     @exit
     def close(self):
         print(f"container process {os.getpid()} stopping")
@@ -34,3 +40,5 @@ if __name__ == "__main__":
     print(english.spell.remote(1))                     # one: after a cold start and @enter
     print(list(english.spell.map(range(4))))           # the same containers, no @enter again
     print(list(Vocabulary("fr").spell.map([2, 3])))    # other parameters: another stub, its own containers
+    for word in english.count_down.remote_gen(3):      # three, two, one, zero, each as it is yielded
+        print(word)

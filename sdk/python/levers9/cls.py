@@ -26,7 +26,9 @@ their own. Every ``@method`` of an instance runs in those containers, so
 
 An input of a class's stub is ``((method name, *args), kwargs)``: the
 runner calls the named ``@method`` of the container's instance with the
-rest (see ``runner.lifecycle``).
+rest (see ``runner.lifecycle``). A ``.remote_gen`` call names its method as
+`Items`, so the container streams the method's items; a method that yields
+is called only so, and one that returns only otherwise.
 
 Like `function`, this module imports neither grpc nor protobuf: the runner
 imports it with the user's module.
@@ -47,6 +49,29 @@ ENTER = "enter"
 EXIT = "exit"
 METHOD = "method"
 _CALL_FORMS = ("remote", "map", "spawn", "remote_gen", "local")
+
+
+class Items(str):
+    """The name of a ``@method`` in the input of a ``.remote_gen`` call: the
+    container streams what the method yields (a plain name asks for its
+    returned value)."""
+
+
+def yields(fn) -> bool:
+    return inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
+
+
+def check_call_kind(fn, generator_call: bool) -> None:
+    """Refuses a ``.remote_gen`` of a method that returns, and the other
+    calls of one that yields, saying which to use."""
+    name = fn.__qualname__
+    if yields(fn) and not generator_call:
+        raise TypeError(
+            f"{name} is a generator method: iterate over .remote_gen(...) (or async for over "
+            f".remote_gen.aio(...)), which streams its items; .remote, .map and .spawn take a returned value"
+        )
+    if generator_call and not yields(fn):
+        raise TypeError(f"{name} is not a generator: call it with .remote(...), which returns its value")
 
 
 class _Marked:
@@ -93,7 +118,7 @@ def _mark(role: str):
             raise TypeError(f"{fn.fn.__qualname__} is already marked @{fn.role}: a function has one role")
         if not inspect.isfunction(fn):
             raise TypeError(f"@{role} decorates a method defined with def or async def in a class; got {fn!r}")
-        if role != METHOD and (inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)):
+        if role != METHOD and yields(fn):
             raise TypeError(f"@{role} method {fn.__qualname__} yields: @{role} methods return nothing")
         return _Marked(fn, role)
 
@@ -262,8 +287,9 @@ def _pickle_parameters(name: str, args: tuple, kwargs: dict) -> bytes:
 
 
 class MethodCalls(_RemoteCalls):
-    """``remote``, ``map`` and ``spawn`` of the ``@method`` `name` of a
-    class's stub: each input names the method first (see the module's doc)."""
+    """``remote``, ``map``, ``spawn`` and ``remote_gen`` of the ``@method``
+    `name` of a class's stub: each input names the method first (see the
+    module's doc)."""
 
     def __init__(self, name: str):
         self._name = name
@@ -275,16 +301,19 @@ class MethodCalls(_RemoteCalls):
     def _spawn(self, cancellation, /, *args, **kwargs):
         return super()._spawn(cancellation, self._name, *args, **kwargs)
 
+    def _remote_gen(self, cancellation, /, *args, **kwargs):
+        return super()._remote_gen(cancellation, Items(self._name), *args, **kwargs)
+
     def _map_results(self, cancellation, iterables, order_outputs, return_exceptions):
         return super()._map_results(
             cancellation, (itertools.repeat(self._name),) + tuple(iterables), order_outputs, return_exceptions
         )
 
 
-
 class BoundMethod(MethodCalls):
-    """A ``@method`` of an `Instance`: ``remote``, ``map``, ``spawn`` (each
-    with ``.aio``) run it in the instance's containers; ``local`` runs it here."""
+    """A ``@method`` of an `Instance`: ``remote``, ``map``, ``spawn`` (or
+    ``remote_gen`` for one that yields; each with ``.aio``) run it in the
+    instance's containers; ``local`` runs it here."""
 
     def __init__(self, instance: Instance, name: str):
         self._instance = instance
@@ -298,28 +327,13 @@ class BoundMethod(MethodCalls):
         return self._instance._client_and_stub()
 
     def _check_kind(self, generator_call: bool, method: str) -> None:
-        fn = self._marked.fn
-        name = fn.__qualname__
-        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
-            raise TypeError(
-                f"{name} yields: levers9 does not stream the items of a class's methods yet; return a "
-                f"list, or make it a module-level @function, which .remote_gen streams"
-            )
-        if generator_call:
-            raise TypeError(f"{name} is not a generator: call it with .remote(...)")
+        check_call_kind(self._marked.fn, generator_call)
 
     def local(self, *args, **kwargs):
         """Runs the method here, on a local instance made and entered once."""
-        value = getattr(self._instance._local_instance(), self._name)(*args, **kwargs)
-        if inspect.isawaitable(value):
-            import asyncio
+        from .runner.execute import settled
 
-            return asyncio.run(_wait_for(value))
-        return value
-
-
-async def _wait_for(awaitable):
-    return await awaitable
+        return settled(getattr(self._instance._local_instance(), self._name)(*args, **kwargs))
 
 
 def cls(

@@ -26,6 +26,11 @@ class Counter:
     async def square(self, x):
         return x * x
 
+    @method
+    def countdown(self, n):
+        for i in range(n, 0, -1):
+            yield {"label": self.label, "entered": self.entered, "i": i, "pid": os.getpid()}
+
 
 @cls(keep_warm_seconds=2)
 class Reporter:

@@ -67,6 +67,22 @@ def test_map_spawn_and_aio_call_a_method():
     assert asyncio.run(both()) == (9, [16, 25])
 
 
+def test_a_method_that_yields_streams_its_items_in_the_instances_container():
+    counter = app.Counter("gen")
+    pid = counter.bump.remote(0)["pid"]
+    items = list(counter.countdown.remote_gen(3))
+    assert [(item["label"], item["i"]) for item in items] == [("gen", 3), ("gen", 2), ("gen", 1)]
+    # The instance's one container, entered once, serves both kinds of call.
+    assert {(item["pid"], item["entered"]) for item in items} == {(pid, 1)}
+
+    async def streamed():
+        return [item["i"] async for item in counter.countdown.remote_gen.aio(2)]
+
+    assert asyncio.run(streamed()) == [2, 1]
+    with pytest.raises(TypeError, match="Counter.countdown is a generator method"):
+        counter.countdown.remote(3)
+
+
 def test_exit_runs_when_an_idle_container_stops():
     name = f"cls-exit-{uuid.uuid4().hex[:8]}"
     done = Queue.from_name(name, create_if_missing=True)
@@ -93,6 +109,10 @@ def test_a_deployed_class_is_looked_up_by_name_with_its_default_parameters():
     assert model.version == version
     assert model.bump.remote(5)["label"] == "plain"
     assert list(model().square.map([2, 3])) == [4, 9]
+    assert [item["i"] for item in model.countdown.remote_gen(2)] == [2, 1]
+    # Without the code here, the container checks the kind of call.
+    with pytest.raises(TypeError, match="Counter.countdown is a generator method"):
+        model.countdown.remote(2)
     with pytest.raises(TypeError, match="deployed with its default parameters only"):
         model("other")
     with pytest.raises(ValueError, match=r"Counter has no @method 'nothing'"):

@@ -328,6 +328,18 @@ class Counter:
     async def peek(self):
         return self.count
 
+    @method
+    def nap(self, seconds):
+        import time
+
+        time.sleep(seconds)
+        return seconds
+
+    @method
+    def countdown(self, n):
+        for i in range(n, 0, -1):
+            yield i * self.count
+
     def helper(self):
         return "not a method"
 
@@ -378,7 +390,38 @@ def test_an_input_naming_no_method_of_the_class_fails_saying_which_there_are(mak
     worker.send_input("t1", "helper")
     header, _ = worker.results(1)[0]["t1"]
     assert header["state"] == "error"
-    assert "Counter has no @method 'helper' (its @methods: bump, peek)" in header["message"]
+    assert "Counter has no @method 'helper' (its @methods: bump, peek, nap, countdown)" in header["message"]
+
+
+def test_a_class_with_a_generator_method_streams_it_and_still_returns_from_the_others(make_worker, tmp_path):
+    from levers9.cls import Items
+    from test_runner_generators import items_then_result
+
+    worker = _class_worker(make_worker, "Counter", ((2, str(tmp_path / "m")), {}))
+    worker.read()
+    worker.send_input("t1", Items("countdown"), 3)
+    items, header, body = items_then_result(worker)
+    assert (items, header["state"], cloudpickle.loads(body)) == ([6, 4, 2], "complete", 3)
+    worker.send_input("t2", "bump")
+    header, body = worker.results(1)[0]["t2"]
+    assert header["state"] == "complete" and cloudpickle.loads(body)[0] == 3
+    # A call of the wrong kind (a looked-up class skips the SDK's check).
+    worker.send_input("t3", "countdown", 3)
+    worker.send_input("t4", Items("bump"))
+    results, _ = worker.results(2)
+    assert "Counter.countdown is a generator method: iterate over .remote_gen" in results["t3"][0]["message"]
+    assert "Counter.bump is not a generator: call it with .remote" in results["t4"][0]["message"]
+    # A running plain method cannot be stopped at an item: its cancel is
+    # refused, as a function's is; a waiting one is dropped.
+    worker.send_input("t5", "nap", 1.0)
+    worker.send_input("t6", "nap", 0)
+    write_frame(worker.conn, {"type": "cancel", "task_id": "t6"}, b"")
+    header, _ = worker.read()
+    assert (header["task_id"], header["state"]) == ("t6", "cancelled")
+    write_frame(worker.conn, {"type": "cancel", "task_id": "t5"}, b"")
+    assert worker.read() == ({"type": "cancel_refused", "task_id": "t5"}, b"")
+    header, body = worker.read()
+    assert (header["task_id"], header["state"], cloudpickle.loads(body)) == ("t5", "complete", 1.0)
 
 
 def test_sigterm_runs_the_exit_methods_before_the_runner_leaves(make_worker, tmp_path):

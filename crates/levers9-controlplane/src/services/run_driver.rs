@@ -65,10 +65,14 @@ pub(super) struct RunDriver {
 /// Refuses a call of the wrong kind for the stub: a generator streams
 /// items, which only a Run that says `generator` takes (and acknowledges);
 /// a plain function has none to stream. `generator_call` is what the
-/// caller asked for.
+/// caller asked for. A class's methods differ in kind, so its container
+/// checks each call against the method it names instead.
 pub(super) fn check_call_kind(stub: &StubRecord, generator_call: bool) -> Result<(), ApiError> {
-    let generator = StubSpec::from_json(&stub.id, &stub.config_json)?.generator;
-    match (generator, generator_call) {
+    let spec = StubSpec::from_json(&stub.id, &stub.config_json)?;
+    if !spec.class_parameters.is_empty() {
+        return Ok(());
+    }
+    match (spec.generator, generator_call) {
         (true, false) => Err(ApiError::FailedPrecondition(format!(
             "{} is a generator function: iterate over .remote_gen(...) (or async for over \
              .remote_gen.aio(...)), which streams its items; .remote, .map and .spawn take a \

@@ -23,7 +23,12 @@ def call_function(fn: Callable, body: bytes):
     function with concurrency > 1 runs its inputs side by side in threads.
     """
     args, kwargs = unpickle_input(body)
-    value = fn(*args, **kwargs)
+    return settled(fn(*args, **kwargs))
+
+
+def settled(value):
+    """`value`, or what it resolves to if it is awaitable (run to completion
+    on an event loop of this thread)."""
     if inspect.isawaitable(value):
         import asyncio
 

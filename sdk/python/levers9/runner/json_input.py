@@ -10,7 +10,6 @@ and one container serves both.
 
 from __future__ import annotations
 
-import inspect
 import json
 import sys
 from typing import Callable, Tuple
@@ -29,16 +28,7 @@ def call(fn: Callable, body: bytes):
         kwargs = json.loads(body)
     except ValueError as e:
         raise ValueError(f"the request's arguments are not valid JSON: {e}") from e
-    value = fn(**kwargs)
-    if inspect.isawaitable(value):
-        import asyncio
-
-        value = asyncio.run(_wait_for(value))
-    return value
-
-
-async def _wait_for(awaitable):
-    return await awaitable
+    return execute.settled(fn(**kwargs))
 
 
 def complete_result(task_id: str, function_name: str, value) -> Tuple[dict, bytes]:

@@ -5,18 +5,21 @@ The worker starts a class's container with ``LEVERS9_CLASS_PARAMETERS``:
 the instance's cloudpickled (args, kwargs), base64. Each input is
 ``((method name, *args), kwargs)`` (see `levers9.cls`), so the runner calls
 the `Lifecycle` like a function and everything else (threads, results,
-cancels, timeouts) is as for a function.
+cancels, timeouts) is as for a function. A class with a method that yields
+is served like a generator function (`yields`): each input may stream
+items, and one that calls a plain method returns its value instead.
 """
 
 from __future__ import annotations
 
 import base64
-import inspect
 import sys
 import threading
 import traceback
 
 import cloudpickle
+
+from . import execute
 
 PARAMETERS_VARIABLE = "LEVERS9_CLASS_PARAMETERS"
 
@@ -24,18 +27,6 @@ PARAMETERS_VARIABLE = "LEVERS9_CLASS_PARAMETERS"
 class EnterError(Exception):
     """An ``@enter`` method failed: the container cannot serve its inputs."""
 
-
-def _run(fn, *args):
-    value = fn(*args)
-    if inspect.isawaitable(value):
-        import asyncio
-
-        value = asyncio.run(_wait_for(value))
-    return value
-
-
-async def _wait_for(awaitable):
-    return await awaitable
 
 
 def entered(cls, args: tuple, kwargs: dict):
@@ -51,7 +42,7 @@ def entered(cls, args: tuple, kwargs: dict):
         raise EnterError(f"{user_cls.__qualname__}.__init__ failed: {_one_line(e)}") from e
     for name, marker in marked(user_cls, ENTER).items():
         try:
-            _run(marker.fn, instance)
+            execute.settled(marker.fn(instance))
         except Exception as e:
             raise EnterError(
                 f"@enter method {marker.fn.__qualname__} failed, so this container serves no input: {_one_line(e)}"
@@ -63,11 +54,19 @@ def _one_line(e: BaseException) -> str:
     return traceback.format_exception_only(type(e), e)[-1].strip()
 
 
+def streams(args: tuple) -> bool:
+    """Whether a class's input (its method first in `args`) asks for the
+    method's items: a ``.remote_gen`` call names it as `levers9.cls.Items`."""
+    from ..cls import Items
+
+    return bool(args) and isinstance(args[0], Items)
+
+
 class Lifecycle:
     """The container's one instance of a ``@cls`` class."""
 
     def __init__(self, cls, encoded_parameters: str):
-        from ..cls import EXIT, METHOD, marked
+        from ..cls import EXIT, METHOD, marked, yields
 
         name = cls.user_cls.__qualname__
         if not encoded_parameters:
@@ -84,6 +83,9 @@ class Lifecycle:
             ) from e
         self._cls = cls
         self._methods = marked(cls.user_cls, METHOD)
+        # Whether inputs may stream items: the runner then serves the
+        # container as a generator function's.
+        self.yields = any(yields(marker.fn) for marker in self._methods.values())
         self._exits = marked(cls.user_cls, EXIT)
         self._instance = None
         self._exit_lock = threading.Lock()
@@ -100,6 +102,10 @@ class Lifecycle:
                 f"{self._cls.user_cls.__qualname__} has no @method {method!r} (its @methods: "
                 f"{', '.join(self._methods) or 'none'}): mark it with @levers9.method"
             )
+        from ..cls import check_call_kind
+
+        # The caller's SDK checked this too, unless it called a looked-up class.
+        check_call_kind(marker.fn, streams((method,)))
         return marker.fn(self._instance, *args, **kwargs)
 
     def exit(self) -> None:
@@ -111,7 +117,7 @@ class Lifecycle:
             self._exited = True
             for marker in self._exits.values():
                 try:
-                    _run(marker.fn, self._instance)
+                    execute.settled(marker.fn(self._instance))
                 except Exception:
                     sys.__stderr__.write(
                         f"levers9 runner: @exit method {marker.fn.__qualname__} failed:\n{traceback.format_exc()}"

@@ -186,8 +186,9 @@ def main() -> int:
         # @exit methods' Dict and Queue calls; the worker's SIGKILL after
         # its grace bounds them.
         signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=_exit_after, args=(fn,), daemon=True).start())
-    # An @asgi app's streamed answers are items too (see asgi_host).
-    streamed = stream.is_generator(fn) or _is_asgi(fn)
+    # An @asgi app's streamed answers are items too (see asgi_host), and
+    # so are the items of a class's methods that yield.
+    streamed = stream.is_generator(fn) or _is_asgi(fn) or (isinstance(fn, lifecycle.Lifecycle) and fn.yields)
     serve(conn, router, pool, fn, qualname, stream.Streams() if streamed else None)
     router.flush()
     if isinstance(fn, lifecycle.Lifecycle):

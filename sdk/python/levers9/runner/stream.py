@@ -29,7 +29,7 @@ from typing import Callable, Dict, Iterator, Optional, Tuple
 
 import cloudpickle
 
-from . import execute
+from . import execute, lifecycle
 
 # Enough items in flight that a fast consumer never waits a round trip for
 # the next one; few enough that a slow consumer holds back a generator soon.
@@ -52,6 +52,7 @@ class Credit:
         self._unacked_bytes = 0
         self._acked = 0
         self.cancelled = False
+        self._plain = False
 
     def acquire(self, size: int) -> bool:
         """Waits until an item of `size` bytes may be sent and counts it sent;
@@ -76,10 +77,22 @@ class Credit:
                 self._acked += 1
             self._cond.notify_all()
 
-    def cancel(self) -> None:
+    def cancel(self) -> bool:
+        """Stops the stream at its next item; False for a call that turned
+        out not to stream, which cannot be stopped so."""
         with self._cond:
+            if self._plain:
+                return False
             self.cancelled = True
             self._cond.notify_all()
+            return True
+
+    def not_a_stream(self) -> bool:
+        """Marks the call as a plain one (later cancels are refused); False
+        if it was cancelled already."""
+        with self._cond:
+            self._plain = not self.cancelled
+            return self._plain
 
 
 class Streams:
@@ -114,24 +127,20 @@ class Streams:
     def cancel(self, task_id: str) -> bool:
         """Stops a generator task at its next item; False if it is not one."""
         credit = self.get(task_id)
-        if credit is None:
-            return False
-        credit.cancel()
-        return True
+        return credit is not None and credit.cancel()
 
 
 def is_generator(fn: Callable) -> bool:
     return inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
 
 
-def items(fn: Callable, args: tuple, kwargs: dict) -> Iterator:
-    """The items of a call, from a generator or an async generator.
+def items(produced) -> Iterator:
+    """The items of a generator or an async generator.
 
     An async generator's steps run on an event loop of this thread, one
     `__anext__` at a time, so waiting for credit between items blocks no
     other task's loop.
     """
-    produced = fn(*args, **kwargs)
     if not inspect.isasyncgen(produced):
         yield from produced
         return
@@ -160,7 +169,11 @@ def run(send: Callable[[dict, bytes], None], flush_output: Callable[[], None], c
     count = 0
     try:
         args, kwargs = execute.unpickle_input(body)
-        stream = items(fn, args, kwargs)
+        if isinstance(fn, lifecycle.Lifecycle) and not lifecycle.streams(args):
+            # A class's method called for its value, in a container whose
+            # class also has methods that yield: a plain call.
+            return _returned(credit, task_id, name, lambda: fn(*args, **kwargs))
+        stream = items(fn(*args, **kwargs))
         try:
             for item in stream:
                 payload = _pickle_item(name, count, item)
@@ -180,6 +193,18 @@ def run(send: Callable[[dict, bytes], None], flush_output: Callable[[], None], c
         message = f"cancelled by the caller after {count} items"
         return {"type": "result", "task_id": task_id, "state": "cancelled", "message": message}, b""
     return execute.complete_result(task_id, name, count)
+
+
+def _returned(credit: Credit, task_id: str, name: str, call: Callable[[], object]) -> Tuple[dict, bytes]:
+    """The result of a plain `call`; once it runs, a cancel is refused as
+    for any plain call, since it cannot be stopped at an item."""
+    if not credit.not_a_stream():
+        return {"type": "result", "task_id": task_id, "state": "cancelled", "message": "cancelled before it started"}, b""
+    try:
+        value = execute.settled(call())
+    except BaseException as e:  # the method's SystemExit is its failure, not ours
+        return execute.error_result(task_id, e)
+    return execute.complete_result(task_id, name, value)
 
 
 def _pickle_item(name: str, index: int, item) -> bytes:
