@@ -19,6 +19,7 @@ pub mod schedules;
 pub mod sealing;
 pub mod server;
 pub mod services;
+pub mod sync;
 pub mod tls;
 
 use std::sync::Arc;

@@ -1,10 +1,10 @@
 //! A small in-process cache of token checks, keyed by token hash.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::Caller;
+use crate::sync::Lock;
 
 /// Entries past this count trigger a sweep of expired ones, which keeps the
 /// map bounded by the number of tokens used within one cache time.
@@ -20,31 +20,25 @@ struct Entry {
 /// cached, so guessing cannot fill it.
 pub(super) struct TokenCache {
     ttl: Duration,
-    entries: Mutex<HashMap<Vec<u8>, Entry>>,
+    entries: Lock<HashMap<Vec<u8>, Entry>>,
 }
 
 impl TokenCache {
     pub(super) fn new(ttl: Duration) -> Self {
         Self {
             ttl,
-            entries: Mutex::new(HashMap::new()),
+            entries: Lock::new(HashMap::new()),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, Entry>> {
-        // A panic while holding the lock cannot leave an entry half-written
-        // (every write is a single insert or remove), so the data is usable.
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     pub(super) fn get(&self, hash: &[u8], now: Instant) -> Option<Caller> {
-        let entries = self.lock();
+        let entries = self.entries.lock();
         let entry = entries.get(hash)?;
         (now.duration_since(entry.checked_at) < self.ttl).then(|| entry.caller.clone())
     }
 
     pub(super) fn insert(&self, hash: Vec<u8>, caller: Caller, now: Instant) {
-        let mut entries = self.lock();
+        let mut entries = self.entries.lock();
         if entries.len() > SWEEP_ABOVE {
             let ttl = self.ttl;
             entries.retain(|_, e| now.duration_since(e.checked_at) < ttl);
@@ -65,7 +59,7 @@ impl TokenCache {
     /// True if the caller should record a use now (the last one recorded is
     /// older than `every`); marks it recorded.
     pub(super) fn claim_touch(&self, hash: &[u8], now: Instant, every: Duration) -> bool {
-        let mut entries = self.lock();
+        let mut entries = self.entries.lock();
         let Some(entry) = entries.get_mut(hash) else {
             return false;
         };
@@ -79,6 +73,8 @@ impl TokenCache {
     }
 
     pub(super) fn remove_token(&self, token_id: &str) {
-        self.lock().retain(|_, e| e.caller.token_id != token_id);
+        self.entries
+            .lock()
+            .retain(|_, e| e.caller.token_id != token_id);
     }
 }

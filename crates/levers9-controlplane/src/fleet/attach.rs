@@ -7,7 +7,7 @@
 //! put back in the backlog, its capacity released, so it runs elsewhere.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -28,6 +28,7 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::functions::{DispatchEvent, Ticket};
 use crate::machines::WorkerBinding;
+use crate::sync::Lock;
 use levers9_store::{task_state, TokenType};
 
 pub(crate) mod execs;
@@ -38,21 +39,9 @@ const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Complete results up to this size go to the caller's channel directly.
 const MAX_INLINE_RESULT_BYTES: usize = 1 << 20;
 
-/// A map behind a mutex whose every critical section is a single
-/// insert, remove or drain.
-struct Locked<V>(Mutex<HashMap<String, V>>);
-
-impl<V> Default for Locked<V> {
-    fn default() -> Self {
-        Self(Mutex::default())
-    }
-}
-
-impl<V> Locked<V> {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, V>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
+/// A map behind a lock whose every critical section is a single insert,
+/// remove or drain.
+type Locked<V> = Lock<HashMap<String, V>>;
 
 /// Run requests sent and not yet acknowledged: request id → container id.
 type Unacked = Locked<String>;

@@ -7,7 +7,6 @@
 //! no stream here take the queue, and the pump moves them over.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use levers9_api::v1::ControlplaneMessage;
@@ -17,6 +16,7 @@ use tokio::sync::mpsc;
 
 use super::Fleet;
 use crate::error::ApiError;
+use crate::sync::Lock;
 
 /// How long one pop of an inbox waits.
 const INBOX_WAIT: Duration = Duration::from_secs(1);
@@ -30,13 +30,7 @@ type Sender = mpsc::UnboundedSender<ControlplaneMessage>;
 
 /// The pumps of the worker streams held by this replica.
 #[derive(Default)]
-pub struct LocalInboxes(Mutex<HashMap<String, Sender>>);
-
-impl LocalInboxes {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Sender>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
+pub struct LocalInboxes(Lock<HashMap<String, Sender>>);
 
 /// One stream's inbox: what is sent to its worker, from here or from the
 /// queue, until it is closed.
@@ -54,6 +48,7 @@ impl Inbox {
         let (tx, rx) = mpsc::unbounded_channel();
         fleet
             .local_inboxes
+            .0
             .lock()
             .insert(worker_id.to_owned(), tx.clone());
         tokio::spawn(forward_queue(
@@ -83,7 +78,7 @@ impl Inbox {
     /// Stops taking requests here and gives back those not taken.
     pub async fn close(mut self) {
         {
-            let mut local = self.fleet.local_inboxes.lock();
+            let mut local = self.fleet.local_inboxes.0.lock();
             if local
                 .get(&self.worker_id)
                 .is_some_and(|tx| tx.same_channel(&self.tx))
@@ -125,7 +120,7 @@ pub async fn send_many(
 ) -> Result<(), ApiError> {
     let mut queued = Vec::new();
     {
-        let local = fleet.local_inboxes.lock();
+        let local = fleet.local_inboxes.0.lock();
         for (worker_id, message) in messages {
             let message = match local.get(&worker_id) {
                 Some(tx) => match tx.send(message) {

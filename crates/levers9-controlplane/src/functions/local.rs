@@ -7,24 +7,21 @@
 //! which is every call on a single replica.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
 use super::{DispatchEvent, Ticket};
+use crate::sync::Lock;
 
 /// Inputs up to this size are kept in memory as well.
 const MAX_CACHED_INPUT: usize = 256 << 10;
 /// All cached inputs together, at most.
 const MAX_CACHED_BYTES: usize = 256 << 20;
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// The way to a dispatcher running in this process, while one does.
 #[derive(Default)]
-pub(super) struct DispatchLane(Mutex<Option<mpsc::UnboundedSender<DispatchEvent>>>);
+pub(super) struct DispatchLane(Lock<Option<mpsc::UnboundedSender<DispatchEvent>>>);
 
 impl DispatchLane {
     /// Events told in this process go to the returned receiver from now on;
@@ -36,19 +33,19 @@ impl DispatchLane {
         mpsc::UnboundedReceiver<DispatchEvent>,
     ) {
         let (tx, rx) = mpsc::unbounded_channel();
-        *lock(&self.0) = Some(tx.clone());
+        *self.0.lock() = Some(tx.clone());
         (tx, rx)
     }
 
     /// Events go to the hot state's queue again.
     pub(super) fn close(&self) {
-        *lock(&self.0) = None;
+        *self.0.lock() = None;
     }
 
     /// Hands `event` to the dispatcher here; gives it back if none runs
     /// here (or it just stopped).
     pub(super) fn send(&self, event: DispatchEvent) -> Result<(), DispatchEvent> {
-        let Some(tx) = lock(&self.0).clone() else {
+        let Some(tx) = self.0.lock().clone() else {
             return Err(event);
         };
         tx.send(event).map_err(|e| e.0)
@@ -58,7 +55,7 @@ impl DispatchLane {
 /// The tickets and payloads of small inputs submitted here and not yet
 /// done, so handing one to a worker attached here reads no hot state.
 #[derive(Default)]
-pub(super) struct InputCache(Mutex<Cached>);
+pub(super) struct InputCache(Lock<Cached>);
 
 /// Inputs by task id, and their bytes together.
 type Cached = (HashMap<String, (Ticket, Arc<[u8]>)>, usize);
@@ -68,7 +65,7 @@ impl InputCache {
         if payload.len() > MAX_CACHED_INPUT {
             return;
         }
-        let mut inner = lock(&self.0);
+        let mut inner = self.0.lock();
         if inner.1 + payload.len() > MAX_CACHED_BYTES {
             return;
         }
@@ -80,14 +77,15 @@ impl InputCache {
     }
 
     pub(super) fn get(&self, task_id: &str) -> Option<(Ticket, Vec<u8>)> {
-        lock(&self.0)
+        self.0
+            .lock()
             .0
             .get(task_id)
             .map(|(ticket, payload)| (ticket.clone(), payload.to_vec()))
     }
 
     pub(super) fn remove(&self, task_id: &str) {
-        let mut inner = lock(&self.0);
+        let mut inner = self.0.lock();
         if let Some((_, payload)) = inner.0.remove(task_id) {
             inner.1 -= payload.len();
         }
@@ -114,10 +112,10 @@ mod tests {
         assert_eq!(cache.get("a").map(|(_, p)| p), Some(b"abc".to_vec()));
         assert!(cache.get("big").is_none());
         cache.put(&ticket("a"), b"abcdef");
-        assert_eq!(lock(&cache.0).1, 6);
+        assert_eq!(cache.0.lock().1, 6);
         cache.remove("a");
         assert!(cache.get("a").is_none());
-        assert_eq!(lock(&cache.0).1, 0);
+        assert_eq!(cache.0.lock().1, 0);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -22,6 +22,7 @@ use levers9_state::HotState;
 use tokio::sync::{mpsc, watch};
 
 use crate::error::ApiError;
+use crate::sync::Lock;
 
 const PREFIX: &str = "run.";
 /// How long opening a reply waits for the replica's subscription.
@@ -35,7 +36,7 @@ type Senders = HashMap<String, mpsc::UnboundedSender<Vec<u8>>>;
 pub struct Replies {
     replica: String,
     state: Arc<dyn HotState>,
-    local: Mutex<Senders>,
+    local: Lock<Senders>,
     subscribed: watch::Sender<bool>,
 }
 
@@ -46,7 +47,7 @@ impl Replies {
         Arc::new(Self {
             replica: replica.to_owned(),
             state,
-            local: Mutex::default(),
+            local: Lock::default(),
             subscribed: watch::Sender::new(false),
         })
     }
@@ -54,10 +55,6 @@ impl Replies {
     /// Whether `reply` is a routed one (else it is a plain channel).
     pub fn is_routed(reply: &str) -> bool {
         reply.starts_with(PREFIX)
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Senders> {
-        self.local.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn channel(replica: &str) -> String {
@@ -76,7 +73,7 @@ impl Replies {
         }
         let reply = format!("{PREFIX}{}.{}", self.replica, uuid::Uuid::now_v7().simple());
         let (tx, rx) = mpsc::unbounded_channel();
-        self.lock().insert(reply.clone(), tx);
+        self.local.lock().insert(reply.clone(), tx);
         let stream = ReplyStream {
             rx,
             reply: reply.clone(),
@@ -111,7 +108,7 @@ impl Replies {
     }
 
     fn deliver(&self, reply: &str, event: Vec<u8>) {
-        let mut local = self.lock();
+        let mut local = self.local.lock();
         if let Some(tx) = local.get(reply) {
             if tx.send(event).is_err() {
                 local.remove(reply);
@@ -145,7 +142,7 @@ impl Replies {
             self.subscribed.send_replace(false);
             // Whatever was published meanwhile is gone: end every caller
             // rather than leave one waiting for a result that never comes.
-            self.lock().clear();
+            self.local.lock().clear();
             if !*stopped.borrow() {
                 tracing::warn!("lost this replica's reply channel; subscribing again");
             }
@@ -186,7 +183,7 @@ impl Stream for ReplyStream {
 
 impl Drop for ReplyStream {
     fn drop(&mut self) {
-        self.replies.lock().remove(&self.reply);
+        self.replies.local.lock().remove(&self.reply);
     }
 }
 
@@ -221,7 +218,7 @@ mod tests {
         let (a, _stop) = replica(&state, "a").await;
         let (reply, events) = a.open().await.expect("open");
         drop(events);
-        assert!(a.lock().is_empty());
+        assert!(a.local.lock().is_empty());
         a.publish(&reply, b"late".to_vec()).await.expect("publish");
     }
 

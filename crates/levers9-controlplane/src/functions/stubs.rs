@@ -4,32 +4,30 @@
 //! cached one is never stale.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
 
 use levers9_store::StubRecord;
+
+use crate::sync::Lock;
 
 /// Stubs kept, at most; past that the cache starts over.
 const CAPACITY: usize = 10_000;
 
 /// (workspace, stub id) → stub.
 #[derive(Default)]
-pub struct StubCache(Mutex<HashMap<(String, String), StubRecord>>);
+pub struct StubCache(Lock<HashMap<(String, String), StubRecord>>);
 
 impl StubCache {
-    fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), StubRecord>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// The stub `stub_id` of `workspace_id`, if cached.
     pub fn get(&self, workspace_id: &str, stub_id: &str) -> Option<StubRecord> {
-        self.lock()
+        self.0
+            .lock()
             .get(&(workspace_id.to_owned(), stub_id.to_owned()))
             .cloned()
     }
 
     /// Keeps `stub`.
     pub fn put(&self, stub: &StubRecord) {
-        let mut stubs = self.lock();
+        let mut stubs = self.0.lock();
         if stubs.len() >= CAPACITY {
             stubs.clear();
         }

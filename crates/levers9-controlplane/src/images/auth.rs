@@ -8,12 +8,12 @@
 //! carries one.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use levers9_image::{RegistryCredentials, RegistryKeychain};
 
 use crate::error::ApiError;
+use crate::sync::Lock;
 
 /// How long a token server's token is reused when it names no lifetime
 /// (the distribution spec's default is 60 s).
@@ -71,7 +71,7 @@ pub(crate) fn parse_challenge(value: &str) -> Option<Challenge> {
 #[derive(Default)]
 pub struct Authorizer {
     keychain: RegistryKeychain,
-    answers: Mutex<HashMap<(String, String, bool), Answer>>,
+    answers: Lock<HashMap<(String, String, bool), Answer>>,
 }
 
 enum Answer {
@@ -87,7 +87,7 @@ impl Authorizer {
     pub fn new(keychain: RegistryKeychain) -> Self {
         Authorizer {
             keychain,
-            answers: Mutex::default(),
+            answers: Lock::default(),
         }
     }
 
@@ -107,7 +107,7 @@ impl Authorizer {
     ) -> Result<Option<String>, ApiError> {
         let key = (host.to_owned(), repo.to_owned(), delete);
         let basic = {
-            let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+            let mut answers = self.answers.lock();
             match answers.get(&key) {
                 None => return Ok(None),
                 Some(Answer::Token { header, until }) if Instant::now() < *until => {
@@ -159,10 +159,7 @@ impl Authorizer {
                 (Some(header.clone()), Answer::Token { header, until })
             }
         };
-        self.answers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, answer);
+        self.answers.lock().insert(key, answer);
         Ok(header)
     }
 

@@ -71,7 +71,7 @@ pub(super) fn log(line: String) -> BuildEvent {
 pub fn start(shared: &Arc<Shared>, request: BuildRequest) -> broadcast::Receiver<BuildEvent> {
     let images = &shared.images;
     let id = request.canonical.id();
-    let mut running = images.running.lock().unwrap_or_else(|e| e.into_inner());
+    let mut running = images.running.lock();
     if let Some(sender) = running.get(&id) {
         tracing::info!(image_id = %id, "joining a running build");
         return sender.subscribe();
@@ -87,11 +87,7 @@ pub fn start(shared: &Arc<Shared>, request: BuildRequest) -> broadcast::Receiver
         };
         // Sent under the lock, so a caller either joins before the end and
         // hears it, or finds no build and looks in the registry.
-        let mut running = shared
-            .images
-            .running
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut running = shared.images.running.lock();
         let _ = sender.send(last);
         running.remove(&id);
     });

@@ -13,7 +13,6 @@ mod replicas;
 pub mod spec;
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use levers9_config::ImageServiceConfig;
@@ -21,6 +20,7 @@ use levers9_image::RegistryKeychain;
 use tokio::sync::broadcast;
 
 use crate::error::ApiError;
+use crate::sync::Lock;
 use registry::RegistryClient;
 use spec::{Canonical, SpecRequest};
 
@@ -44,7 +44,7 @@ pub struct ImageBuilds {
     apt_mirror: String,
     apt_suite: String,
     /// Builds running here, by image id: an identical request joins one.
-    running: Mutex<HashMap<String, broadcast::Sender<BuildEvent>>>,
+    running: Lock<HashMap<String, broadcast::Sender<BuildEvent>>>,
     /// This replica, as the holder of image build leases.
     holder: String,
 }
@@ -72,7 +72,7 @@ impl ImageBuilds {
             timeout: Duration::from_secs(config.build_timeout_seconds.max(1)),
             apt_mirror: config.apt_mirror.clone(),
             apt_suite: config.apt_suite.clone(),
-            running: Mutex::new(HashMap::new()),
+            running: Lock::new(HashMap::new()),
             holder: uuid::Uuid::now_v7().to_string(),
         }
     }

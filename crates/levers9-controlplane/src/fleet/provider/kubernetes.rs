@@ -2,7 +2,7 @@
 //! (levers9-kube's reconciler), with the worker token Secret those Jobs
 //! read kept live before each Job is made ([`worker_token`]).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use levers9_config::PoolConfig;
 use levers9_kube::{KubeError, Reconciler, WorkerTokenSecret, WorkerWide};
@@ -10,6 +10,7 @@ use levers9_provider::{ProvidedWorker, WorkerProvider};
 use levers9_store::RecordStore;
 
 use super::worker_token::{self, Kept};
+use crate::sync::Lock;
 
 /// One `provider: kubernetes` pool.
 pub struct KubernetesPool {
@@ -18,7 +19,7 @@ pub struct KubernetesPool {
     store: Arc<dyn RecordStore>,
     /// What keeping the token last came to, so a lasting failure is logged
     /// once, not every round.
-    last_kept: Mutex<Option<Result<Kept, String>>>,
+    last_kept: Lock<Option<Result<Kept, String>>>,
 }
 
 impl KubernetesPool {
@@ -47,7 +48,7 @@ impl KubernetesPool {
                 wide,
             ),
             store,
-            last_kept: Mutex::new(None),
+            last_kept: Lock::new(None),
         })
     }
 
@@ -58,7 +59,7 @@ impl KubernetesPool {
         let kept = worker_token::keep(self.store.as_ref(), &self.token, self.jobs.pool())
             .await
             .map_err(|error| error.to_string());
-        let mut last = self.last_kept.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = self.last_kept.lock();
         if last.as_ref() == Some(&kept) {
             return;
         }
