@@ -9,15 +9,11 @@ mod common;
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::fleet::busybox_image;
+use common::fleet::{busybox_image, wait_wanted, wanted};
 use common::{backend_env, text, with_token, Backend, Controlplane, SECRET};
-use levers9_api::v1::cluster_service_client::ClusterServiceClient;
-use levers9_api::v1::{
-    CreateTokenRequest, GetWorkersWantedRequest, GetWorkersWantedResponse, PoolScaling,
-    RunContainerRequest, StopContainerRequest,
-};
+use levers9_api::v1::{CreateTokenRequest, PoolScaling, RunContainerRequest, StopContainerRequest};
 
 /// A controlplane on the test servers with `config` as its config file.
 fn controlplane(config: &str) -> Controlplane {
@@ -26,44 +22,6 @@ fn controlplane(config: &str) -> Controlplane {
     env.push(("LEVERS9_CONFIG".into(), path.display().to_string()));
     env.push(("LEVERS9_BOOTSTRAP_SECRET".into(), SECRET.into()));
     Controlplane::start_with(env)
-}
-
-async fn wanted(
-    cp: &Controlplane,
-    token: &str,
-    pool: &str,
-    scaling: Option<PoolScaling>,
-) -> Result<GetWorkersWantedResponse, tonic::Status> {
-    ClusterServiceClient::new(cp.channel().await)
-        .get_workers_wanted(with_token(
-            GetWorkersWantedRequest {
-                pool: pool.into(),
-                scaling,
-            },
-            token,
-        ))
-        .await
-        .map(tonic::Response::into_inner)
-}
-
-/// Asks until `done` holds, for 20 s at most.
-async fn wait_wanted(
-    cp: &Controlplane,
-    token: &str,
-    pool: &str,
-    scaling: Option<PoolScaling>,
-    done: impl Fn(&GetWorkersWantedResponse) -> bool,
-) -> GetWorkersWantedResponse {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let answer = wanted(cp, token, pool, scaling)
-            .await
-            .expect("workers wanted");
-        if done(&answer) || Instant::now() > deadline {
-            return answer;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 async fn queue(cp: &Controlplane, admin: &str, pool: &str) -> String {

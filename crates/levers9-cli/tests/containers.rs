@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::fleet::{busybox_image, stack, wait_for_state, Worker};
+use common::fleet::{busybox_image, stack, wait_for_state, wait_wanted, Worker};
 use common::{text, with_token, Backend, Controlplane};
 use levers9_api::v1::{RunContainerRequest, StopContainerRequest};
 
@@ -295,8 +295,17 @@ async fn stopping_a_waiting_container_withdraws_it() {
     )
     .await;
     wait_for_state(&cp, &admin, &holder, "running", Duration::from_secs(30)).await;
-    let waiting = detached(&cp, &admin, &["true"], 1024).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Named, the pool counts it in its demand once the scheduler finds it
+    // no room: then it waits, it was not merely not looked at yet.
+    let request = RunContainerRequest {
+        args: vec!["true".into()],
+        memory_mib: 1024,
+        pool: "default".into(),
+        ..Default::default()
+    };
+    let waiting = run_detached(&cp, &admin, request).await;
+    let demand = wait_wanted(&cp, &admin, "default", None, |d| d.waiting == 1).await;
+    assert_eq!(demand.waiting, 1, "the scheduler never found it no room");
     wait_for_state(&cp, &admin, &waiting, "pending", Duration::from_secs(1)).await;
 
     let out = run_cli(&cp, &admin, &["container", "stop", &waiting]);

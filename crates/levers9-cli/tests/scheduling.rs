@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::fleet::{busybox_image, python_image, wait_for_state, Worker};
+use common::fleet::{busybox_image, python_image, wait_for_state, wait_wanted, Worker};
 use common::{backend_env, text, with_token, Backend, Controlplane, SECRET};
 use levers9_api::v1::{CreateTokenRequest, GetTaskRequest, ListTasksRequest, RunContainerRequest};
 
@@ -183,11 +183,15 @@ async fn cordon_uncordon_and_drain() {
         &admin,
         RunContainerRequest {
             args: sleeping(3),
+            // Named, the pool counts it in its demand once the scheduler
+            // finds it no room: then it waits, not merely not looked at yet.
+            pool: "default".into(),
             ..Default::default()
         },
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let demand = wait_wanted(&cp, &admin, "default", None, |d| d.waiting == 1).await;
+    assert_eq!(demand.waiting, 1, "the scheduler never found it no room");
     wait_for_state(&cp, &admin, &waiting, "pending", Duration::from_secs(1)).await;
     let out = run_cli(&cp, &admin, &["worker", "uncordon", &id1]);
     assert!(out.status.success(), "{}", text(&out.stderr));

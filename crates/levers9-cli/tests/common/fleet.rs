@@ -5,7 +5,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use levers9_api::v1::{CreateTokenRequest, GetContainerRequest, ListWorkersRequest};
+use levers9_api::v1::cluster_service_client::ClusterServiceClient;
+use levers9_api::v1::{
+    CreateTokenRequest, GetContainerRequest, GetWorkersWantedRequest, GetWorkersWantedResponse,
+    ListWorkersRequest, PoolScaling,
+};
 
 use super::{text, with_token, Controlplane, BIN};
 
@@ -365,5 +369,46 @@ pub async fn wait_for_state(
             container.message
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `pool`'s demand as its provider reads it: requests waiting for room
+/// (those the scheduler found no room for), workers present and wanted.
+pub async fn wanted(
+    cp: &Controlplane,
+    token: &str,
+    pool: &str,
+    scaling: Option<PoolScaling>,
+) -> Result<GetWorkersWantedResponse, tonic::Status> {
+    ClusterServiceClient::new(cp.channel().await)
+        .get_workers_wanted(with_token(
+            GetWorkersWantedRequest {
+                pool: pool.into(),
+                scaling,
+            },
+            token,
+        ))
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+/// Asks for `pool`'s demand until `done` holds, for 20 s at most; the
+/// last answer.
+pub async fn wait_wanted(
+    cp: &Controlplane,
+    token: &str,
+    pool: &str,
+    scaling: Option<PoolScaling>,
+    done: impl Fn(&GetWorkersWantedResponse) -> bool,
+) -> GetWorkersWantedResponse {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let answer = wanted(cp, token, pool, scaling)
+            .await
+            .expect("workers wanted");
+        if done(&answer) || Instant::now() > deadline {
+            return answer;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
