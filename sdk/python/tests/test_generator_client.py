@@ -14,6 +14,7 @@ from levers9.errors import ControlplaneError, TaskFailed
 from levers9.generator import ACK_EVERY_ITEMS, run_generator
 from levers9.v1 import function_pb2 as pb
 from levers9.v1 import function_pb2_grpc
+from waiting import wait_for
 
 
 def item(index, value, task_id="t-1"):
@@ -106,9 +107,7 @@ def test_an_item_counts_as_taken_once_the_next_is_asked_for(scripted):
     time.sleep(0.2)
     assert scripted.received == [], "the eighth is out but not yet taken"
     assert next(stream) == ACK_EVERY_ITEMS
-    deadline = time.monotonic() + 5
-    while not scripted.received and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: scripted.received, within=5)
     assert scripted.received == [ACK_EVERY_ITEMS]
     stream.close()
 

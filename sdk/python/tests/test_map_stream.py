@@ -13,6 +13,7 @@ pytest.importorskip("grpc")
 
 from levers9 import invoke  # noqa: E402
 from levers9.v1 import function_pb2 as pb  # noqa: E402
+from waiting import wait_for  # noqa: E402
 
 
 def _inputs(request):
@@ -100,15 +101,6 @@ class LoopbackClient:
         return call
 
 
-def _wait_for(condition, within=30):
-    """The first truthy value of `condition()`, polled until `within` seconds pass."""
-    deadline = time.monotonic() + within
-    while not (value := condition()):
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.01)
-    return value
-
-
 def _map(client, n):
     return invoke.run_many(client, "stub-1", invoke.pickled_inputs([range(n)]), order_outputs=True, return_exceptions=False)
 
@@ -119,7 +111,7 @@ def test_no_more_than_1000_inputs_wait_for_a_result():
     collected = []
     consumer = threading.Thread(target=lambda: collected.extend(results))
     consumer.start()
-    call = _wait_for(lambda: client.calls and client.calls[0].received >= invoke.MAX_IN_FLIGHT and client.calls[0])
+    call = wait_for(lambda: client.calls and client.calls[0].received >= invoke.MAX_IN_FLIGHT and client.calls[0])
     # No result has come back, so the 1001st input waits for a free slot;
     # given a moment to be sent if it could, it is not.
     time.sleep(0.2)
