@@ -185,13 +185,8 @@ pub enum ImageError {
     },
 
     /// A container id that cannot be used as a directory name.
-    #[error(
-        "invalid container id {id:?}: use 1 to 128 characters from A-Z a-z 0-9 . _ -, not starting with a dot"
-    )]
-    InvalidContainerId {
-        /// The id as given.
-        id: String,
-    },
+    #[error(transparent)]
+    InvalidContainerId(#[from] levers9_ids::InvalidContainerId),
 
     /// `prepare_rootfs` was called twice for one container id.
     #[error("container {id} already has a root filesystem: release it first")]

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use levers9_ids::ContainerId;
 use tokio::process::Child;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -273,7 +274,7 @@ fn read_pid(path: &Path) -> Option<u32> {
 }
 
 fn check_id(id: &str) -> Result<(), RuntimeError> {
-    if spec::valid_name(id) {
+    if ContainerId::is_valid(id) {
         Ok(())
     } else {
         Err(RuntimeError::NotFound(id.into()))
@@ -380,7 +381,7 @@ impl<F: Flavor> Runtime for OciRuntime<F> {
                 .filter_map(|n| n.strip_prefix(prefix).map(str::to_string)),
         );
         // Anything else (a stray file in the bundles dir) is not ours to name.
-        ids.retain(|id| spec::valid_name(id));
+        ids.retain(|id| ContainerId::is_valid(id));
         let mut first_error = None;
         for id in &ids {
             tracing::info!(%id, runtime = inner.cli.flavor.name(), "reaping a leftover container");

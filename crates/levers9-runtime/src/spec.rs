@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use levers9_ids::ContainerId;
 use oci_spec::runtime::{
     get_default_maskedpaths, get_default_readonly_paths, LinuxBuilder, LinuxCapabilities,
     LinuxCapabilitiesBuilder, LinuxCpuBuilder, LinuxDevice, LinuxDeviceBuilder, LinuxDeviceCgroup,
@@ -30,22 +31,11 @@ const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 const NOFILE: u64 = 1024;
 const MIB: u64 = 1 << 20;
 
-/// Whether `id` can name a container, a bundle directory and a cgroup.
-pub(crate) fn valid_name(id: &str) -> bool {
-    let mut chars = id.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphanumeric())
-        && id.len() <= 64
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-}
-
 /// Rejects specs the runtimes would fail on late or obscurely.
 pub(crate) fn validate(spec: &ContainerSpec) -> Result<(), RuntimeError> {
     let bad = |m: String| Err(RuntimeError::InvalidSpec(m));
-    if !valid_name(&spec.id) {
-        return bad(format!(
-            "id {:?}: use 1-64 of [A-Za-z0-9_.-], starting alphanumeric",
-            spec.id
-        ));
+    if let Err(invalid) = ContainerId::parse(spec.id.as_str()) {
+        return bad(invalid.to_string());
     }
     if spec.args.is_empty() {
         return bad("args is empty".into());

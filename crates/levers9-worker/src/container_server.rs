@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use levers9_api::v1::{worker_message, TaskInput, TaskResult, WorkerMessage};
+use levers9_ids::{ContainerId, InvalidContainerId};
 use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -53,8 +54,8 @@ pub type StopContainer = Arc<dyn Fn() + Send + Sync>;
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
     /// The id would not make a safe directory name.
-    #[error("container id {0:?} cannot name a directory: use 1-64 of [A-Za-z0-9_.-], starting alphanumeric")]
-    BadId(String),
+    #[error(transparent)]
+    BadId(#[from] InvalidContainerId),
     /// The kernel limits socket paths.
     #[error("the container server's socket path {path} is {len} bytes, over the {MAX_SOCKET_PATH} a Unix socket allows: give the worker a shorter state directory than {state_dir}")]
     PathTooLong {
@@ -147,13 +148,6 @@ fn message(kind: worker_message::Kind) -> WorkerMessage {
 }
 
 /// Whether `id` is safe as a directory name (the runtimes' rule for ids).
-fn valid_id(id: &str) -> bool {
-    let mut chars = id.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphanumeric())
-        && id.len() <= 64
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-}
-
 /// `10000` → `10`, `1500` → `1.5`.
 fn seconds(ms: u64) -> String {
     format!("{}", ms as f64 / 1000.0)
@@ -181,9 +175,7 @@ impl ContainerServer {
     ) -> Result<ContainerServer, BindError> {
         use std::os::unix::fs::PermissionsExt;
 
-        if !valid_id(container_id) {
-            return Err(BindError::BadId(container_id.to_owned()));
-        }
+        ContainerId::parse(container_id)?;
         let dir = run_root.join(container_id);
         let socket = dir.join(SOCKET_NAME);
         let len = socket.as_os_str().len();
