@@ -1,6 +1,6 @@
 # levers9: the two commands a newcomer needs are `make quickstart` and `make test`.
 
-.PHONY: build test quickstart bench bench-containers bench-functions bench-endpoints bench-maps bench-peers bench-scheduling lint
+.PHONY: build test quickstart bench bench-containers bench-functions bench-endpoints bench-websocket bench-maps bench-peers bench-scheduling lint
 
 build:
 	cargo build --release -p levers9-cli
@@ -33,6 +33,9 @@ bench-functions:
 
 bench-endpoints:
 	scripts/test-servers.sh scripts/bench-functions.sh bench/functions/endpoints.py
+
+bench-websocket:
+	scripts/test-servers.sh scripts/bench-functions.sh bench/functions/websocket.py
 
 # Map throughput by max_containers and concurrency (LEVERS9_BENCH_MAPS).
 bench-maps:

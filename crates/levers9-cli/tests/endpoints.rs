@@ -8,9 +8,12 @@
 //! `@asgi` app (a plain ASGI callable, and a FastAPI app on an image with
 //! Debian's FastAPI) gets whole requests under its path and answers them
 //! itself, whole or streamed (server-sent events reach the client as the
-//! app sends them; a client that leaves stops the app's request).
+//! app sends them; a client that leaves stops the app's request), and
+//! serves websockets (see `endpoints/websockets.rs`).
 
 mod common;
+#[path = "endpoints/websockets.rs"]
+mod websockets;
 
 use std::path::Path;
 
@@ -138,12 +141,38 @@ from levers9 import asgi
 
 @asgi(name="api", public=True, concurrency=4, max_containers=1)
 def make_api():
-    from fastapi import FastAPI
+    from fastapi import FastAPI, WebSocket, WebSocketDisconnect
     from fastapi.responses import StreamingResponse
     from pydantic import BaseModel
 
     api = FastAPI()
     released = asyncio.Event()
+    sockets = {"finished": 0, "disconnected": 0}
+
+    @api.websocket("/ws")
+    async def echo(websocket: WebSocket):
+        await websocket.accept()
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    raise WebSocketDisconnect(message["code"])
+                if message.get("text") == "bye":
+                    await websocket.close(code=4002, reason="bye")
+                    return
+                if message.get("text") is not None:
+                    await websocket.send_text("echo: " + message["text"])
+                else:
+                    await websocket.send_bytes(message["bytes"][::-1])
+        except WebSocketDisconnect:
+            sockets["disconnected"] += 1
+            raise
+        finally:
+            sockets["finished"] += 1
+
+    @api.get("/finished")
+    def finished():
+        return sockets
 
     class Item(BaseModel):
         name: str
@@ -450,6 +479,8 @@ async fn a_fastapi_app_serves_path_parameters_pydantic_bodies_and_server_sent_ev
     let (status, body) = send(http.post(format!("{api}/release"))).await;
     assert_eq!((status, body), (StatusCode::OK, json!({"released": true})));
     assert_eq!(events.text().await.expect("the rest"), "data: last\n\n");
+
+    websockets::fastapi_app(&api, &logs).await;
 }
 
 /// Reads `response`'s body until it holds `until` (or ends); what it read.

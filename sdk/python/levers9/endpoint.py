@@ -71,7 +71,8 @@ def asgi(_fn=None, *, name: Optional[str] = None, public: bool = False, **resour
     startup runs then. A private endpoint's ``Authorization`` header (the
     workspace token) does not reach the app. The options are `endpoint`'s.
     A streamed answer (``StreamingResponse``, server-sent events) reaches
-    the client chunk by chunk; websockets are not served.
+    the client chunk by chunk, and a websocket route is served as one task
+    per connection (docs/endpoints.md#websockets).
     """
     return _decorator(_fn, name, public, True, resources)
 

@@ -29,6 +29,10 @@ struct RequestHead<'a> {
     /// The endpoint's own path, `/endpoint/<workspace>/<name>`.
     root_path: String,
     headers: Vec<(String, String)>,
+    /// For a websocket: the name of the connection's inbox, whose items
+    /// are the client's messages (see [`super::websocket`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    websocket: Option<&'a str>,
 }
 
 /// The head of the app's answer.
@@ -50,10 +54,27 @@ fn bytes_of(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// The input for `request` to the app served at `root_path`. A private
-/// endpoint's `Authorization` header (the workspace token, which the
-/// gateway has checked) does not reach the app.
-pub(super) fn input(request: &HttpRequest, root_path: &str, private: bool) -> Vec<u8> {
+/// A header of the app's, from its Latin-1 strings.
+pub(super) fn header(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), String> {
+    match (
+        HeaderName::from_bytes(name.as_bytes()),
+        bytes_of(value).map(|bytes| HeaderValue::from_bytes(&bytes)),
+    ) {
+        (Ok(name), Some(Ok(value))) => Ok((name, value)),
+        _ => Err(format!("header {name:?}")),
+    }
+}
+
+/// The input for `request` to the app served at `root_path`; `websocket`,
+/// the connection's inbox, for a websocket. A private endpoint's
+/// `Authorization` header (the workspace token, which the gateway has
+/// checked) does not reach the app.
+pub(super) fn input(
+    request: &HttpRequest,
+    root_path: &str,
+    private: bool,
+    websocket: Option<&str>,
+) -> Vec<u8> {
     let raw_path = request
         .uri
         .path()
@@ -73,6 +94,7 @@ pub(super) fn input(request: &HttpRequest, root_path: &str, private: bool) -> Ve
             .filter(|(name, _)| !(private && *name == AUTHORIZATION))
             .map(|(name, value)| (name.as_str().to_owned(), latin1(value.as_bytes())))
             .collect(),
+        websocket,
     };
     // A struct of strings always serializes.
     let mut input = serde_json::to_vec(&head).unwrap_or_default();
@@ -110,12 +132,7 @@ pub(super) fn answer(
     let mut response = Response::new(body(rest));
     *response.status_mut() = status;
     for (name, value) in head.headers {
-        let (Ok(name), Some(Ok(value))) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            bytes_of(&value).map(|bytes| HeaderValue::from_bytes(&bytes)),
-        ) else {
-            return Err(broken(format!("header {name:?}")));
-        };
+        let (name, value) = header(&name, &value).map_err(broken)?;
         // The listener frames the body itself.
         if name != CONTENT_LENGTH && name != TRANSFER_ENCODING && name != CONNECTION {
             response.headers_mut().append(name, value);
@@ -143,7 +160,7 @@ mod tests {
             headers,
             body: Bytes::from_static(b"raw\nbody\xff"),
         };
-        let input = input(&request, "/endpoint/ws/app", true);
+        let input = input(&request, "/endpoint/ws/app", true, None);
         let split = input.iter().position(|&b| b == b'\n').unwrap();
         let head: serde_json::Value = serde_json::from_slice(&input[..split]).unwrap();
         assert_eq!(

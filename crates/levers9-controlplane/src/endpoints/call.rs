@@ -5,11 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
+use axum::extract::ws::WebSocketUpgrade;
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use levers9_api::v1::{run_event, TaskItemEvent, TaskOutcome};
+use levers9_state::HotState;
 use levers9_store::{task_state, EndpointKind, TokenType};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -17,7 +19,7 @@ use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::Status;
 
 use super::lookup::{Endpoints, Resolved};
-use super::{asgi, request, streamed};
+use super::{asgi, request, streamed, websocket};
 use crate::error::ApiError;
 use crate::services::FunctionApi;
 use crate::Shared;
@@ -56,19 +58,36 @@ impl Gateway {
         }
     }
 
+    /// The hot state, where websocket connections keep their inboxes.
+    pub(super) fn state(&self) -> Arc<dyn HotState> {
+        self.shared.state.clone()
+    }
+
     /// Calls the endpoint `name` of the workspace named `workspace` with
     /// the request and answers with its value as JSON (or, for an ASGI
-    /// app, with the app's answer).
+    /// app, with the app's answer, or the websocket it accepts when
+    /// `upgrade` asks for one).
     pub(super) async fn serve(
         &self,
         workspace: &str,
         name: &str,
         request: HttpRequest,
+        upgrade: Option<WebSocketUpgrade>,
     ) -> Result<Response, Status> {
         let found = self.endpoints.find(workspace, name).await?;
         let endpoint = self
             .authorize(workspace, name, found, &request.headers)
             .await?;
+        let root_path = format!("/endpoint/{workspace}/{name}");
+        if let Some(upgrade) = upgrade {
+            if endpoint.record.kind != EndpointKind::Asgi {
+                return Err(ApiError::InvalidArgument(format!(
+                    "endpoint {name:?} answers JSON requests; websockets are served by @asgi apps"
+                ))
+                .into());
+            }
+            return websocket::open(self, &endpoint, &request, &root_path, upgrade).await;
+        }
         let payload = match endpoint.record.kind {
             EndpointKind::Json => {
                 if request.path != "/" {
@@ -83,11 +102,7 @@ impl Gateway {
                 }
                 request::arguments(&request.method, &request.uri, &request.body)?
             }
-            EndpointKind::Asgi => asgi::input(
-                &request,
-                &format!("/endpoint/{workspace}/{name}"),
-                !endpoint.record.public,
-            ),
+            EndpointKind::Asgi => asgi::input(&request, &root_path, !endpoint.record.public, None),
         };
         match self.call(&endpoint, payload).await? {
             Answer::Whole(outcome) => Ok(respond(endpoint.record.kind, outcome)?),
@@ -129,7 +144,11 @@ impl Gateway {
     /// app's streamed answer), at most the function's timeout and
     /// [`START_ALLOWANCE`]; a caller that goes away first drops the call,
     /// which cancels its task.
-    async fn call(&self, endpoint: &Resolved, payload: Vec<u8>) -> Result<Answer, Status> {
+    pub(super) async fn call(
+        &self,
+        endpoint: &Resolved,
+        payload: Vec<u8>,
+    ) -> Result<Answer, Status> {
         let record = &endpoint.record;
         let (receipts, taken) = mpsc::unbounded_channel();
         let mut events = self
@@ -179,7 +198,7 @@ enum First {
 }
 
 /// A call's answer.
-enum Answer {
+pub(super) enum Answer {
     /// The outcome came first: the answer whole.
     Whole(TaskOutcome),
     /// An item came first: the answer streamed, from that item.
@@ -202,11 +221,17 @@ fn respond(kind: EndpointKind, outcome: TaskOutcome) -> Result<Response, ApiErro
         task_state::COMPLETE => {
             Ok(([(CONTENT_TYPE, "application/json")], outcome.payload).into_response())
         }
-        task_state::TIMEOUT => Err(ApiError::DeadlineExceeded(outcome.message)),
-        task_state::CANCELLED => Err(ApiError::FunctionFailed(format!(
-            "the call was cancelled: {}",
-            outcome.message
-        ))),
-        _ => Err(ApiError::FunctionFailed(outcome.message)),
+        _ => Err(failure(outcome)),
+    }
+}
+
+/// The error a call that did not complete answers with.
+pub(super) fn failure(outcome: TaskOutcome) -> ApiError {
+    match outcome.state.as_str() {
+        task_state::TIMEOUT => ApiError::DeadlineExceeded(outcome.message),
+        task_state::CANCELLED => {
+            ApiError::FunctionFailed(format!("the call was cancelled: {}", outcome.message))
+        }
+        _ => ApiError::FunctionFailed(outcome.message),
     }
 }

@@ -9,20 +9,24 @@
 //! pickle starts with the PROTO opcode, never `{`), and the runner answers
 //! such an input with its value as JSON. An ASGI endpoint's input is the
 //! whole HTTP request instead (see [`asgi`]), and its answer may stream
-//! (see [`streamed`]).
+//! (see [`streamed`]); a websocket to it is one task too (see [`websocket`]).
 
 mod asgi;
 mod call;
 mod lookup;
 mod request;
 mod streamed;
+mod websocket;
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Path, State};
+use axum::http::header::UPGRADE;
 use axum::http::{HeaderMap, Method, Uri};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 use levers9_api::v1::DeployedFunction;
@@ -91,11 +95,16 @@ pub fn router(shared: Arc<Shared>, function: Arc<FunctionApi>) -> Router {
 async fn serve(
     State(gateway): State<Arc<call::Gateway>>,
     Path((workspace, name)): Path<(String, String)>,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let upgrade = match websocket_upgrade(upgrade, &headers) {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return rejection.into_response(),
+    };
     let request = call::HttpRequest {
         method,
         path: "/".to_owned(),
@@ -103,18 +112,23 @@ async fn serve(
         headers,
         body,
     };
-    answer(gateway.serve(&workspace, &name, request).await)
+    answer(gateway.serve(&workspace, &name, request, upgrade).await)
 }
 
 /// A path under the endpoint's, for ASGI apps.
 async fn serve_path(
     State(gateway): State<Arc<call::Gateway>>,
     Path((workspace, name, path)): Path<(String, String, String)>,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let upgrade = match websocket_upgrade(upgrade, &headers) {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return rejection.into_response(),
+    };
     let request = call::HttpRequest {
         method,
         path: format!("/{path}"),
@@ -122,7 +136,23 @@ async fn serve_path(
         headers,
         body,
     };
-    answer(gateway.serve(&workspace, &name, request).await)
+    answer(gateway.serve(&workspace, &name, request, upgrade).await)
+}
+
+/// The websocket a request asks for, if any; a request that asks for one
+/// but is not a valid websocket handshake gets axum's answer saying why.
+fn websocket_upgrade(
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    headers: &HeaderMap,
+) -> Result<Option<WebSocketUpgrade>, WebSocketUpgradeRejection> {
+    let asks = headers
+        .get(UPGRADE)
+        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"websocket"));
+    match upgrade {
+        Ok(upgrade) => Ok(Some(upgrade)),
+        Err(rejection) if asks => Err(rejection),
+        Err(_) => Ok(None),
+    }
 }
 
 fn answer(result: Result<Response, tonic::Status>) -> Response {

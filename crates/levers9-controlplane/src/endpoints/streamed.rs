@@ -31,13 +31,18 @@ pub(super) struct Rest {
 
 impl Rest {
     /// Tells the runner the client has taken `item`.
-    fn taken(&self, item: &TaskItemEvent) {
-        // A closed channel means the call ended: nothing left to hold back.
-        let _ = self.receipts.send(ItemsReceived {
-            task_id: item.task_id.clone(),
-            received: item.item_index + 1,
-        });
+    pub(super) fn taken(&self, item: &TaskItemEvent) {
+        taken(&self.receipts, item);
     }
+}
+
+/// Tells the runner, through `receipts`, the client has taken `item`.
+pub(super) fn taken(receipts: &UnboundedSender<ItemsReceived>, item: &TaskItemEvent) {
+    // A closed channel means the call ended: nothing left to hold back.
+    let _ = receipts.send(ItemsReceived {
+        task_id: item.task_id.clone(),
+        received: item.item_index + 1,
+    });
 }
 
 /// The answer whose head and first chunk are `first`, its body streamed

@@ -25,6 +25,8 @@ mod workspace;
 pub use auth::AuthApi;
 pub use cluster::ClusterApi;
 pub(crate) use container::follow_logs;
+pub(crate) use objects::contents_key;
+pub(crate) use queue::INBOX_PREFIX;
 pub use container::ContainerApi;
 pub use dict::DictApi;
 pub use function::FunctionApi;

@@ -65,7 +65,7 @@ impl Objects<'_> {
     /// Where the contents of the object `name` are: a map key for a dict,
     /// a queue name for a queue.
     pub(crate) fn contents(&self, name: &str) -> String {
-        format!("object:{}:{name}", self.workspace_id)
+        contents_key(self.workspace_id, name)
     }
 
     /// The object by name, created first with `create`; whether this call
@@ -197,6 +197,11 @@ impl Objects<'_> {
             class = self.kind.class(),
         ))
     }
+}
+
+/// Where the contents of the object `name` of the workspace are.
+pub(crate) fn contents_key(workspace_id: &str, name: &str) -> String {
+    format!("object:{workspace_id}:{name}")
 }
 
 /// The workspace a call acts in: the caller's for a workspace or admin

@@ -22,6 +22,20 @@ const MAX_WAIT: Duration = Duration::from_secs(60);
 /// Items one QueueGet takes at most.
 const MAX_ITEMS: u32 = 10_000;
 
+/// Names of the queues the platform keeps for itself: a websocket
+/// connection's inbox of client messages (`endpoints/websocket`). No
+/// caller's queue name may start so, so a caller can neither create, list
+/// nor delete one; QueueGet takes from one by its unguessable name, as the
+/// connection's runner does, and nothing else of this service reaches it.
+pub(crate) const INBOX_PREFIX: &str = "~inbox.";
+
+/// Whether `name` is an inbox's: the prefix and 1 to 64 letters or digits.
+fn is_inbox(name: &str) -> bool {
+    name.strip_prefix(INBOX_PREFIX).is_some_and(|id| {
+        !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_alphanumeric())
+    })
+}
+
 /// The QueueService implementation.
 pub struct QueueApi {
     shared: Arc<Shared>,
@@ -78,7 +92,9 @@ async fn get(
             "max_items is {max_items}: take 1 to {MAX_ITEMS} items at a time"
         )));
     }
-    queues.require(name).await?;
+    if !is_inbox(name) {
+        queues.require(name).await?;
+    }
     let contents = queues.contents(name);
     let max = max_items as usize;
     if wait.is_zero() {
@@ -181,5 +197,24 @@ impl QueueService for QueueApi {
         queues.require(&name).await?;
         let cleared = queues.clear(&name).await?;
         Ok(Response::new(QueueClearResponse { cleared }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_gateways_inbox_names_skip_the_registry() {
+        assert!(is_inbox("~inbox.0b7c2f3e9a1d4c5e8f6a7b8c9d0e1f2a"));
+        for not in [
+            "~inbox.",
+            "~inbox.a-b",
+            "inbox.abc",
+            "~other.abc",
+            &format!("~inbox.{}", "a".repeat(65)),
+        ] {
+            assert!(!is_inbox(not), "{not}");
+        }
     }
 }

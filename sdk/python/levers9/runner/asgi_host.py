@@ -16,6 +16,10 @@ window of unacknowledged items (`stream.Credit`), so a slow HTTP client
 holds the app back rather than the answer piling up anywhere. Header names
 and values are strings of one character per byte (Latin-1).
 
+A head with ``"websocket"`` is a websocket connection's instead, served
+as a ``websocket`` scope with its messages as items both ways (see
+`asgi_websocket`).
+
 A cancel (the HTTP client went away) cancels the app's request: an
 ``await`` in it raises ``CancelledError``, its ``finally`` blocks run, and
 the result says ``cancelled``.
@@ -27,6 +31,7 @@ import asyncio
 import concurrent.futures
 import json
 import threading
+import time
 from typing import Callable, Optional, Tuple
 
 from . import execute, json_input
@@ -63,6 +68,8 @@ class _Items:
         self.credit = credit
         self._task_id = task_id
         self.count = 0
+        # When the input started: a websocket's accept says how long ago.
+        self.started = time.monotonic()
 
     def put(self, payload: bytes) -> None:
         """Blocks until the window lets the item go; CancelledError once the task is cancelled."""
@@ -131,6 +138,11 @@ class _Host:
 async def _request(app, body: bytes, items: _Items, loop) -> Optional[AsgiResponse]:
     split = body.index(b"\n")
     head = json.loads(body[:split])
+    if "websocket" in head:
+        from . import asgi_websocket
+
+        await asgi_websocket.serve(app, head, items, loop)
+        return None  # its messages were its items
     request_body = body[split + 1 :]
     scope = {
         "type": "http",
