@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use levers9_config::ContainerServerAuthMode;
 
-use super::{wire, BindError, ContainerServer, InitError, ServerAuth};
+use super::{wire, BindError, Connection, ContainerServer, InitError, ServerAuth};
 use crate::security::{Check, SecurityMetrics, Subject};
 use crate::test_log::LogCapture;
 
@@ -145,6 +145,15 @@ async fn closed(runner: &mut UnixStream) -> bool {
     )
 }
 
+/// Waits until `holds` (checked every 10 ms), failing after [`WAIT`].
+async fn until(what: &str, holds: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !holds() {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 fn input(task_id: &str, payload: &[u8], timeout_ms: u64) -> TaskInput {
     TaskInput {
         container_id: ID.into(),
@@ -219,7 +228,13 @@ async fn inputs_that_come_before_hello_are_delivered_after_it() {
     let mut f = fixture();
     f.server.send_input(input("early", b"1", 0));
     let mut runner = f.connect().await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    until("the server takes the connection", || {
+        matches!(
+            f.server.shared.state().connection,
+            Connection::Open { ready: false, .. }
+        )
+    })
+    .await;
     // Connected, not yet ready: still queued.
     f.server.send_input(input("connected", b"2", 0));
     send(
@@ -371,14 +386,10 @@ async fn an_init_error_is_kept_for_the_exit_event() {
     .await;
     drop(runner);
     // The server reads it on a task of its own, which shutting down stops.
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while f.server.outcome().init_error.is_none() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the init error was never read"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until("the init error is read", || {
+        f.server.outcome().init_error.is_some()
+    })
+    .await;
     let outcome = f.server.shut_down().await;
     assert!(!outcome.said_hello);
     assert_eq!(
