@@ -42,6 +42,13 @@ pub enum ApiError {
     /// A call ran past its time.
     #[error("{0}")]
     DeadlineExceeded(String),
+    /// The caller went away before the call was done.
+    #[error("{0}")]
+    Cancelled(String),
+    /// Something the call relied on ended under it (an event channel); the
+    /// caller may call again. The message carries no backend detail.
+    #[error("{0}")]
+    Interrupted(String),
     /// The caller's own function failed; the message is its exception as
     /// Python prints its last line (`ValueError: ...`).
     #[error("{0}")]
@@ -57,6 +64,8 @@ impl From<ApiError> for Status {
             ApiError::NotFound(m) => Status::not_found(m),
             ApiError::FailedPrecondition(m) => Status::failed_precondition(m),
             ApiError::DeadlineExceeded(m) => Status::deadline_exceeded(m),
+            ApiError::Cancelled(m) => Status::cancelled(m),
+            ApiError::Interrupted(m) => Status::unavailable(m),
             ApiError::FunctionFailed(m) => Status::unknown(m),
             ApiError::ResourceExhausted(m) => Status::resource_exhausted(m),
             ApiError::Store(StoreError::AlreadyExists(m)) => Status::already_exists(m),
@@ -87,26 +96,6 @@ impl From<ApiError> for Status {
                 )
             }
         }
-    }
-}
-
-/// The HTTP status grpc-gateway gives a gRPC code, so REST callers see the
-/// same answers as gRPC callers.
-pub fn http_status_of(code: Code) -> http::StatusCode {
-    use http::StatusCode as H;
-    match code {
-        Code::Ok => H::OK,
-        Code::Cancelled => H::from_u16(499).unwrap_or(H::BAD_REQUEST),
-        Code::InvalidArgument | Code::FailedPrecondition | Code::OutOfRange => H::BAD_REQUEST,
-        Code::DeadlineExceeded => H::GATEWAY_TIMEOUT,
-        Code::NotFound => H::NOT_FOUND,
-        Code::AlreadyExists | Code::Aborted => H::CONFLICT,
-        Code::PermissionDenied => H::FORBIDDEN,
-        Code::Unauthenticated => H::UNAUTHORIZED,
-        Code::ResourceExhausted => H::TOO_MANY_REQUESTS,
-        Code::Unimplemented => H::NOT_IMPLEMENTED,
-        Code::Unavailable => H::SERVICE_UNAVAILABLE,
-        Code::Unknown | Code::Internal | Code::DataLoss => H::INTERNAL_SERVER_ERROR,
     }
 }
 

@@ -11,6 +11,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
+use levers9_api::http_status_of;
 use levers9_api::v1::{
     auth_service_server::AuthService, container_service_server::ContainerService,
     secret_service_server::SecretService, token_service_server::TokenService,
@@ -24,7 +25,7 @@ use serde::Serialize;
 use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
 use tonic::Status;
 
-use crate::error::http_status_of;
+use crate::error::ApiError;
 use crate::services::Services;
 
 const METADATA_HEADER_PREFIX: &str = "grpc-metadata-";
@@ -173,9 +174,9 @@ where
         match serde_json::from_slice(body) {
             Ok(message) => message,
             Err(error) => {
-                return error_response(&Status::invalid_argument(format!(
+                return error_response(&Status::from(ApiError::InvalidArgument(format!(
                     "the request body is not valid JSON for this call: {error}"
-                )))
+                ))))
             }
         }
     };

@@ -191,9 +191,10 @@ impl RunDriver {
                     }
                     if ended {
                         self.send_ready().await;
-                        let _ = self.tx.send(Err(Status::unavailable(
-                            "lost the hot state's event channel; call again",
-                        ))).await;
+                        let lost = ApiError::Interrupted(
+                            "lost the hot state's event channel; call again".into(),
+                        );
+                        let _ = self.tx.send(Err(lost.into())).await;
                         return;
                     }
                 }
@@ -265,7 +266,7 @@ impl RunDriver {
         for (index, task_id) in accepted {
             let accepted = run_event::Kind::Accepted(TaskAccepted { index, task_id });
             if !self.send(accepted).await {
-                return Err(Status::cancelled("the caller went away"));
+                return Err(ApiError::Cancelled("the caller went away".into()).into());
             }
         }
         Ok(())
