@@ -36,7 +36,9 @@ def use_objects(op, name):
             missing = e.code
         return {"len": len(d), "waited": waited, "too_big": too_big, "missing": missing}
     if op == "wait_for_one":
-        # Blocks until the caller puts, then answers through the dict.
+        # Blocks until the caller puts, then answers through the dict. The
+        # caller puts once it reads "waiting".
+        d["waiting"] = True
         d["got"] = jobs.get(timeout=60)
         return "got it"
     raise ValueError(f"unknown op {op!r}")

@@ -14,6 +14,7 @@ import pytest
 
 import dict_queue_app as app
 from levers9 import ControlplaneError, Dict, Queue
+from waiting import wait_for
 
 HOST = os.environ.get("LEVERS9_TEST_CONTROLPLANE_HOST")
 TOKEN = os.environ.get("LEVERS9_TEST_TOKEN")
@@ -189,8 +190,8 @@ def test_a_container_blocked_on_a_get_takes_what_the_caller_puts():
     # Handles are lazy: these first uses create what the function opens.
     assert jobs.len() == 0 and d.len() == 0
     call = app.use_objects.spawn("wait_for_one", name)
-    # Long enough for the container to start and block in its get.
-    time.sleep(3)
+    # The function says so just before it blocks in its get.
+    wait_for(lambda: d.get("waiting"), within=120, every=0.1)
     jobs.put({"job": 7})
     assert call.get(timeout=120) == "got it"
     assert d["got"] == {"job": 7}
