@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated environment and an in-process fake controlplane."""
+"""Shared fixtures: an isolated environment, an in-process fake controlplane,
+and the real stack's connection settings (see stack.py)."""
 
 import pytest
 
@@ -32,3 +33,16 @@ def fake(clean_env):
     clean_env.setenv("LEVERS9_TOKEN", TOKEN)
     yield service
     server.stop(grace=None)
+
+
+@pytest.fixture
+def stack(monkeypatch):
+    """The SDK pointed at the real stack (stack.py's files use it through
+    their marks)."""
+    from stack import connection_env
+
+    for name, value in connection_env().items():
+        if value:
+            monkeypatch.setenv(name, value)
+        else:
+            monkeypatch.delenv(name, raising=False)

@@ -4,7 +4,6 @@ Runs only against a stack, like test_remote.py; the other-workspace check
 also needs LEVERS9_TEST_OTHER_TOKEN (a token of a second workspace).
 """
 
-import os
 import queue
 import threading
 import time
@@ -13,29 +12,13 @@ import uuid
 import pytest
 
 import dict_queue_app as app
+import stack
 from levers9 import ControlplaneError, Dict, Queue
+from stack import OTHER_TOKEN, TOKEN
 from waiting import wait_for
 
-HOST = os.environ.get("LEVERS9_TEST_CONTROLPLANE_HOST")
-TOKEN = os.environ.get("LEVERS9_TEST_TOKEN")
-OTHER_TOKEN = os.environ.get("LEVERS9_TEST_OTHER_TOKEN")
+pytestmark = stack.marks()
 
-pytestmark = [
-    pytest.mark.stack,
-    pytest.mark.skipif(not (HOST and TOKEN), reason="set LEVERS9_TEST_CONTROLPLANE_HOST and LEVERS9_TEST_TOKEN to run against a stack"),
-]
-
-
-@pytest.fixture(autouse=True)
-def stack(monkeypatch):
-    monkeypatch.setenv("LEVERS9_CONTROLPLANE_HOST", HOST or "")
-    monkeypatch.setenv("LEVERS9_TOKEN", TOKEN or "")
-    for name in ("PORT", "TLS"):
-        value = os.environ.get(f"LEVERS9_TEST_CONTROLPLANE_{name}")
-        if value:
-            monkeypatch.setenv(f"LEVERS9_CONTROLPLANE_{name}", value)
-        else:
-            monkeypatch.delenv(f"LEVERS9_CONTROLPLANE_{name}", raising=False)
 
 
 def unique(prefix):

@@ -12,29 +12,23 @@ import grpc
 import pytest
 
 import images_app as app
+import stack
 from levers9 import Image
 from levers9.imagebuild import ImageBuildError
 from levers9.v1 import container_pb2, container_pb2_grpc
+from stack import HOST, TOKEN
 
-HOST = os.environ.get("LEVERS9_TEST_CONTROLPLANE_HOST")
-TOKEN = os.environ.get("LEVERS9_TEST_TOKEN")
 
 SHORT_TIMEOUT = os.environ.get("LEVERS9_TEST_SHORT_BUILD_TIMEOUT")
 
-pytestmark = [
-    pytest.mark.stack,
-    pytest.mark.skipif(
-        not (HOST and TOKEN and os.environ.get("LEVERS9_TEST_IMAGE_BUILDS")),
-        reason="set LEVERS9_TEST_IMAGE_BUILDS and the stack variables to run image builds",
-    ),
-]
+pytestmark = stack.marks(
+    os.environ.get("LEVERS9_TEST_IMAGE_BUILDS"),
+    reason="set LEVERS9_TEST_IMAGE_BUILDS and the stack variables to run image builds",
+)
 
 
 @pytest.fixture(autouse=True)
-def stack(monkeypatch):
-    monkeypatch.setenv("LEVERS9_CONTROLPLANE_HOST", HOST or "")
-    monkeypatch.setenv("LEVERS9_TOKEN", TOKEN or "")
-    monkeypatch.setenv("LEVERS9_CONTROLPLANE_PORT", os.environ.get("LEVERS9_TEST_CONTROLPLANE_PORT", ""))
+def no_forced_rebuild(monkeypatch):
     monkeypatch.delenv("LEVERS9_FORCE_REBUILD", raising=False)
 
 

@@ -17,34 +17,20 @@ import pytest
 import levers9
 import levers9.volume
 import objects_app as app
+import stack
 from levers9 import ControlplaneError, Secret, Volume, VolumeFileNotFound, VolumeNotFound
 from levers9.client import get_client
 from levers9.v1 import secret_pb2, secret_pb2_grpc
+from stack import HOST, TOKEN
 
-HOST = os.environ.get("LEVERS9_TEST_CONTROLPLANE_HOST")
-TOKEN = os.environ.get("LEVERS9_TEST_TOKEN")
 VOLUMES = os.environ.get("LEVERS9_TEST_VOLUMES")
 CLI = os.environ.get("LEVERS9_TEST_CLI")
 
-pytestmark = [
-    pytest.mark.stack,
-    pytest.mark.skipif(not (HOST and TOKEN), reason="set LEVERS9_TEST_CONTROLPLANE_HOST and LEVERS9_TEST_TOKEN to run against a stack"),
-]
+pytestmark = stack.marks()
 needs_volumes = pytest.mark.skipif(
     not VOLUMES, reason="the stack has no volume storage: crates/levers9-cli/tests/sdk_objects.rs runs these on JuiceFS"
 )
 
-
-@pytest.fixture(autouse=True)
-def stack(monkeypatch):
-    monkeypatch.setenv("LEVERS9_CONTROLPLANE_HOST", HOST or "")
-    monkeypatch.setenv("LEVERS9_TOKEN", TOKEN or "")
-    for name in ("PORT", "TLS"):
-        value = os.environ.get(f"LEVERS9_TEST_CONTROLPLANE_{name}")
-        if value:
-            monkeypatch.setenv(f"LEVERS9_CONTROLPLANE_{name}", value)
-        else:
-            monkeypatch.delenv(f"LEVERS9_CONTROLPLANE_{name}", raising=False)
 
 
 def secret_names():

@@ -16,28 +16,13 @@ import time
 import pytest
 
 import functions_app as app
+import stack
 import levers9
 from levers9 import RemoteTraceback
 
-HOST = os.environ.get("LEVERS9_TEST_CONTROLPLANE_HOST")
-TOKEN = os.environ.get("LEVERS9_TEST_TOKEN")
 
-pytestmark = [
-    pytest.mark.stack,
-    pytest.mark.skipif(not (HOST and TOKEN), reason="set LEVERS9_TEST_CONTROLPLANE_HOST and LEVERS9_TEST_TOKEN to run against a stack"),
-]
+pytestmark = stack.marks()
 
-
-@pytest.fixture(autouse=True)
-def stack(monkeypatch):
-    monkeypatch.setenv("LEVERS9_CONTROLPLANE_HOST", HOST or "")
-    monkeypatch.setenv("LEVERS9_TOKEN", TOKEN or "")
-    for name in ("PORT", "TLS"):
-        value = os.environ.get(f"LEVERS9_TEST_CONTROLPLANE_{name}")
-        if value:
-            monkeypatch.setenv(f"LEVERS9_CONTROLPLANE_{name}", value)
-        else:
-            monkeypatch.delenv(f"LEVERS9_CONTROLPLANE_{name}", raising=False)
 
 
 @pytest.mark.smoke

@@ -11,41 +11,22 @@ import time
 
 import pytest
 
+import stack
 from levers9 import ControlplaneError, Image, Sandbox, SandboxFileError, SandboxTerminated
+from stack import OTHER_TOKEN
 
-HOST = os.environ.get("LEVERS9_TEST_CONTROLPLANE_HOST")
-TOKEN = os.environ.get("LEVERS9_TEST_TOKEN")
 IMAGE = os.environ.get("LEVERS9_TEST_SANDBOXES")
-OTHER_TOKEN = os.environ.get("LEVERS9_TEST_OTHER_TOKEN")
 
-pytestmark = [
-    pytest.mark.stack,
-    pytest.mark.skipif(
-        not (HOST and TOKEN and IMAGE and OTHER_TOKEN),
-        reason="needs the stack of crates/levers9-cli/tests/sandboxes.rs (LEVERS9_TEST_SANDBOXES)",
-    ),
-]
+pytestmark = stack.marks(
+    IMAGE, OTHER_TOKEN, reason="needs the stack of crates/levers9-cli/tests/sandboxes.rs (LEVERS9_TEST_SANDBOXES)"
+)
 
-
-@pytest.fixture(autouse=True)
-def stack(monkeypatch):
-    monkeypatch.setenv("LEVERS9_CONTROLPLANE_HOST", HOST or "")
-    monkeypatch.setenv("LEVERS9_TOKEN", TOKEN or "")
-    for name in ("PORT", "TLS"):
-        value = os.environ.get(f"LEVERS9_TEST_CONTROLPLANE_{name}")
-        if value:
-            monkeypatch.setenv(f"LEVERS9_CONTROLPLANE_{name}", value)
-        else:
-            monkeypatch.delenv(f"LEVERS9_CONTROLPLANE_{name}", raising=False)
 
 
 @pytest.fixture(scope="module")
 def sandbox():
-    os.environ["LEVERS9_CONTROLPLANE_HOST"] = HOST or ""
-    os.environ["LEVERS9_TOKEN"] = TOKEN or ""
-    port = os.environ.get("LEVERS9_TEST_CONTROLPLANE_PORT")
-    if port:
-        os.environ["LEVERS9_CONTROLPLANE_PORT"] = port
+    # Module-scoped, so before any test's own settings.
+    os.environ.update({name: value for name, value in stack.connection_env().items() if value})
     sb = Sandbox.create(image=Image.from_registry(IMAGE), cpu=0.5, memory=256, timeout=300)
     yield sb
     sb.terminate()

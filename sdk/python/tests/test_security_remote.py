@@ -14,32 +14,16 @@ import os
 import pytest
 
 import security_app as app
+import stack
 import levers9
 from levers9 import ControlplaneError, Function, Levers9Error
 
-HOST = os.environ.get("LEVERS9_TEST_CONTROLPLANE_HOST")
-TOKEN = os.environ.get("LEVERS9_TEST_TOKEN")
 STRICT_POOL = os.environ.get("LEVERS9_TEST_STRICT_POOL")
 
-pytestmark = [
-    pytest.mark.stack,
-    pytest.mark.skipif(
-        not (HOST and TOKEN and STRICT_POOL),
-        reason="needs the stack of crates/levers9-cli/tests/function_security.rs (LEVERS9_TEST_STRICT_POOL)",
-    ),
-]
+pytestmark = stack.marks(
+    STRICT_POOL, reason="needs the stack of crates/levers9-cli/tests/function_security.rs (LEVERS9_TEST_STRICT_POOL)"
+)
 
-
-@pytest.fixture(autouse=True)
-def stack(monkeypatch):
-    monkeypatch.setenv("LEVERS9_CONTROLPLANE_HOST", HOST or "")
-    monkeypatch.setenv("LEVERS9_TOKEN", TOKEN or "")
-    for name in ("PORT", "TLS"):
-        value = os.environ.get(f"LEVERS9_TEST_CONTROLPLANE_{name}")
-        if value:
-            monkeypatch.setenv(f"LEVERS9_CONTROLPLANE_{name}", value)
-        else:
-            monkeypatch.delenv(f"LEVERS9_CONTROLPLANE_{name}", raising=False)
 
 
 def test_a_function_asking_for_hardened_runs_hardened_on_a_pool_that_is_not():

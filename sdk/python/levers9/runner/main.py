@@ -115,9 +115,9 @@ def load_function(code_dir: str, module_path: str, qualname: str) -> Callable:
 
 def _exit_now(code: int) -> None:
     """Leaves without joining task threads (a stuck input must not keep us alive)."""
-    for stream in (sys.__stdout__, sys.__stderr__):
+    for out in (sys.__stdout__, sys.__stderr__):
         try:
-            stream.flush()
+            out.flush()
         except Exception:  # a closed or broken stream; nothing to save
             pass
     os._exit(code)
