@@ -35,14 +35,14 @@ async fn websockets_to_an_asgi_app_carry_messages_both_ways_and_close_from_eithe
     let out = deploy(&cp, &user, &file);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let logs = || format!("{}\n--------\n{}", cp.log(), worker.log());
-    let tasks = || {
-        let out = cp.cli_as(&user, &["task", "list"], None);
+    let cli = |args: &[&str]| {
+        let out = cp.cli_as(&user, args, None);
         assert!(out.status.success(), "{}", text(&out.stderr));
         text(&out.stdout)
     };
     let ws = workspace_name(&cp, &user).await;
     let url = |name: &str| cp.http(&format!("/endpoint/{ws}/{name}"));
-    plain_app(&url("chat"), &url("brief"), &user, &stranger, &tasks, &logs).await;
+    plain_app(&url("chat"), &url("brief"), &user, &stranger, &cli, &logs).await;
 }
 
 /// A plain ASGI app (no framework): `chat` echoes, answers a burst, closes
@@ -172,13 +172,14 @@ fn refused(result: Result<Socket, WsError>) -> StatusCode {
 }
 
 /// The `chat` and `brief` apps of [`WS_APP`], deployed by `user`; `chat` at
-/// `chat`, `brief` at `brief`. `stranger` is a token of another workspace.
+/// `chat`, `brief` at `brief`. `stranger` is a token of another workspace;
+/// `cli` runs a command of the CLI as `user`.
 async fn plain_app(
     chat: &str,
     brief: &str,
     user: &str,
     stranger: &str,
-    tasks: &dyn Fn() -> String,
+    cli: &dyn Fn(&[&str]) -> String,
     logs: &dyn Fn() -> String,
 ) {
     // Tokens as for HTTP: none is 401, another workspace's 404.
@@ -213,9 +214,12 @@ async fn plain_app(
     for i in 0..40 {
         assert_eq!(next_text(&mut socket).await, format!("burst {i}"));
     }
-    // The connection is a task while it lasts.
-    let listed = tasks();
+    // The connection is a task while it lasts; its inbox is no queue of
+    // the workspace's.
+    let listed = cli(&["task", "list"]);
     assert!(listed.contains("make_chat"), "{listed}");
+    let queues = cli(&["queue", "list"]);
+    assert!(!queues.contains("inbox"), "{queues}");
 
     // The client closes: the app gets websocket.disconnect, its finally runs.
     socket.close(None).await.expect("close");
