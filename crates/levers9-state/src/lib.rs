@@ -11,6 +11,7 @@
 mod amounts;
 mod batch;
 mod error;
+pub mod keys;
 mod maps;
 mod memory;
 mod redis;

@@ -16,6 +16,7 @@ use levers9_api::v1::{
     Register, Registered, RunContainer, TaskInput, TaskOutcome, TaskOutputEvent, TaskResult,
     WorkerMessage,
 };
+use levers9_state::keys;
 use prost::Message;
 use tokio::sync::{mpsc, oneshot};
 use tonic::{Status, Streaming};
@@ -557,7 +558,7 @@ async fn requeue_unacked(fleet: &Fleet, worker: &WorkerRecord, unacked: &Unacked
             fleet.release(&worker.id, &container).await?;
             fleet
                 .state()
-                .set_remove(&format!("worker-containers:{}", worker.id), &container.id)
+                .set_remove(&keys::worker_containers(&worker.id), &container.id)
                 .await?;
             container.state = state::PENDING.to_owned();
             container.worker_id.clear();

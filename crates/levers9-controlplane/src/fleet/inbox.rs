@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use levers9_api::v1::ControlplaneMessage;
-use levers9_state::Write;
+use levers9_state::{keys, Write};
 use prost::Message;
 use tokio::sync::mpsc;
 
@@ -21,9 +21,9 @@ use crate::sync::Lock;
 /// How long one pop of an inbox waits.
 const INBOX_WAIT: Duration = Duration::from_secs(1);
 
-/// The inbox queue of a worker.
+/// The inbox queue of a worker ([`keys::inbox`]).
 pub fn queue(worker_id: &str) -> String {
-    format!("worker-inbox:{worker_id}")
+    keys::inbox(worker_id)
 }
 
 type Sender = mpsc::UnboundedSender<ControlplaneMessage>;

@@ -35,7 +35,7 @@ use levers9_api::v1::ControlplaneMessage;
 use levers9_config::{JuiceFsConfig, PoolConfig, WorkerConfig};
 use levers9_image::RegistryKeychain;
 use levers9_seal::Keyring;
-use levers9_state::{HotState, Reservation, Reserve, Write};
+use levers9_state::{keys, HotState, Reservation, Reserve, Write};
 use levers9_store::{MachineStore, SealedId, SealedKind, SealedStore};
 
 use crate::error::ApiError;
@@ -324,7 +324,7 @@ impl Fleet {
         self.update_worker(worker).await?;
         self.state.set_add("workers", &worker.id).await?;
         self.state
-            .set_add(&format!("pool:{}", worker.pool), &worker.id)
+            .set_add(&keys::pool_workers(&worker.pool), &worker.id)
             .await?;
         Ok(())
     }
@@ -332,7 +332,7 @@ impl Fleet {
     /// Rewrites the record of a registered worker (its last heartbeat): the
     /// set memberships were made when it registered.
     pub async fn update_worker(&self, worker: &WorkerRecord) -> Result<(), ApiError> {
-        let key = format!("worker:{}", worker.id);
+        let key = keys::worker(&worker.id);
         self.state
             .set_with_ttl(&key, &encode(worker), RECORD_TTL)
             .await?;
@@ -341,7 +341,7 @@ impl Fleet {
 
     /// A worker record.
     pub async fn worker(&self, id: &str) -> Result<Option<WorkerRecord>, ApiError> {
-        match self.state.get(&format!("worker:{id}")).await? {
+        match self.state.get(&keys::worker(id)).await? {
             Some(bytes) => Ok(Some(decode("worker record", &bytes)?)),
             None => Ok(None),
         }
@@ -354,35 +354,31 @@ impl Fleet {
 
     /// The ids of the workers of a pool.
     pub async fn pool_members(&self, pool: &str) -> Result<Vec<String>, ApiError> {
-        Ok(self.state.set_members(&format!("pool:{pool}")).await?)
+        Ok(self.state.set_members(&keys::pool_workers(pool)).await?)
     }
 
     /// Records a heartbeat: the worker stays alive for one more TTL.
     pub async fn touch_alive(&self, id: &str) -> Result<(), ApiError> {
         self.state
-            .set_with_ttl(&format!("worker-alive:{id}"), b"1", self.heartbeat_ttl)
+            .set_with_ttl(&keys::worker_alive(id), b"1", self.heartbeat_ttl)
             .await?;
         Ok(())
     }
 
     /// Whether the worker heartbeated within the TTL.
     pub async fn is_alive(&self, id: &str) -> Result<bool, ApiError> {
-        Ok(self
-            .state
-            .get(&format!("worker-alive:{id}"))
-            .await?
-            .is_some())
+        Ok(self.state.get(&keys::worker_alive(id)).await?.is_some())
     }
 
     /// Forgets a worker that is gone: its capacity, set memberships and
     /// cordon.
     pub async fn remove_worker(&self, worker: &WorkerRecord) -> Result<(), ApiError> {
         self.state
-            .delete_capacity(&format!("worker:{}", worker.id))
+            .delete_capacity(&keys::worker(&worker.id))
             .await?;
         self.state.set_remove("workers", &worker.id).await?;
         self.state
-            .set_remove(&format!("pool:{}", worker.pool), &worker.id)
+            .set_remove(&keys::pool_workers(&worker.pool), &worker.id)
             .await?;
         self.state.set_remove(view::CORDONED, &worker.id).await?;
         Ok(())
@@ -391,7 +387,7 @@ impl Fleet {
     /// Free capacity of a worker: every counter (`cpu`, `memory`,
     /// `gpu:<type>`) with what is not reserved.
     pub async fn free_capacity(&self, id: &str) -> Result<Option<FreeCapacity>, ApiError> {
-        let counters = self.state.get_capacity(&format!("worker:{id}")).await?;
+        let counters = self.state.get_capacity(&keys::worker(id)).await?;
         Ok(counters.map(|counters| FreeCapacity { counters }))
     }
 
@@ -402,7 +398,7 @@ impl Fleet {
         counters: &[(String, i64)],
     ) -> Result<(), ApiError> {
         self.state
-            .set_capacity(&format!("worker:{id}"), &named(counters))
+            .set_capacity(&keys::worker(id), &named(counters))
             .await?;
         Ok(())
     }
@@ -416,7 +412,7 @@ impl Fleet {
     ) -> Result<Vec<Reservation>, ApiError> {
         let keys: Vec<String> = placements
             .iter()
-            .map(|(worker_id, _)| format!("worker:{worker_id}"))
+            .map(|(worker_id, _)| keys::worker(worker_id))
             .collect();
         let amounts: Vec<Vec<(String, i64)>> =
             placements.iter().map(|(_, c)| c.amounts()).collect();
@@ -432,7 +428,7 @@ impl Fleet {
     /// Gives a container's resources back to its worker.
     pub async fn release(&self, worker_id: &str, c: &ContainerRecord) -> Result<(), ApiError> {
         self.state
-            .release(&format!("worker:{worker_id}"), &named(&c.amounts()))
+            .release(&keys::worker(worker_id), &named(&c.amounts()))
             .await?;
         Ok(())
     }
@@ -447,16 +443,16 @@ impl Fleet {
         let mut writes = Vec::with_capacity(containers.len() * 3);
         for c in containers {
             writes.push(Write::Set {
-                key: format!("container:{}", c.id),
+                key: keys::container(&c.id),
                 value: encode(c),
                 ttl: RECORD_TTL,
             });
             writes.push(Write::SetAdd {
-                set: format!("workspace-containers:{}", c.workspace_id),
+                set: keys::workspace_containers(&c.workspace_id),
                 member: c.id.clone(),
             });
             if !c.worker_id.is_empty() {
-                let set = format!("worker-containers:{}", c.worker_id);
+                let set = keys::worker_containers(&c.worker_id);
                 let member = c.id.clone();
                 writes.push(if records::state::is_final(&c.state) {
                     Write::SetRemove { set, member }
@@ -470,7 +466,7 @@ impl Fleet {
 
     /// A container record.
     pub async fn container(&self, id: &str) -> Result<Option<ContainerRecord>, ApiError> {
-        match self.state.get(&format!("container:{id}")).await? {
+        match self.state.get(&keys::container(id)).await? {
             Some(bytes) => Ok(Some(decode("container record", &bytes)?)),
             None => Ok(None),
         }
@@ -482,7 +478,7 @@ impl Fleet {
         &self,
         ids: &[String],
     ) -> Result<Vec<Result<Option<ContainerRecord>, ApiError>>, ApiError> {
-        let keys: Vec<String> = ids.iter().map(|id| format!("container:{id}")).collect();
+        let keys: Vec<String> = ids.iter().map(|id| keys::container(id)).collect();
         Ok(self
             .state
             .get_many(&keys)
@@ -497,7 +493,7 @@ impl Fleet {
         &self,
         workspace_id: &str,
     ) -> Result<Vec<ContainerRecord>, ApiError> {
-        let set = format!("workspace-containers:{workspace_id}");
+        let set = keys::workspace_containers(workspace_id);
         let mut out = Vec::new();
         for id in self.state.set_members(&set).await? {
             match self.container(&id).await? {
@@ -516,13 +512,13 @@ impl Fleet {
     pub async fn worker_containers(&self, worker_id: &str) -> Result<Vec<String>, ApiError> {
         Ok(self
             .state
-            .set_members(&format!("worker-containers:{worker_id}"))
+            .set_members(&keys::worker_containers(worker_id))
             .await?)
     }
 
     /// Appends a log entry and tells followers.
     pub async fn append_log(&self, container_id: &str, entry: &[u8]) -> Result<(), ApiError> {
-        let key = format!("container:{container_id}");
+        let key = keys::container(container_id);
         self.state
             .log_append(&key, entry, MAX_LOG_ENTRIES, RECORD_TTL)
             .await?;
@@ -532,7 +528,7 @@ impl Fleet {
 
     /// Tells followers a container reached a final state.
     pub async fn publish_end(&self, container_id: &str) -> Result<(), ApiError> {
-        let key = format!("container:{container_id}");
+        let key = keys::container(container_id);
         self.state.publish(&key, END_MARKER).await?;
         // The dispatcher ignores containers that serve no stub.
         self.tasks

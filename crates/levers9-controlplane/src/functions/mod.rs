@@ -42,7 +42,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_api::v1::{run_event, RunEvent, TaskOutcome};
-use levers9_state::HotState;
+use levers9_state::{keys, HotState};
 use prost::Message;
 use serde::{Deserialize, Serialize};
 
@@ -189,7 +189,7 @@ impl TaskState {
         value.extend_from_slice(&header);
         value.extend_from_slice(payload);
         self.state
-            .set_with_ttl(&format!("task-input:{}", ticket.task_id), &value, INPUT_TTL)
+            .set_with_ttl(&keys::task_input(&ticket.task_id), &value, INPUT_TTL)
             .await?;
         Ok(())
     }
@@ -199,7 +199,7 @@ impl TaskState {
         if let Some(cached) = self.inputs.get(task_id) {
             return Ok(Some(cached));
         }
-        let Some(value) = self.state.get(&format!("task-input:{task_id}")).await? else {
+        let Some(value) = self.state.get(&keys::task_input(task_id)).await? else {
             return Ok(None);
         };
         let corrupt = || ApiError::Corrupt(format!("the stored input of task {task_id}"));
@@ -216,7 +216,7 @@ impl TaskState {
     /// Forgets a finished task's input.
     pub async fn drop_input(&self, task_id: &str) -> Result<(), ApiError> {
         self.inputs.remove(task_id);
-        self.state.delete(&format!("task-input:{task_id}")).await?;
+        self.state.delete(&keys::task_input(task_id)).await?;
         Ok(())
     }
 
@@ -224,7 +224,7 @@ impl TaskState {
     pub async fn put_outcome(&self, outcome: &TaskOutcome) -> Result<(), ApiError> {
         self.state
             .set_with_ttl(
-                &format!("task-result:{}", outcome.task_id),
+                &keys::task_result(&outcome.task_id),
                 &outcome.encode_to_vec(),
                 self.result_ttl,
             )
@@ -234,7 +234,7 @@ impl TaskState {
 
     /// The stored outcome of a task.
     pub async fn outcome(&self, task_id: &str) -> Result<Option<TaskOutcome>, ApiError> {
-        match self.state.get(&format!("task-result:{task_id}")).await? {
+        match self.state.get(&keys::task_result(task_id)).await? {
             Some(bytes) => Ok(Some(TaskOutcome::decode(bytes.as_slice()).map_err(
                 |_| ApiError::Corrupt(format!("the stored result of task {task_id}")),
             )?)),
@@ -248,9 +248,7 @@ impl TaskState {
         if Replies::is_routed(reply) {
             return self.replies.publish(reply, event).await;
         }
-        self.state
-            .publish(&format!("reply:{reply}"), &event)
-            .await?;
+        self.state.publish(&keys::reply(reply), &event).await?;
         Ok(())
     }
 
@@ -264,6 +262,6 @@ impl TaskState {
         &self,
         reply: &str,
     ) -> Result<futures::stream::BoxStream<'static, Vec<u8>>, ApiError> {
-        Ok(self.state.subscribe(&format!("reply:{reply}")).await?)
+        Ok(self.state.subscribe(&keys::reply(reply)).await?)
     }
 }

@@ -9,6 +9,7 @@ use levers9_api::v1::{
     build_image_event, container_log_event, BuildImageEvent, BuildProgress, BuiltImage,
     ContainerLogEvent,
 };
+use levers9_state::keys;
 use tokio::sync::{broadcast, mpsc};
 
 use super::spec::{Canonical, Step};
@@ -137,7 +138,7 @@ pub(super) async fn run(
     let fleet = &shared.fleet;
     let live = fleet
         .state()
-        .subscribe(&format!("container:{}", container.id))
+        .subscribe(&keys::container(&container.id))
         .await?;
     fleet.put_container(&container).await?;
     fleet.state().push(BACKLOG, container.id.as_bytes()).await?;

@@ -14,6 +14,7 @@ use levers9_api::v1::{
     ListContainersResponse, RunContainerRequest, RunContainerResponse, StopContainerRequest,
     StopContainerResponse, StreamContainerLogsRequest,
 };
+use levers9_state::keys;
 use levers9_store::{SealedId, SealedKind, TokenType};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -238,7 +239,7 @@ impl ContainerService for ContainerApi {
         let body = request.into_inner();
         self.own(&caller, &body.container_id).await?;
         let fleet = self.shared.fleet.clone();
-        let key = format!("container:{}", body.container_id);
+        let key = keys::container(&body.container_id);
         // Subscribe before reading what is stored, so nothing falls between
         // the two; sequence numbers drop what arrives twice.
         let live = if body.follow {
@@ -316,7 +317,7 @@ pub(crate) async fn follow_logs(
     live: Option<futures::stream::BoxStream<'static, Vec<u8>>>,
     tx: mpsc::Sender<Result<ContainerLogEvent, Status>>,
 ) {
-    let key = format!("container:{container_id}");
+    let key = keys::container(&container_id);
     let mut last_seq = 0;
     if !send_stored(&fleet, &key, &mut last_seq, &tx).await {
         return;
