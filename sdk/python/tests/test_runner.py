@@ -332,6 +332,7 @@ class Counter:
     def nap(self, seconds):
         import time
 
+        print("napping", flush=True)
         time.sleep(seconds)
         return seconds
 
@@ -414,6 +415,9 @@ def test_a_class_with_a_generator_method_streams_it_and_still_returns_from_the_o
     # A running plain method cannot be stopped at an item: its cancel is
     # refused, as a function's is; a waiting one is dropped.
     worker.send_input("t5", "nap", 1.0)
+    # Running once it printed: a cancel can no longer drop it.
+    header, body = worker.read()
+    assert (header["type"], header["task_id"], body[:7]) == ("output", "t5", b"napping")
     worker.send_input("t6", "nap", 0)
     write_frame(worker.conn, {"type": "cancel", "task_id": "t6"}, b"")
     header, _ = worker.read()
