@@ -12,6 +12,8 @@
 //! serves websockets (see `endpoints/websockets.rs`).
 
 mod common;
+#[path = "endpoints/gvisor.rs"]
+mod gvisor;
 #[path = "endpoints/websockets.rs"]
 mod websockets;
 
