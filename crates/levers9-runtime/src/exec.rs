@@ -1,10 +1,14 @@
 //! A further command in a running container: `runc exec` / `runsc exec` in
 //! the foreground, as our child, its stdio our pipes, its exit status the
 //! command's (a signal death as 128+N), as `run` is for the container.
+//! With a terminal ([`ExecSpec::tty`]) its stdio is a terminal of ours
+//! instead (see `terminal.rs`).
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
@@ -12,7 +16,8 @@ use nix::unistd::Pid;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
 use crate::error::RuntimeError;
-use crate::oci_cli::{Cli, Flavor};
+use crate::oci_cli::{Cli, ExecTty, Flavor};
+use crate::terminal::{self, Terminal, WindowSize};
 
 /// How long [`ExecProcess::kill`] gives the command between SIGTERM and the
 /// SIGKILL of the runtime's exec process.
@@ -28,12 +33,17 @@ pub struct ExecSpec {
     pub env: Vec<(String, String)>,
     /// Working directory; `None` keeps the container's.
     pub cwd: Option<String>,
+    /// Run it on a terminal of this size instead of pipes.
+    pub tty: Option<WindowSize>,
 }
 
-/// A command started in a container. Its pipes are taken by the caller;
-/// dropping it kills the runtime's exec process.
+/// A command started in a container. Its pipes (or terminal) are taken by
+/// the caller; dropping it kills the runtime's exec process.
 #[derive(Debug)]
 pub struct ExecProcess {
+    /// The command's terminal, with [`ExecSpec::tty`]; the pipes are then
+    /// `None`.
+    pub terminal: Option<Terminal>,
     /// The command's stdin (close it by dropping it).
     pub stdin: Option<ChildStdin>,
     /// The command's stdout.
@@ -41,6 +51,7 @@ pub struct ExecProcess {
     /// The command's stderr (and the runtime's own messages).
     pub stderr: Option<ChildStderr>,
     child: Child,
+    _process_file: Option<ProcessFile>,
 }
 
 impl ExecProcess {
@@ -75,44 +86,137 @@ impl ExecProcess {
     }
 }
 
-/// Starts `spec` in the container `id` with the runtime's `exec` verb.
+/// Starts `spec` in the container `id`, whose bundle is `bundle`, with the
+/// runtime's `exec` verb.
 pub(crate) fn start<F: Flavor>(
     cli: &Cli<F>,
     id: &str,
+    bundle: &Path,
     spec: &ExecSpec,
 ) -> Result<ExecProcess, RuntimeError> {
     if spec.args.is_empty() || spec.args[0].is_empty() {
         return Err(RuntimeError::InvalidSpec("an exec needs a command".into()));
     }
+    if let Some((name, _)) = spec
+        .env
+        .iter()
+        .find(|(name, _)| name.is_empty() || name.contains('='))
+    {
+        return Err(RuntimeError::InvalidSpec(format!(
+            "environment variable name {name:?}"
+        )));
+    }
     let mut args: Vec<OsString> = vec!["exec".into()];
-    if let Some(cwd) = &spec.cwd {
-        args.extend(["--cwd".into(), cwd.into()]);
-    }
-    for (name, value) in &spec.env {
-        if name.is_empty() || name.contains('=') {
-            return Err(RuntimeError::InvalidSpec(format!(
-                "environment variable name {name:?}"
-            )));
+    let mut process_file = None;
+    match (spec.tty, cli.flavor.exec_tty()) {
+        (Some(_), ExecTty::ProcessFile) => {
+            let file = ProcessFile::write(bundle, spec)?;
+            args.extend(["--process".into(), file.path.clone().into()]);
+            args.push(id.into());
+            process_file = Some(file);
         }
-        args.extend(["--env".into(), format!("{name}={value}").into()]);
+        (tty, how) => {
+            if let Some(cwd) = &spec.cwd {
+                args.extend(["--cwd".into(), cwd.into()]);
+            }
+            for (name, value) in &spec.env {
+                args.extend(["--env".into(), format!("{name}={value}").into()]);
+            }
+            if let (Some(_), ExecTty::Flag(flag)) = (tty, how) {
+                args.push(flag.into());
+            }
+            args.push(id.into());
+            args.extend(spec.args.iter().map(OsString::from));
+        }
     }
-    args.push(id.into());
-    args.extend(spec.args.iter().map(OsString::from));
     let mut cmd = cli.command(None, &args);
-    // Own process group, as the container's: a Ctrl-C meant for the worker
-    // is not forwarded to the command.
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| RuntimeError::io(format!("spawning {}", cli.describe(&args)), e))?;
+    cmd.kill_on_drop(true);
+    let terminal = match spec.tty {
+        Some(size) => {
+            let pty = terminal::open(size)?;
+            let slave = |what| {
+                pty.slave
+                    .try_clone()
+                    .map_err(|e| RuntimeError::io(format!("duplicating a terminal for {what}"), e))
+            };
+            cmd.stdin(slave("stdin")?)
+                .stdout(slave("stdout")?)
+                .stderr(slave("stderr")?);
+            // A session of its own, so also a process group of its own.
+            terminal::lead_session(&mut cmd);
+            Some(pty.terminal)
+        }
+        None => {
+            // Own process group, as the container's: a Ctrl-C meant for
+            // the worker is not forwarded to the command.
+            cmd.stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0);
+            None
+        }
+    };
+    // `cmd` holds the slave's copies until it is dropped: after the spawn,
+    // only the child holds them, and the master reads the end when it ends.
+    let spawned = cmd.spawn();
+    drop(cmd);
+    let mut child =
+        spawned.map_err(|e| RuntimeError::io(format!("spawning {}", cli.describe(&args)), e))?;
     Ok(ExecProcess {
+        _process_file: process_file,
+        terminal,
         stdin: child.stdin.take(),
         stdout: child.stdout.take(),
         stderr: child.stderr.take(),
         child,
     })
+}
+
+/// An exec described as a process file (`exec --process`): the container's
+/// own process from its `config.json` (user, capabilities, rlimits,
+/// environment) with the exec's command, environment added, working
+/// directory, and a terminal. Removed when dropped.
+#[derive(Debug)]
+struct ProcessFile {
+    path: PathBuf,
+}
+
+impl ProcessFile {
+    fn write(bundle: &Path, spec: &ExecSpec) -> Result<ProcessFile, RuntimeError> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let config = bundle.join("config.json");
+        let oci = oci_spec::runtime::Spec::load(&config).map_err(|e| {
+            RuntimeError::io(
+                format!("reading {}", config.display()),
+                std::io::Error::other(e),
+            )
+        })?;
+        let mut process = oci.process().clone().unwrap_or_default();
+        let mut env = process.env().clone().unwrap_or_default();
+        for (name, value) in &spec.env {
+            env.retain(|pair| pair.split_once('=').map(|(n, _)| n) != Some(name.as_str()));
+            env.push(format!("{name}={value}"));
+        }
+        process.set_env(Some(env));
+        process.set_args(Some(spec.args.clone()));
+        if let Some(cwd) = &spec.cwd {
+            process.set_cwd(cwd.into());
+        }
+        process.set_terminal(Some(spec.tty.is_some()));
+        let path = bundle.join(format!(
+            "exec-{}.json",
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let json = serde_json::to_vec(&process)
+            .map_err(|e| RuntimeError::io("serializing a process", std::io::Error::other(e)))?;
+        std::fs::write(&path, json)
+            .map_err(|e| RuntimeError::io(format!("writing {}", path.display()), e))?;
+        Ok(ProcessFile { path })
+    }
+}
+
+impl Drop for ProcessFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }

@@ -24,9 +24,22 @@ pub trait Flavor: Send + Sync + 'static {
     fn global_args(&self, spec: Option<&ContainerSpec>) -> Vec<String>;
     /// Flags of the `run` verb.
     fn run_args(&self) -> Vec<String>;
+    /// How the `exec` verb is told that the command gets our terminal.
+    fn exec_tty(&self) -> ExecTty;
     /// Whether we create the container's v1 memory cgroup ourselves, so that
     /// it outlives the runtime's cleanup and its OOM counter can be read.
     fn owns_memory_cgroup(&self) -> bool;
+}
+
+/// How a runtime's `exec` gives the command a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecTty {
+    /// With this flag (runc's `--tty`).
+    Flag(&'static str),
+    /// Only when the process is described in a file (`exec --process`)
+    /// that says `"terminal": true` (runsc, whose command-line flags have
+    /// no such thing).
+    ProcessFile,
 }
 
 /// One runtime binary with our `--root`.

@@ -407,6 +407,6 @@ impl<F: Flavor> Runtime for OciRuntime<F> {
         if !ours_running && !inner.cli.is_running(id).await {
             return Err(RuntimeError::NotRunning(id.into()));
         }
-        exec::start(&inner.cli, id, spec)
+        exec::start(&inner.cli, id, &inner.bundles.join(id), spec)
     }
 }

@@ -1,6 +1,6 @@
 //! runc: namespaces, cgroups and seccomp on the host kernel.
 
-use crate::oci_cli::Flavor;
+use crate::oci_cli::{ExecTty, Flavor};
 use crate::oci_runtime::OciRuntime;
 use crate::{Capabilities, ContainerSpec, RuntimeConfig};
 
@@ -47,6 +47,12 @@ impl Flavor for RuncFlavor {
     /// exit.
     fn run_args(&self) -> Vec<String> {
         vec!["--keep".into()]
+    }
+
+    /// runc makes a terminal in the container and copies between it and
+    /// ours (see `terminal.rs`).
+    fn exec_tty(&self) -> ExecTty {
+        ExecTty::Flag("--tty")
     }
 
     fn owns_memory_cgroup(&self) -> bool {

@@ -12,7 +12,7 @@
 //! bind-mounted into the sandbox (the worker's container server); without
 //! it gVisor refuses the connect. It allows no socket creation on the host.
 
-use crate::oci_cli::Flavor;
+use crate::oci_cli::{ExecTty, Flavor};
 use crate::oci_runtime::OciRuntime;
 use crate::{Capabilities, ContainerSpec, Network, RuntimeConfig, SeccompMode};
 
@@ -95,6 +95,12 @@ impl Flavor for RunscFlavor {
 
     fn run_args(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// runsc (of 2022 at least) has no `--tty`: a process file saying
+    /// `"terminal": true` makes the terminal on its stdin the command's.
+    fn exec_tty(&self) -> ExecTty {
+        ExecTty::ProcessFile
     }
 
     /// runsc removes the cgroups it created when the sandbox ends, before we

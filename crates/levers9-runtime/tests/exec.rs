@@ -146,3 +146,92 @@ async fn killing_an_exec_ends_the_command(h: Harness) {
     assert_eq!(sleeps, 0, "{out}");
     h.rt.stop("kill", Duration::ZERO).await.expect("stop");
 }
+
+on_both!(exec_with_a_terminal_runs_on_it_and_follows_its_size);
+async fn exec_with_a_terminal_runs_on_it_and_follows_its_size(h: Harness) {
+    use levers9_runtime::WindowSize;
+    let _c =
+        h.rt.start(&h.spec("tty", &["sleep", "60"]))
+            .await
+            .expect("start");
+    let mut spec = exec_spec(&["sh"]);
+    spec.tty = Some(WindowSize::new(30, 100));
+    let mut p = h.rt.exec("tty", &spec).await.expect("exec");
+    assert!(p.stdout.is_none() && p.stdin.is_none());
+    let mut screen = Screen::new(p.terminal.take().expect("a terminal"));
+    screen
+        .type_line("[ -t 0 ] && [ -t 1 ] && echo IS-A-$((1))TTY; tty; stty size; echo $((6*7))")
+        .await;
+    screen.wait_for("42").await;
+    assert!(screen.text().contains("IS-A-1TTY"), "{}", screen.text());
+    // On gVisor the terminal is ours, passed in: it has no name under
+    // /dev/pts in the sandbox, and `tty` says "not a tty".
+    if h.kind == Kind::Runc {
+        assert!(screen.text().contains("/dev/pts/"), "{}", screen.text());
+    }
+    assert!(screen.text().contains("30 100"), "{}", screen.text());
+    screen
+        .terminal
+        .resize(WindowSize::new(41, 123))
+        .expect("resize");
+    // The runtime applies a resize when its SIGWINCH arrives: ask until
+    // the command sees it.
+    screen
+        .type_line(
+            "until [ \"$(stty size)\" = \"41 123\" ]; do sleep 0.1; done; echo RE$((1+1))SIZED",
+        )
+        .await;
+    screen.wait_for("RE2SIZED").await;
+    screen.type_line("exit 4").await;
+    let code = tokio::time::timeout(LIFE, p.wait())
+        .await
+        .expect("exec ends")
+        .expect("exit code");
+    assert_eq!(code, 4, "{}", screen.text());
+    h.rt.stop("tty", Duration::ZERO).await.expect("stop");
+}
+
+/// What a terminal showed so far, and a keyboard.
+struct Screen {
+    terminal: levers9_runtime::Terminal,
+    shown: tokio::sync::watch::Receiver<String>,
+}
+
+impl Screen {
+    fn new(terminal: levers9_runtime::Terminal) -> Self {
+        let (tx, shown) = tokio::sync::watch::channel(String::new());
+        let mut output = terminal.clone();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = output.read(&mut buf).await {
+                if n == 0 {
+                    return;
+                }
+                tx.send_modify(|s| s.push_str(&String::from_utf8_lossy(&buf[..n])));
+            }
+        });
+        Screen { terminal, shown }
+    }
+
+    fn text(&self) -> String {
+        self.shown.borrow().clone()
+    }
+
+    async fn type_line(&mut self, line: &str) {
+        let line = format!("{line}\r");
+        self.terminal
+            .write_all(line.as_bytes())
+            .await
+            .expect("type");
+    }
+
+    /// Waits until `needle` shows up as output, not as the echo of what
+    /// was typed (which holds it only quoted or as an expression).
+    async fn wait_for(&mut self, needle: &str) {
+        let wanted = format!("\n{needle}");
+        let seen = tokio::time::timeout(LIFE, self.shown.wait_for(|s| s.contains(&wanted)))
+            .await
+            .is_ok();
+        assert!(seen, "no {needle:?} within {LIFE:?}: {:?}", self.text());
+    }
+}

@@ -10,6 +10,10 @@
 //! [`STDIN_WINDOW`] chunks the command has not taken (`stdin_taken`), so
 //! each exec's stdin queue never holds more.
 //!
+//! With a terminal (`tty`) the command's stdin, stdout and stderr are one
+//! terminal of the runtime's: its output goes out as stdout, stdin is
+//! written to it, `resize` gives it a new size and `stdin_close` is moot.
+//!
 //! An exec ends with one `exit`: the command's code, or why it could not
 //! run. When the stream to the controlplane breaks, every exec is killed:
 //! its caller was told the exec failed and nobody reads on.
@@ -20,11 +24,10 @@ use std::time::Duration;
 
 use levers9_api::v1::{
     exec_input, exec_output, worker_message, ExecExit, ExecInput, ExecOutput, ExecStart,
-    WorkerMessage,
+    TerminalSize, WorkerMessage,
 };
-use levers9_runtime::{ExecProcess, ExecSpec, Runtime, RuntimeError};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::ChildStdin;
+use levers9_runtime::{ExecProcess, ExecSpec, Runtime, RuntimeError, Terminal, WindowSize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
 /// Output chunks in flight to the caller, not yet counted as taken.
@@ -47,6 +50,8 @@ struct Entry {
     stdin: mpsc::Sender<Stdin>,
     taken: watch::Sender<u64>,
     kill: watch::Sender<bool>,
+    /// The terminal's latest size (an exec with a terminal).
+    size: watch::Sender<WindowSize>,
 }
 
 impl Entry {
@@ -120,6 +125,9 @@ impl Execs {
                 });
             }
             exec_input::Kind::Kill(_) => entry.kill(),
+            exec_input::Kind::Resize(size) => {
+                entry.size.send_replace(window_size(Some(size)));
+            }
         }
     }
 
@@ -134,10 +142,12 @@ impl Execs {
         let (stdin_tx, stdin_rx) = mpsc::channel(STDIN_WINDOW + 1);
         let (taken_tx, taken_rx) = watch::channel(0);
         let (kill_tx, kill_rx) = watch::channel(false);
+        let (size_tx, size_rx) = watch::channel(window_size(start.terminal_size));
         let entry = Entry {
             stdin: stdin_tx,
             taken: taken_tx,
             kill: kill_tx,
+            size: size_tx,
         };
         if self.live().insert(exec_id.clone(), entry).is_some() {
             tracing::warn!(%exec_id, "an exec id came twice; the first one is killed");
@@ -148,6 +158,7 @@ impl Execs {
                 stdin: stdin_rx,
                 taken: taken_rx,
                 kill: kill_rx,
+                size: size_rx,
             };
             let exit = execs.run(&exec_id, start, channels).await;
             execs.live().remove(&exec_id);
@@ -164,6 +175,7 @@ impl Execs {
             args: start.args,
             env: start.env.into_iter().collect(),
             cwd: Some(start.working_dir).filter(|d| !d.is_empty()),
+            tty: start.tty.then(|| window_size(start.terminal_size)),
         };
         match self.runtime.exec(&container_id, &spec).await {
             Ok(process) => {
@@ -188,6 +200,13 @@ struct Channels {
     stdin: mpsc::Receiver<Stdin>,
     taken: watch::Receiver<u64>,
     kill: watch::Receiver<bool>,
+    size: watch::Receiver<WindowSize>,
+}
+
+/// A size from the wire; unknown parts are the default's.
+fn window_size(size: Option<TerminalSize>) -> WindowSize {
+    let size = size.unwrap_or_default();
+    WindowSize::new(size.rows, size.cols)
 }
 
 /// Moves stdin in and output out until the command ended and its output
@@ -202,14 +221,22 @@ async fn drive(
         stdin,
         mut taken,
         kill,
+        size,
     } = channels;
-    let stdin_pump = tokio::spawn(pump_stdin(
-        process.stdin.take(),
-        stdin,
-        events.clone(),
-        exec_id.to_owned(),
-    ));
     let (out_tx, mut out_rx) = mpsc::channel(2);
+    let terminal = process.terminal.take();
+    let input: Option<Box<dyn AsyncWrite + Send + Unpin>> = match &terminal {
+        Some(terminal) => Some(Box::new(terminal.clone())),
+        None => process
+            .stdin
+            .take()
+            .map(|s| Box::new(s) as Box<dyn AsyncWrite + Send + Unpin>),
+    };
+    let stdin_pump = tokio::spawn(pump_stdin(input, stdin, events.clone(), exec_id.to_owned()));
+    let resizer = terminal.clone().map(|t| tokio::spawn(follow_size(t, size)));
+    // Aborted at the end: a terminal's reader would otherwise wait on
+    // anything still holding its slave (a process the command left behind).
+    let terminal_reader = terminal.map(|t| tokio::spawn(read_pipe(t, false, out_tx.clone())));
     if let Some(out) = process.stdout.take() {
         tokio::spawn(read_pipe(out, false, out_tx.clone()));
     }
@@ -253,6 +280,9 @@ async fn drive(
             .unwrap_or_else(|e| Err(format!("the exec's waiter failed: {e}"))),
     };
     stdin_pump.abort();
+    for task in resizer.into_iter().chain(terminal_reader) {
+        task.abort();
+    }
     match ended {
         Ok(code) => ExecExit {
             exit_code: code,
@@ -310,11 +340,21 @@ async fn read_pipe(
     }
 }
 
+/// Gives the terminal each new size the caller sends.
+async fn follow_size(terminal: Terminal, mut size: watch::Receiver<WindowSize>) {
+    while size.changed().await.is_ok() {
+        let new = *size.borrow_and_update();
+        if let Err(error) = terminal.resize(new) {
+            tracing::debug!(%error, "cannot resize an exec's terminal");
+        }
+    }
+}
+
 /// Writes stdin to the command and counts each chunk taken, also those a
 /// command that closed its stdin can no longer take, so the caller never
 /// waits on it.
 async fn pump_stdin(
-    stdin: Option<ChildStdin>,
+    stdin: Option<Box<dyn AsyncWrite + Send + Unpin>>,
     mut chunks: mpsc::Receiver<Stdin>,
     events: mpsc::Sender<WorkerMessage>,
     exec_id: String,

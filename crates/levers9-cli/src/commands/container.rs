@@ -1,6 +1,7 @@
 //! `levers9 container`.
 
-mod exec;
+pub(super) mod exec;
+pub(super) mod tty;
 
 use std::io::Write;
 
@@ -60,11 +61,17 @@ pub enum ContainerCommand {
         id: String,
     },
     /// Run a command in a running container, e.g.
-    /// `levers9 container exec ID -- ls -l /`; exits with its exit code.
+    /// `levers9 container exec ID -- ls -l /` or, on a terminal,
+    /// `levers9 container exec -it ID -- bash`; exits with its exit code.
     Exec {
         /// Pass our stdin to the command (otherwise it reads EOF).
         #[arg(long, short = 'i')]
         interactive: bool,
+        /// Run it on a terminal in the container (stdout and stderr come
+        /// as one); with -i our stdin must be a terminal, which is put in
+        /// raw mode, and our window size follows.
+        #[arg(long, short = 't')]
+        tty: bool,
         /// Environment variable NAME=VALUE added for the command (repeatable).
         #[arg(long = "env", short = 'e')]
         env: Vec<String>,
@@ -88,7 +95,7 @@ pub enum ContainerCommand {
 }
 
 /// `500m` → 500, `0.5` → 500, `2` → 2000.
-fn parse_cpu(text: &str) -> Result<u64> {
+pub(super) fn parse_cpu(text: &str) -> Result<u64> {
     let invalid = || format!("--cpu {text:?} must be cores (1, 0.5) or millicores (500m)");
     let millicores = match text.strip_suffix('m') {
         Some(m) => m.parse::<u64>().with_context(invalid)?,
@@ -104,7 +111,7 @@ fn parse_cpu(text: &str) -> Result<u64> {
 }
 
 /// `512Mi` → 512, `2Gi` → 2048, `300` → 300.
-fn parse_memory(text: &str) -> Result<u64> {
+pub(super) fn parse_memory(text: &str) -> Result<u64> {
     let invalid = || format!("--memory {text:?} must be like 512Mi, 2Gi or a number of MiB");
     let mib = if let Some(gi) = text.strip_suffix("Gi") {
         gi.parse::<u64>().with_context(invalid)? * 1024
@@ -213,6 +220,7 @@ pub async fn run(command: ContainerCommand, context: Option<&str>) -> Result<()>
         }
         ContainerCommand::Exec {
             interactive,
+            tty,
             env,
             workdir,
             id,
@@ -227,7 +235,15 @@ pub async fn run(command: ContainerCommand, context: Option<&str>) -> Result<()>
                     _ => bail!("--env {pair:?} must be NAME=VALUE"),
                 })
                 .collect::<Result<Vec<_>>>()?;
-            exec::exec(&client, id, command, env, workdir, interactive).await
+            let exec = exec::Exec {
+                container_id: id,
+                command,
+                env,
+                workdir,
+                interactive,
+                tty,
+            };
+            exec::exec(&client, exec).await
         }
         ContainerCommand::Logs { follow, id } => {
             client

@@ -14,6 +14,7 @@ mod pool;
 mod run;
 mod schedule;
 mod secret;
+mod shell;
 mod stub;
 mod task;
 mod token;
@@ -76,6 +77,9 @@ pub enum Command {
     /// Run, list, stop containers and read their output.
     #[command(subcommand)]
     Container(container::ContainerCommand),
+    /// Open an interactive shell in a new container of an image or of a
+    /// deployed function: levers9 shell IMAGE | APP/FUNCTION [-- CMD].
+    Shell(shell::ShellArgs),
     /// Build, list, show and remove images: levers9 image build file.py::image.
     #[command(subcommand)]
     Image(image::ImageCommand),
@@ -148,6 +152,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Queue(command) => objects::run_queue(command, context).await,
         Command::Worker(args) => worker::run(args, context).await,
         Command::Container(command) => container::run(command, context).await,
+        Command::Shell(args) => shell::run(args, context).await,
         Command::Image(command) => image::run(command, context).await,
         Command::Run(args) => run::run(args, context).await,
         Command::Deploy(args) => deploy::deploy(args, context).await,

@@ -15,7 +15,7 @@ use levers9_runtime::{ContainerSpec, Exit, Runc, Runsc, Runtime, RuntimeConfig, 
 /// Applets linked into the test rootfs.
 const APPLETS: &[&str] = &[
     "sh", "echo", "cat", "sleep", "yes", "dd", "head", "mkdir", "seq", "true", "false", "env",
-    "pwd", "id", "hostname", "unshare", "grep", "ls", "wc", "ps",
+    "pwd", "id", "hostname", "unshare", "grep", "ls", "wc", "ps", "stty", "tty",
 ];
 
 /// One `#[tokio::test]` per runtime for an `async fn(Harness)`.

@@ -122,17 +122,19 @@ class ContainerLogEvent(_message.Message):
     def __init__(self, log: _Optional[_Union[_worker_pb2.LogChunk, _Mapping]] = ..., exited: _Optional[_Union[Container, _Mapping]] = ...) -> None: ...
 
 class ExecRequest(_message.Message):
-    __slots__ = ("start", "stdin", "stdin_close")
+    __slots__ = ("start", "stdin", "stdin_close", "resize")
     START_FIELD_NUMBER: _ClassVar[int]
     STDIN_FIELD_NUMBER: _ClassVar[int]
     STDIN_CLOSE_FIELD_NUMBER: _ClassVar[int]
+    RESIZE_FIELD_NUMBER: _ClassVar[int]
     start: ExecStartRequest
     stdin: bytes
     stdin_close: bool
-    def __init__(self, start: _Optional[_Union[ExecStartRequest, _Mapping]] = ..., stdin: _Optional[bytes] = ..., stdin_close: bool = ...) -> None: ...
+    resize: _worker_pb2.TerminalSize
+    def __init__(self, start: _Optional[_Union[ExecStartRequest, _Mapping]] = ..., stdin: _Optional[bytes] = ..., stdin_close: bool = ..., resize: _Optional[_Union[_worker_pb2.TerminalSize, _Mapping]] = ...) -> None: ...
 
 class ExecStartRequest(_message.Message):
-    __slots__ = ("container_id", "args", "env", "working_dir")
+    __slots__ = ("container_id", "args", "env", "working_dir", "tty", "terminal_size")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -144,11 +146,15 @@ class ExecStartRequest(_message.Message):
     ARGS_FIELD_NUMBER: _ClassVar[int]
     ENV_FIELD_NUMBER: _ClassVar[int]
     WORKING_DIR_FIELD_NUMBER: _ClassVar[int]
+    TTY_FIELD_NUMBER: _ClassVar[int]
+    TERMINAL_SIZE_FIELD_NUMBER: _ClassVar[int]
     container_id: str
     args: _containers.RepeatedScalarFieldContainer[str]
     env: _containers.ScalarMap[str, str]
     working_dir: str
-    def __init__(self, container_id: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ...) -> None: ...
+    tty: bool
+    terminal_size: _worker_pb2.TerminalSize
+    def __init__(self, container_id: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ..., tty: bool = ..., terminal_size: _Optional[_Union[_worker_pb2.TerminalSize, _Mapping]] = ...) -> None: ...
 
 class ExecEvent(_message.Message):
     __slots__ = ("stdout", "stderr", "exit_code")

@@ -355,23 +355,25 @@ class ListWorkersResponse(_message.Message):
     def __init__(self, workers: _Optional[_Iterable[_Union[Worker, _Mapping]]] = ...) -> None: ...
 
 class ExecInput(_message.Message):
-    __slots__ = ("exec_id", "start", "stdin", "stdin_close", "output_taken", "kill")
+    __slots__ = ("exec_id", "start", "stdin", "stdin_close", "output_taken", "kill", "resize")
     EXEC_ID_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     STDIN_FIELD_NUMBER: _ClassVar[int]
     STDIN_CLOSE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_TAKEN_FIELD_NUMBER: _ClassVar[int]
     KILL_FIELD_NUMBER: _ClassVar[int]
+    RESIZE_FIELD_NUMBER: _ClassVar[int]
     exec_id: str
     start: ExecStart
     stdin: bytes
     stdin_close: bool
     output_taken: int
     kill: bool
-    def __init__(self, exec_id: _Optional[str] = ..., start: _Optional[_Union[ExecStart, _Mapping]] = ..., stdin: _Optional[bytes] = ..., stdin_close: bool = ..., output_taken: _Optional[int] = ..., kill: bool = ...) -> None: ...
+    resize: TerminalSize
+    def __init__(self, exec_id: _Optional[str] = ..., start: _Optional[_Union[ExecStart, _Mapping]] = ..., stdin: _Optional[bytes] = ..., stdin_close: bool = ..., output_taken: _Optional[int] = ..., kill: bool = ..., resize: _Optional[_Union[TerminalSize, _Mapping]] = ...) -> None: ...
 
 class ExecStart(_message.Message):
-    __slots__ = ("container_id", "args", "env", "working_dir")
+    __slots__ = ("container_id", "args", "env", "working_dir", "tty", "terminal_size")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -383,11 +385,23 @@ class ExecStart(_message.Message):
     ARGS_FIELD_NUMBER: _ClassVar[int]
     ENV_FIELD_NUMBER: _ClassVar[int]
     WORKING_DIR_FIELD_NUMBER: _ClassVar[int]
+    TTY_FIELD_NUMBER: _ClassVar[int]
+    TERMINAL_SIZE_FIELD_NUMBER: _ClassVar[int]
     container_id: str
     args: _containers.RepeatedScalarFieldContainer[str]
     env: _containers.ScalarMap[str, str]
     working_dir: str
-    def __init__(self, container_id: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ...) -> None: ...
+    tty: bool
+    terminal_size: TerminalSize
+    def __init__(self, container_id: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., env: _Optional[_Mapping[str, str]] = ..., working_dir: _Optional[str] = ..., tty: bool = ..., terminal_size: _Optional[_Union[TerminalSize, _Mapping]] = ...) -> None: ...
+
+class TerminalSize(_message.Message):
+    __slots__ = ("rows", "cols")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
+    rows: int
+    cols: int
+    def __init__(self, rows: _Optional[int] = ..., cols: _Optional[int] = ...) -> None: ...
 
 class ExecOutput(_message.Message):
     __slots__ = ("exec_id", "stdout", "stderr", "stdin_taken", "exit")

@@ -114,6 +114,8 @@ pub(super) async fn open(
             args: start.args,
             env: start.env,
             working_dir: start.working_dir,
+            tty: start.tty,
+            terminal_size: start.terminal_size,
         }))
         .await?;
     tracing::info!(exec_id = %relay.exec_id, container_id = %relay.container_id, worker_id = %relay.worker_id, "exec requested");
@@ -215,6 +217,9 @@ impl Relay {
                             return Err(ApiError::InvalidArgument(
                                 "stdin after stdin_close".into(),
                             ));
+                        }
+                        Some(exec_request::Kind::Resize(size)) => {
+                            self.send(exec_input::Kind::Resize(size)).await?;
                         }
                         Some(exec_request::Kind::Start(_)) => {
                             return Err(ApiError::InvalidArgument(

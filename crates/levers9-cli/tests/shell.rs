@@ -1,0 +1,276 @@
+//! `levers9 shell` and `levers9 container exec -t` on real containers, the
+//! CLI on a terminal the test opens (a pty whose slave is the CLI's stdio
+//! and controlling terminal), typed at as a person would: on runc and on
+//! gVisor.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use common::fleet::{python_image, wait_for_state, Worker};
+use common::sdk::controlplane;
+use common::{text, Backend, Controlplane, BIN};
+use nix::pty::{openpty, OpenptyResult, Winsize};
+
+nix::ioctl_write_int_bad!(set_controlling_terminal, nix::libc::TIOCSCTTY);
+
+/// Long enough for an image pull and a container start.
+const START: Duration = Duration::from_secs(120);
+/// For an answer to something typed.
+const ANSWER: Duration = Duration::from_secs(20);
+
+/// The CLI on a terminal of ours: what it showed so far, and a keyboard.
+struct Terminal {
+    keyboard: std::fs::File,
+    shown: Arc<(Mutex<String>, Condvar)>,
+    child: Child,
+}
+
+impl Terminal {
+    /// Runs `levers9 ARGS` against `cp` as `token`, on a fresh terminal of
+    /// 30 by 100.
+    fn open(cp: &Controlplane, token: &str, args: &[&str]) -> Terminal {
+        let size = Winsize {
+            ws_row: 30,
+            ws_col: 100,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let OpenptyResult { master, slave } = openpty(Some(&size), None).expect("openpty");
+        let home = tempfile::tempdir().expect("home").keep();
+        let stdio = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("dup the slave"));
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .env("TERM", "xterm")
+            .env("LEVERS9_TOKEN", token)
+            .env("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1")
+            .env("LEVERS9_CONTROLPLANE_PORT", cp.grpc_port.to_string())
+            .stdin(stdio(&slave))
+            .stdout(stdio(&slave))
+            .stderr(stdio(&slave));
+        // SAFETY: only setsid(2) and ioctl(2) between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                nix::unistd::setsid()?;
+                set_controlling_terminal(0, 0)?;
+                Ok(())
+            });
+        }
+        let child = command.spawn().expect("spawn levers9");
+        drop(command);
+        drop(slave);
+        let shown = Arc::new((Mutex::new(String::new()), Condvar::new()));
+        let mut screen = std::fs::File::from(master.try_clone().expect("dup the master"));
+        let writer = Arc::clone(&shown);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // Ends with EIO once the CLI and all it started are gone.
+            while let Ok(n) = screen.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let (text, changed) = &*writer;
+                text.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+                changed.notify_all();
+            }
+        });
+        Terminal {
+            keyboard: std::fs::File::from(master),
+            shown,
+            child,
+        }
+    }
+
+    fn text(&self) -> String {
+        self.shown.0.lock().unwrap().clone()
+    }
+
+    /// Waits until one of `needles` shows; returns the screen.
+    fn wait_for_any(&self, needles: &[&str], within: Duration) -> String {
+        let (text, changed) = &*self.shown;
+        let deadline = Instant::now() + within;
+        let mut shown = text.lock().unwrap();
+        while !needles.iter().any(|n| shown.contains(n)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "none of {needles:?} within {within:?}; the screen: {:?}",
+                *shown
+            );
+            shown = changed.wait_timeout(shown, left).unwrap().0;
+        }
+        shown.clone()
+    }
+
+    /// Waits until `needle` shows as output on a line of its own making,
+    /// not as the echo of what was typed (which holds it only as an
+    /// expression).
+    fn wait_for_line(&self, needle: &str, within: Duration) -> String {
+        self.wait_for_any(&[&format!("\n{needle}")], within)
+    }
+
+    fn type_keys(&mut self, keys: &str) {
+        self.keyboard.write_all(keys.as_bytes()).expect("type");
+    }
+
+    fn wait_exit(&mut self, within: Duration) -> ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for levers9") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "levers9 still runs after {within:?}; the screen: {:?}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The id in `levers9 shell: container ID (…)`.
+fn container_id(screen: &str) -> String {
+    let (_, rest) = screen
+        .split_once("levers9 shell: container ")
+        .unwrap_or_else(|| panic!("no container line: {screen:?}"));
+    rest.split_whitespace().next().expect("an id").to_owned()
+}
+
+/// A shell in a container of the Python image: ^C interrupts the command
+/// in its foreground and the shell lives on; its exit code is the CLI's;
+/// its container is stopped after.
+async fn shell_on(runtime: &str) -> (Controlplane, String, Worker) {
+    let cp = controlplane(Backend::Embedded, &[]);
+    let admin = cp.admin_token().await;
+    let worker = Worker::start(&cp, &admin, "default", runtime).await;
+    let image = python_image();
+    let started = Instant::now();
+    let mut shell = Terminal::open(&cp, &admin, &["shell", &image]);
+    // A prompt: bash's or sh's, as root.
+    let screen = shell.wait_for_any(&["# ", "$ "], START);
+    let id = container_id(&screen);
+
+    // The image's applets are busybox's, only some of them linked.
+    shell.type_keys("busybox sleep 100\r");
+    shell.wait_for_any(&["sleep 100\r\n"], ANSWER);
+    std::thread::sleep(Duration::from_secs(1));
+    shell.type_keys("\x03");
+    shell.type_keys("echo after-$((1+1))\r");
+    shell.wait_for_line("after-2", ANSWER);
+
+    shell.type_keys("[ -t 0 ] && echo on-a-tty-$((2*3)); busybox tty; echo $((6*7)); exit 3\r");
+    let screen = shell.wait_for_line("42", ANSWER);
+    let status = shell.wait_exit(ANSWER);
+    assert_eq!(status.code(), Some(3), "the screen: {screen:?}");
+    assert!(screen.contains("\non-a-tty-6"), "{screen:?}");
+    if runtime == "runc" {
+        assert!(screen.contains("\n/dev/pts/"), "{screen:?}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(90),
+        "the sleep was not interrupted: {screen:?}"
+    );
+    // Stopped once the shell ended.
+    let ended = wait_for_state(&cp, &admin, &id, "exited", Duration::from_secs(60)).await;
+    assert_eq!(ended.state, "exited");
+    (cp, admin, worker)
+}
+
+#[tokio::test]
+async fn shell_on_a_terminal_job_control_and_exit_code_on_runc() {
+    let (cp, admin, _worker) = shell_on("runc").await;
+    let image = python_image();
+
+    // Without a terminal on stdin, levers9 shell says what to use instead.
+    let refused = cp.cli_as(&admin, &["shell", &image], Some("echo hi\n"));
+    assert!(!refused.status.success());
+    let err = text(&refused.stderr);
+    assert!(
+        err.contains("not a terminal") && err.contains("container exec -i"),
+        "{err}"
+    );
+
+    // container exec -t gives the command a terminal; plain exec does not.
+    let run = cp.cli_as(
+        &admin,
+        &[
+            "container",
+            "run",
+            "--detach",
+            &image,
+            "--",
+            "python3",
+            "-c",
+            "import time; time.sleep(120)",
+        ],
+        None,
+    );
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let id = text(&run.stdout).trim().to_owned();
+    wait_for_state(&cp, &admin, &id, "running", START).await;
+    let probe = ["sh", "-c", "test -t 0 && test -t 1 && echo yes || echo no"];
+    let mut args = vec!["container", "exec", "-t", &id, "--"];
+    args.extend(probe);
+    let tty = cp.cli_as(&admin, &args, None);
+    assert!(tty.status.success(), "{}", text(&tty.stderr));
+    assert_eq!(text(&tty.stdout).trim(), "yes");
+    let mut args = vec!["container", "exec", &id, "--"];
+    args.extend(probe);
+    let plain = cp.cli_as(&admin, &args, None);
+    assert_eq!(text(&plain.stdout).trim(), "no", "{}", text(&plain.stderr));
+    // -i -t needs our stdin to be a terminal.
+    let refused = cp.cli_as(
+        &admin,
+        &["container", "exec", "-i", "-t", &id, "--", "cat"],
+        Some("x"),
+    );
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("not a terminal"),
+        "{}",
+        text(&refused.stderr)
+    );
+    // And on our terminal, -it runs the command there with its exit code.
+    let mut exec = Terminal::open(
+        &cp,
+        &admin,
+        &[
+            "container",
+            "exec",
+            "-it",
+            &id,
+            "--",
+            "sh",
+            "-c",
+            "read line; echo got-$line; exit 5",
+        ],
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    exec.type_keys("it\r");
+    exec.wait_for_line("got-it", ANSWER);
+    assert_eq!(exec.wait_exit(ANSWER).code(), Some(5), "{:?}", exec.text());
+}
+
+#[tokio::test]
+async fn shell_on_a_terminal_job_control_and_exit_code_on_gvisor() {
+    shell_on("gvisor").await;
+}
