@@ -228,7 +228,7 @@ fn help_lists_every_command() {
     for command in ["controlplane", "config", "token", "workspace"] {
         assert!(help.contains(command), "{help}");
     }
-    for command in ["pool ", "machine ", "agent "] {
+    for command in ["pool ", "machine ", "agent ", "shell "] {
         assert!(help.contains(&format!("\n  {command}")), "{help}");
     }
     let machine = text(&run_cli(home.path(), &["machine", "--help"], &[], None).stdout);

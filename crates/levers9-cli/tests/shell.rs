@@ -1,12 +1,12 @@
 //! `levers9 shell` and `levers9 container exec -t` on real containers, the
 //! CLI on a terminal the test opens (a pty whose slave is the CLI's stdio
 //! and controlling terminal), typed at as a person would: on runc and on
-//! gVisor.
+//! gVisor; and a shell of a deployed function.
 
 mod common;
 
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
@@ -14,10 +14,13 @@ use std::time::{Duration, Instant};
 
 use common::fleet::{python_image, wait_for_state, Worker};
 use common::sdk::controlplane;
-use common::{text, Backend, Controlplane, BIN};
+use common::stubs::stub_with;
+use common::{text, with_token, Backend, Controlplane, BIN};
+use levers9_api::v1::{DeployRequest, DeployedFunction, StubConfig};
 use nix::pty::{openpty, OpenptyResult, Winsize};
 
 nix::ioctl_write_int_bad!(set_controlling_terminal, nix::libc::TIOCSCTTY);
+nix::ioctl_write_ptr_bad!(set_window_size, nix::libc::TIOCSWINSZ, Winsize);
 
 /// Long enough for an image pull and a container start.
 const START: Duration = Duration::from_secs(120);
@@ -120,6 +123,19 @@ impl Terminal {
         self.wait_for_any(&[&format!("\n{needle}")], within)
     }
 
+    /// Gives our terminal a new size, as a person dragging its window: the
+    /// CLI, in its foreground, gets a SIGWINCH.
+    fn resize(&self, rows: u16, cols: u16) {
+        let size = Winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: the master is open and `size` a struct winsize.
+        unsafe { set_window_size(self.keyboard.as_raw_fd(), &size) }.expect("TIOCSWINSZ");
+    }
+
     fn type_keys(&mut self, keys: &str) {
         self.keyboard.write_all(keys.as_bytes()).expect("type");
     }
@@ -177,6 +193,15 @@ async fn shell_on(runtime: &str) -> (Controlplane, String, Worker) {
     shell.type_keys("echo after-$((1+1))\r");
     shell.wait_for_line("after-2", ANSWER);
 
+    // The terminal has our size, and follows it.
+    shell.type_keys("busybox stty size\r");
+    shell.wait_for_line("30 100", ANSWER);
+    shell.resize(41, 123);
+    shell.type_keys(
+        "until [ \"$(busybox stty size)\" = \"41 123\" ]; do busybox sleep 0.1; done; echo re$((1+1))sized\r",
+    );
+    shell.wait_for_line("re2sized", ANSWER);
+
     shell.type_keys("[ -t 0 ] && echo on-a-tty-$((2*3)); busybox tty; echo $((6*7)); exit 3\r");
     let screen = shell.wait_for_line("42", ANSWER);
     let status = shell.wait_exit(ANSWER);
@@ -199,6 +224,38 @@ async fn shell_on(runtime: &str) -> (Controlplane, String, Worker) {
 async fn shell_on_a_terminal_job_control_and_exit_code_on_runc() {
     let (cp, admin, _worker) = shell_on("runc").await;
     let image = python_image();
+
+    // A deployed function's shell has its image and environment.
+    let config = StubConfig {
+        image: image.clone(),
+        env: [("GREETING".to_owned(), "hello".to_owned())].into(),
+        ..Default::default()
+    };
+    let stub_id = stub_with(&cp, &admin, "greeter.py", "greet", config).await;
+    let deploy = DeployRequest {
+        app_name: "greeter".into(),
+        functions: vec![DeployedFunction {
+            function_name: "greet".into(),
+            stub_id,
+            schedule: None,
+            endpoint: None,
+        }],
+    };
+    cp.functions()
+        .await
+        .deploy(with_token(deploy, &admin))
+        .await
+        .expect("deploy");
+    let mut shell = Terminal::open(&cp, &admin, &["shell", "greeter/greet"]);
+    shell.wait_for_any(&["# ", "$ "], START);
+    shell.type_keys("echo $GREETING-$((1+1)); exit\r");
+    shell.wait_for_line("hello-2", ANSWER);
+    assert_eq!(
+        shell.wait_exit(ANSWER).code(),
+        Some(0),
+        "{:?}",
+        shell.text()
+    );
 
     // Without a terminal on stdin, levers9 shell says what to use instead.
     let refused = cp.cli_as(&admin, &["shell", &image], Some("echo hi\n"));

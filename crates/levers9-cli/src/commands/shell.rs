@@ -40,7 +40,8 @@ const KEEP_ALIVE: &str = "if command -v sleep >/dev/null 2>&1; then exec sleep \
 TARGET is an image when it has a tag or digest (':' or '@'), or no '/' or more than one;
 APP/FUNCTION otherwise, e.g. myapp/handler. The container's own command sleeps TIMEOUT
 seconds (with sleep, busybox sleep or python3: the image needs sh and one of them), and the
-shell is exec'd in it on a terminal; Ctrl-C, Ctrl-Z and job control work there. To run a command with piped input instead, use levers9 container exec -i ID -- CMD.
+shell is exec'd in it on a terminal; Ctrl-C, Ctrl-Z and job control work there. To run a
+command with piped input instead, use levers9 container exec -i ID -- CMD.
 
 Examples:
   levers9 shell registry.example.com/python@sha256:...

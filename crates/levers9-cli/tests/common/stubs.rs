@@ -60,6 +60,23 @@ async fn put(functions: &mut FunctionServiceClient<Channel>, token: &str, data: 
 /// A stub of `function` in `module_path`, made the way the SDK makes one
 /// (250 millicores, 2 retries, an image no one pulls); its id.
 pub async fn stub(cp: &Controlplane, token: &str, module_path: &str, function: &str) -> String {
+    let config = StubConfig {
+        image: "registry.example.com/team/app:1".into(),
+        cpu_millicores: 250,
+        retries: 2,
+        ..Default::default()
+    };
+    stub_with(cp, token, module_path, function, config).await
+}
+
+/// A stub as [`stub`] makes one, with `config`; its id.
+pub async fn stub_with(
+    cp: &Controlplane,
+    token: &str,
+    module_path: &str,
+    function: &str,
+    config: StubConfig,
+) -> String {
     let mut functions = cp.functions().await;
     let code = put(
         &mut functions,
@@ -77,12 +94,7 @@ pub async fn stub(cp: &Controlplane, token: &str, module_path: &str, function: &
                 sdk_digest: sdk,
                 module_path: module_path.into(),
                 function_name: function.into(),
-                config: Some(StubConfig {
-                    image: "registry.example.com/team/app:1".into(),
-                    cpu_millicores: 250,
-                    retries: 2,
-                    ..Default::default()
-                }),
+                config: Some(config),
             },
             token,
         ))
