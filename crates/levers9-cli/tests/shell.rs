@@ -136,6 +136,15 @@ impl Terminal {
         unsafe { set_window_size(self.keyboard.as_raw_fd(), &size) }.expect("TIOCSWINSZ");
     }
 
+    /// Whether our terminal is in its usual mode (the line discipline
+    /// edits and echoes), not the raw mode the CLI keeps it in meanwhile.
+    fn is_cooked(&self) -> bool {
+        use nix::sys::termios::{tcgetattr, LocalFlags};
+        let mode = tcgetattr(&self.keyboard).expect("tcgetattr");
+        mode.local_flags
+            .contains(LocalFlags::ECHO | LocalFlags::ICANON | LocalFlags::ISIG)
+    }
+
     fn type_keys(&mut self, keys: &str) {
         self.keyboard.write_all(keys.as_bytes()).expect("type");
     }
@@ -184,6 +193,7 @@ async fn shell_on(runtime: &str) -> (Controlplane, String, Worker) {
     // A prompt: bash's or sh's, as root.
     let screen = shell.wait_for_any(&["# ", "$ "], START);
     let id = container_id(&screen);
+    assert!(!shell.is_cooked(), "raw while the shell runs");
 
     // The image's applets are busybox's, only some of them linked.
     shell.type_keys("busybox sleep 100\r");
@@ -206,6 +216,7 @@ async fn shell_on(runtime: &str) -> (Controlplane, String, Worker) {
     let screen = shell.wait_for_line("42", ANSWER);
     let status = shell.wait_exit(ANSWER);
     assert_eq!(status.code(), Some(3), "the screen: {screen:?}");
+    assert!(shell.is_cooked(), "our terminal's mode is restored");
     assert!(screen.contains("\non-a-tty-6"), "{screen:?}");
     if runtime == "runc" {
         assert!(screen.contains("\n/dev/pts/"), "{screen:?}");
@@ -329,5 +340,22 @@ async fn shell_on_a_terminal_job_control_and_exit_code_on_runc() {
 
 #[tokio::test]
 async fn shell_on_a_terminal_job_control_and_exit_code_on_gvisor() {
-    shell_on("gvisor").await;
+    let (cp, admin, _worker) = shell_on("gvisor").await;
+
+    // A SIGTERM ends the CLI as a signal death would (128+15), with our
+    // terminal restored and the container stopped.
+    let mut shell = Terminal::open(&cp, &admin, &["shell", &python_image()]);
+    let screen = shell.wait_for_any(&["# ", "$ "], START);
+    let id = container_id(&screen);
+    assert!(!shell.is_cooked());
+    let pid = nix::unistd::Pid::from_raw(shell.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("kill");
+    assert_eq!(
+        shell.wait_exit(ANSWER).code(),
+        Some(143),
+        "{:?}",
+        shell.text()
+    );
+    assert!(shell.is_cooked(), "our terminal's mode is restored");
+    wait_for_state(&cp, &admin, &id, "exited", Duration::from_secs(60)).await;
 }
