@@ -118,23 +118,39 @@ async fn a_request_starts_a_worker_process_and_an_idle_pool_stops_it() {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    assert!(ready_workers(&cp, &admin).await.is_empty());
-    let tokens = cp
-        .tokens()
-        .await
-        .list_tokens(with_token(ListTokensRequest {}, &admin))
-        .await
-        .expect("list tokens")
-        .into_inner()
-        .tokens;
-    let worker_token = tokens
-        .iter()
-        .find(|t| t.description.contains(worker_id.as_str()))
-        .expect("the worker's token");
-    assert_eq!(worker_token.token_type, "worker");
-    assert!(
-        !worker_token.revoked_at.is_empty(),
-        "the gone worker's token still works"
-    );
+    // The process is gone; its stream's end reaches the fleet a moment later.
+    while !ready_workers(&cp, &admin).await.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the exited worker {worker_id} is still listed as ready:\n{}",
+            cp.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Its token is revoked as the worker is reaped.
+    loop {
+        let tokens = cp
+            .tokens()
+            .await
+            .list_tokens(with_token(ListTokensRequest {}, &admin))
+            .await
+            .expect("list tokens")
+            .into_inner()
+            .tokens;
+        let worker_token = tokens
+            .into_iter()
+            .find(|t| t.description.contains(worker_id.as_str()))
+            .expect("the worker's token");
+        assert_eq!(worker_token.token_type, "worker");
+        if !worker_token.revoked_at.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the gone worker's token still works:\n{}",
+            cp.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     cp.terminate();
 }
