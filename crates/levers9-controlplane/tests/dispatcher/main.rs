@@ -1,0 +1,431 @@
+//! The function dispatcher's state machine on the embedded backends (SQLite
+//! and the in-process hot state). The test plays the scheduler and a worker:
+//! it places the containers the dispatcher asks for, reads the worker's
+//! inbox and answers as the worker's stream would.
+
+mod floor;
+mod rig;
+
+use std::time::Duration;
+
+use levers9_api::v1::{controlplane_message, run_event, StubConfig};
+use levers9_controlplane::fleet::inbox;
+use levers9_controlplane::fleet::records::state;
+use levers9_controlplane::fleet::scheduler::BACKLOG;
+use levers9_controlplane::functions::DispatchEvent;
+use levers9_state::HotState;
+use levers9_store::{task_state, FunctionStore};
+
+use rig::{idle_rig, next_event, rig, WAIT, WORKER};
+
+#[tokio::test]
+async fn a_warm_container_takes_the_next_input_without_a_new_container() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (first, mut events) = rig.submit(&stub).await;
+    let container = rig.ready_container().await;
+    let input = rig.input().await;
+    assert_eq!((input.task_id.as_str(), input.attempt), (first.as_str(), 1));
+    assert_eq!(input.container_id, container);
+    assert_eq!(input.timeout_ms, 300_000, "the default timeout");
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        other => panic!("expected the result, got {other:?}"),
+    }
+    rig.row(&first, task_state::COMPLETE).await;
+
+    let (second, _) = rig.submit(&stub).await;
+    let input = rig.input().await;
+    assert_eq!(input.task_id, second);
+    assert_eq!(input.container_id, container, "the warm container took it");
+    rig.no_container_requested().await;
+}
+
+/// A task submitted just before a dispatcher takes the lease is both in
+/// the unfinished rows it takes over and in the events it then reads: it
+/// is queued once, and runs once.
+#[tokio::test]
+async fn a_task_submitted_as_the_dispatcher_starts_runs_once() {
+    let rig = idle_rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, mut events) = rig.submit(&stub).await;
+    rig.start();
+    rig.ready_container().await;
+    let input = rig.input().await;
+    assert_eq!((input.task_id.as_str(), input.attempt), (task.as_str(), 1));
+    rig.no_container_requested().await;
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        other => panic!("expected the result, got {other:?}"),
+    }
+    let more = rig
+        .state
+        .pop(&inbox::queue(WORKER), Duration::from_millis(300))
+        .await
+        .expect("pop");
+    assert!(more.is_none(), "the task was sent again");
+}
+
+#[tokio::test]
+async fn a_failed_attempt_is_retried_within_the_budget_then_fails() {
+    let rig = rig().await;
+    let stub = rig
+        .stub(StubConfig {
+            retries: 1,
+            ..StubConfig::default()
+        })
+        .await;
+    let (task, mut events) = rig.submit(&stub).await;
+    rig.ready_container().await;
+    let first = rig.input().await;
+    rig.finish(&first, "error", "ValueError: boom").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Retrying(retry) => {
+            assert_eq!(retry.attempt, 2);
+            assert_eq!(retry.reason, "ValueError: boom");
+        }
+        other => panic!("expected a retry, got {other:?}"),
+    }
+    let second = rig.input().await;
+    assert_eq!(
+        (second.task_id.as_str(), second.attempt),
+        (task.as_str(), 2)
+    );
+    // An input the container never ran goes back without using an attempt,
+    // to another container: one that lost an input is on its way out.
+    rig.finish(&second, "lost", "container gone").await;
+    let replacement = rig.ready_container().await;
+    let again = rig.input().await;
+    assert_eq!((again.attempt, &again.container_id), (2, &replacement));
+    rig.finish(&again, "error", "ValueError: boom").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::ERROR),
+        other => panic!("expected the result, got {other:?}"),
+    }
+    let row = rig.row(&task, task_state::ERROR).await;
+    assert_eq!(row.attempts, 2);
+}
+
+/// A warm container of a fast function is sent its next input before it
+/// finished the last (a buffer in its runner's queue); one of a slow
+/// function is not, and a new container takes the queued input.
+#[tokio::test]
+async fn fast_functions_get_their_next_input_early_and_slow_ones_wait() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let container = rig.fast_container(&stub).await;
+    let (_, _a) = rig.submit(&stub).await;
+    let (_, _b) = rig.submit(&stub).await;
+    let a = rig.input().await;
+    let b = rig.input().await;
+    assert_eq!(
+        (&a.container_id, &b.container_id),
+        (&container, &container),
+        "the second input went to the busy container's buffer"
+    );
+
+    let slow = rig
+        .stub(StubConfig {
+            keep_warm_seconds: 60,
+            ..StubConfig::default()
+        })
+        .await;
+    let (_, _events) = rig.submit(&slow).await;
+    let busy = rig.ready_container().await;
+    let input = rig.input().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    let (_, _a) = rig.submit(&slow).await;
+    let (_, _b) = rig.submit(&slow).await;
+    assert_eq!(rig.input().await.container_id, busy);
+    let another = rig.ready_container().await;
+    assert_eq!(
+        rig.input().await.container_id,
+        another,
+        "the queued input waited for a container with a free slot"
+    );
+}
+
+#[tokio::test]
+async fn a_request_still_waiting_for_a_worker_is_withdrawn_once_the_queue_is_empty() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (_, _a) = rig.submit(&stub).await;
+    let (_, _b) = rig.submit(&stub).await;
+    let first = rig.ready_container().await;
+    let waiting = String::from_utf8(
+        rig.state
+            .pop(BACKLOG, WAIT)
+            .await
+            .expect("pop")
+            .expect("a second container was requested for the second input"),
+    )
+    .expect("utf-8");
+    let input = rig.input().await;
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    // The second input goes to the first container; nothing is queued.
+    assert_eq!(rig.input().await.container_id, first);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let reason = loop {
+        let marks = rig
+            .fleet
+            .withdrawals(std::slice::from_ref(&waiting))
+            .await
+            .expect("read");
+        if let Some(Some(reason)) = marks.into_iter().next() {
+            break reason;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the request was not withdrawn"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        reason.starts_with("withdrawn before a worker took it"),
+        "{reason}"
+    );
+    assert_eq!(
+        rig.fleet.withdrawals(&[first]).await.expect("read"),
+        [None],
+        "a placed container is not withdrawn"
+    );
+}
+
+#[tokio::test]
+async fn an_idle_container_is_stopped_after_its_keep_warm_window() {
+    let rig = rig().await;
+    let stub = rig
+        .stub(StubConfig {
+            keep_warm_seconds: 1,
+            ..StubConfig::default()
+        })
+        .await;
+    let (_, _events) = rig.submit(&stub).await;
+    let container = rig.ready_container().await;
+    let input = rig.input().await;
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    match rig.inbox().await {
+        controlplane_message::Kind::Stop(stop) => assert_eq!(stop.container_id, container),
+        other => panic!("expected a stop, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_container_that_cannot_start_fails_the_queue_with_the_reason() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, mut events) = rig.submit(&stub).await;
+    let container_id = rig.place().await;
+    let mut container = rig
+        .fleet
+        .container(&container_id)
+        .await
+        .expect("get")
+        .expect("record");
+    container.state = state::FAILED.into();
+    container.message = "cannot pull image registry.test/python:3.11: not found".into();
+    rig.fleet.put_container(&container).await.expect("put");
+    rig.fleet.publish_end(&container_id).await.expect("end");
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => {
+            assert_eq!(notice.state, task_state::ERROR);
+            assert!(
+                notice.message.contains("failed to start")
+                    && notice.message.contains("cannot pull image"),
+                "{}",
+                notice.message
+            );
+        }
+        other => panic!("expected the result, got {other:?}"),
+    }
+    rig.row(&task, task_state::ERROR).await;
+}
+
+/// A fast function's container holds inputs beyond its concurrency. One
+/// cancelled before its runner started it is dropped there, keeps its
+/// slot until the worker says so, and the container stays warm.
+#[tokio::test]
+async fn a_cancelled_input_its_runner_has_not_started_is_dropped_and_the_container_stays() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let container = rig.fast_container(&stub).await;
+    let (_, _a) = rig.submit(&stub).await;
+    let (waiting, mut events) = rig.submit(&stub).await;
+    let a = rig.input().await;
+    let b = rig.input().await;
+    assert_eq!((&b.task_id, &b.container_id), (&waiting, &container));
+
+    let cancel = rig.cancel(&waiting).await;
+    assert_eq!(
+        (cancel.container_id, cancel.task_id),
+        (container.clone(), waiting.clone())
+    );
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::CANCELLED),
+        other => panic!("expected the result, got {other:?}"),
+    }
+    rig.finish(&b, task_state::CANCELLED, "cancelled before it started")
+        .await;
+    rig.finish(&a, task_state::COMPLETE, "").await;
+    let (next, _) = rig.submit(&stub).await;
+    let input = rig.input().await;
+    assert_eq!((&input.task_id, &input.container_id), (&next, &container));
+    rig.no_container_requested().await;
+    rig.row(&waiting, task_state::CANCELLED).await;
+}
+
+/// A cancelled input that already runs cannot be interrupted: its worker
+/// stops the container, and the other input it held runs again elsewhere
+/// without using an attempt.
+#[tokio::test]
+async fn a_cancelled_input_already_running_stops_its_container_and_the_others_run_again() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let first = rig.fast_container(&stub).await;
+    let (running, _) = rig.submit(&stub).await;
+    let (other, mut events) = rig.submit(&stub).await;
+    assert_eq!(rig.input().await.task_id, running);
+    assert_eq!(rig.input().await.task_id, other);
+
+    assert_eq!(rig.cancel(&running).await.task_id, running);
+    // The runner refused: the worker stopped the container.
+    rig.exited(&first, 143).await;
+    let second = rig.ready_container().await;
+    let input = rig.input().await;
+    assert_eq!(
+        (
+            input.task_id.as_str(),
+            input.attempt,
+            input.container_id.as_str()
+        ),
+        (other.as_str(), 1, second.as_str())
+    );
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        other => panic!("expected the result without a retry, got {other:?}"),
+    }
+    rig.row(&running, task_state::CANCELLED).await;
+    rig.row(&other, task_state::COMPLETE).await;
+}
+
+/// A drained worker's container takes no new input; its input comes back
+/// when it ends and runs elsewhere under the same attempt (no retry used);
+/// once idle, a draining container is stopped.
+#[tokio::test]
+async fn a_draining_workers_inputs_are_handed_back_without_using_an_attempt() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, mut events) = rig.submit(&stub).await;
+    let first = rig.ready_container().await;
+    assert_eq!(rig.input().await.attempt, 1);
+    rig.tell(DispatchEvent::Drain {
+        worker_id: WORKER.into(),
+        draining: true,
+    })
+    .await;
+    // The worker's drain grace ran out: it stopped the container.
+    rig.exited(&first, 143).await;
+    rig.tell(DispatchEvent::Drain {
+        worker_id: WORKER.into(),
+        draining: false,
+    })
+    .await;
+    let second = rig.ready_container().await;
+    let input = rig.input().await;
+    assert_eq!((input.task_id.as_str(), input.attempt), (task.as_str(), 1));
+    assert_eq!(input.container_id, second);
+
+    rig.tell(DispatchEvent::Drain {
+        worker_id: WORKER.into(),
+        draining: true,
+    })
+    .await;
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        other => panic!("expected the result without a retry, got {other:?}"),
+    }
+    match rig.inbox().await {
+        controlplane_message::Kind::Stop(stop) => assert_eq!(stop.container_id, second),
+        other => panic!("expected the idle draining container stopped, got {other:?}"),
+    }
+    rig.row(&task, task_state::COMPLETE).await;
+    let outcomes = rig.outcomes(&task).await;
+    assert_eq!(
+        outcomes,
+        [(1, "requeued".into()), (1, task_state::COMPLETE.into())]
+    );
+}
+
+/// A worker lost under a `retries=0` call (a reclaimed spot node): the
+/// input runs again in a new container under the same attempt, the caller
+/// hears why and then gets the result, and the attempt says it was lost.
+#[tokio::test]
+async fn a_lost_workers_input_runs_again_without_using_a_retry() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, mut events) = rig.submit(&stub).await;
+    let first = rig.ready_container().await;
+    assert_eq!(rig.input().await.attempt, 1);
+
+    rig.lost(&first).await;
+    match next_event(&mut events).await {
+        run_event::Kind::Retrying(retrying) => {
+            assert_eq!(retrying.attempt, 1, "no retry is used");
+            assert!(
+                retrying.reason.contains("declared lost")
+                    && retrying.reason.contains("infrastructure retry 1 of 3"),
+                "{}",
+                retrying.reason
+            );
+        }
+        other => panic!("expected a retry notice, got {other:?}"),
+    }
+    let second = rig.ready_container().await;
+    let input = rig.input().await;
+    assert_eq!(
+        (input.attempt, input.container_id.as_str()),
+        (1, second.as_str())
+    );
+    rig.finish(&input, task_state::COMPLETE, "").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        other => panic!("expected the result, got {other:?}"),
+    }
+    rig.row(&task, task_state::COMPLETE).await;
+    let outcomes = rig.outcomes(&task).await;
+    assert_eq!(
+        outcomes,
+        [(1, "lost".into()), (1, task_state::COMPLETE.into())]
+    );
+    let attempts = rig.store.task_attempts(&task).await.expect("attempts");
+    assert!(attempts[0].message.contains("infrastructure retry 1 of 3"));
+}
+
+/// Lost infrastructure has its own bound: after three lost workers the
+/// fourth counts as a failed attempt, so with `retries=0` the task ends
+/// with the reason rather than looping.
+#[tokio::test]
+async fn a_task_that_loses_its_worker_past_the_bound_fails_with_the_reason() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, _events) = rig.submit(&stub).await;
+    for _ in 0..4 {
+        let container = rig.ready_container().await;
+        assert_eq!(rig.input().await.attempt, 1);
+        rig.lost(&container).await;
+    }
+    let ended = rig.row(&task, task_state::ERROR).await;
+    assert!(ended.message.contains("declared lost"), "{}", ended.message);
+    let outcomes: Vec<String> = rig
+        .outcomes(&task)
+        .await
+        .into_iter()
+        .map(|(_, o)| o)
+        .collect();
+    assert_eq!(outcomes, ["lost", "lost", "lost", task_state::ERROR]);
+}
