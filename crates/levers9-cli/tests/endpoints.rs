@@ -9,11 +9,15 @@
 //! Debian's FastAPI) gets whole requests under its path and answers them
 //! itself, whole or streamed (server-sent events reach the client as the
 //! app sends them; a client that leaves stops the app's request), and
-//! serves websockets (see `endpoints/websockets.rs`).
+//! serves websockets (see `endpoints/websockets.rs`). Paths pinned to a
+//! version of the app: `endpoints/versions.rs`; a gVisor worker:
+//! `endpoints/gvisor.rs`.
 
 mod common;
 #[path = "endpoints/gvisor.rs"]
 mod gvisor;
+#[path = "endpoints/versions.rs"]
+mod versions;
 #[path = "endpoints/websockets.rs"]
 mod websockets;
 

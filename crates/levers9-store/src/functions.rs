@@ -87,6 +87,26 @@ pub trait FunctionStore: Send + Sync + 'static {
         name: &str,
     ) -> Result<Option<EndpointRecord>, StoreError>;
 
+    /// The web endpoint `name` as `version` of the workspace's app
+    /// `app_name` set it, if that version served it (for paths pinned to a
+    /// version).
+    async fn find_endpoint_version(
+        &self,
+        workspace_id: &str,
+        app_name: &str,
+        name: &str,
+        version: u32,
+    ) -> Result<Option<EndpointRecord>, StoreError>;
+
+    /// The versions of the workspace's app `app_name` that served the web
+    /// endpoint `name`, ascending.
+    async fn endpoint_versions(
+        &self,
+        workspace_id: &str,
+        app_name: &str,
+        name: &str,
+    ) -> Result<Vec<u32>, StoreError>;
+
     /// The schedules of the current deploys of the workspace's apps, by app
     /// then function name.
     async fn list_schedules(&self, workspace_id: &str) -> Result<Vec<ScheduleRecord>, StoreError>;
@@ -256,6 +276,30 @@ macro_rules! function_store_impl {
                 name: &str,
             ) -> Result<Option<EndpointRecord>, StoreError> {
                 function_sql::endpoints::find(&self.$reader, workspace_name, name).await
+            }
+            async fn find_endpoint_version(
+                &self,
+                workspace_id: &str,
+                app_name: &str,
+                name: &str,
+                version: u32,
+            ) -> Result<Option<EndpointRecord>, StoreError> {
+                function_sql::endpoints::find_version(
+                    &self.$reader,
+                    workspace_id,
+                    app_name,
+                    name,
+                    version,
+                )
+                .await
+            }
+            async fn endpoint_versions(
+                &self,
+                workspace_id: &str,
+                app_name: &str,
+                name: &str,
+            ) -> Result<Vec<u32>, StoreError> {
+                function_sql::endpoints::versions(&self.$reader, workspace_id, app_name, name).await
             }
             async fn list_schedules(
                 &self,

@@ -18,8 +18,8 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::Status;
 
-use super::lookup::{Endpoints, Resolved};
-use super::{asgi, request, streamed, websocket};
+use super::lookup::{Endpoints, Pinned, Resolved};
+use super::{asgi, pin, request, streamed, websocket};
 use crate::error::ApiError;
 use crate::services::FunctionApi;
 use crate::Shared;
@@ -63,7 +63,8 @@ impl Gateway {
         self.shared.state.clone()
     }
 
-    /// Calls the endpoint `name` of the workspace named `workspace` with
+    /// Calls the endpoint `name` of the workspace named `workspace` (or,
+    /// for `name@3`, the endpoint as version 3 of its app served it) with
     /// the request and answers with its value as JSON (or, for an ASGI
     /// app, with the app's answer, or the websocket it accepts when
     /// `upgrade` asks for one).
@@ -74,10 +75,33 @@ impl Gateway {
         request: HttpRequest,
         upgrade: Option<WebSocketUpgrade>,
     ) -> Result<Response, Status> {
-        let found = self.endpoints.find(workspace, name).await?;
+        let (base, version) = pin::split(name)?;
+        let (found, missing) = match version {
+            None => (self.endpoints.find(workspace, base).await?, None),
+            Some(version) => match self.endpoints.find_pinned(workspace, base, version).await? {
+                Some(Pinned::Found(endpoint)) => (Some(endpoint), None),
+                // Whoever may call the endpoint now learns which versions it has.
+                Some(Pinned::Missing { current, versions }) => {
+                    (Some(current), Some((version, versions)))
+                }
+                None => (None, None),
+            },
+        };
         let endpoint = self
-            .authorize(workspace, name, found, &request.headers)
+            .authorize(workspace, base, found, &request.headers)
             .await?;
+        if let Some((version, versions)) = missing {
+            let record = &endpoint.record;
+            return Err(pin::no_such_version(
+                workspace,
+                base,
+                version,
+                &record.app_name,
+                record.version,
+                &versions,
+            )
+            .into());
+        }
         let root_path = format!("/endpoint/{workspace}/{name}");
         if let Some(upgrade) = upgrade {
             if endpoint.record.kind != EndpointKind::Asgi {

@@ -1,5 +1,6 @@
-//! Which stub serves an endpoint name, cached briefly: a request should cost
-//! no database round trip more than a `.remote()` does.
+//! Which stub serves an endpoint name, or a name pinned to a version of its
+//! app, cached briefly: a request should cost no database round trip more
+//! than a `.remote()` does.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -24,11 +25,30 @@ pub(super) struct Resolved {
     pub timeout: Duration,
 }
 
-/// Endpoints by (workspace name, endpoint name). Unknown names are never
-/// cached, so guessing cannot fill it.
+/// What a name pinned to a version (`name@3`) finds, when the name is
+/// served now.
+#[derive(Debug, Clone)]
+pub(super) enum Pinned {
+    /// The endpoint as that version of its app set it.
+    Found(Resolved),
+    /// That version of the app serving the name now did not serve it.
+    Missing {
+        /// The endpoint now.
+        current: Resolved,
+        /// The versions of its app that served it, ascending.
+        versions: Vec<u32>,
+    },
+}
+
+/// The key of a cached endpoint: workspace name, endpoint name, and the
+/// version it is pinned to (None: the current one).
+type Key = (String, String, Option<u32>);
+
+/// Endpoints by [`Key`]. Unknown names and versions are never cached, so
+/// guessing cannot fill it.
 pub(super) struct Endpoints {
     functions: Arc<dyn FunctionStore>,
-    entries: Mutex<HashMap<(String, String), (Instant, Resolved)>>,
+    entries: Mutex<HashMap<Key, (Instant, Resolved)>>,
 }
 
 impl Endpoints {
@@ -39,7 +59,7 @@ impl Endpoints {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), (Instant, Resolved)>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, (Instant, Resolved)>> {
         // Every write is a single insert or retain, so a panic elsewhere
         // cannot leave the map half-changed.
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
@@ -51,24 +71,69 @@ impl Endpoints {
         workspace: &str,
         name: &str,
     ) -> Result<Option<Resolved>, ApiError> {
-        let key = (workspace.to_owned(), name.to_owned());
-        let now = Instant::now();
-        if let Some((at, resolved)) = self.lock().get(&key) {
-            if now.duration_since(*at) < TTL {
-                return Ok(Some(resolved.clone()));
-            }
+        let key = (workspace.to_owned(), name.to_owned(), None);
+        if let Some(resolved) = self.cached(&key) {
+            return Ok(Some(resolved));
         }
         let Some(record) = self.functions.find_endpoint(workspace, name).await? else {
             return Ok(None);
         };
+        Ok(Some(self.resolve(key, record).await?))
+    }
+
+    /// The endpoint `name` of the workspace named `workspace` as `version`
+    /// of the app that serves it now set it; None when no app serves the
+    /// name now.
+    pub(super) async fn find_pinned(
+        &self,
+        workspace: &str,
+        name: &str,
+        version: u32,
+    ) -> Result<Option<Pinned>, ApiError> {
+        let key = (workspace.to_owned(), name.to_owned(), Some(version));
+        if let Some(resolved) = self.cached(&key) {
+            return Ok(Some(Pinned::Found(resolved)));
+        }
+        let Some(current) = self.find(workspace, name).await? else {
+            return Ok(None);
+        };
+        let (workspace_id, app_name) = (&current.record.workspace_id, &current.record.app_name);
+        let pinned = if current.record.version == version {
+            Some(current.record.clone())
+        } else {
+            self.functions
+                .find_endpoint_version(workspace_id, app_name, name, version)
+                .await?
+        };
+        match pinned {
+            Some(record) => Ok(Some(Pinned::Found(self.resolve(key, record).await?))),
+            None => {
+                let versions = self
+                    .functions
+                    .endpoint_versions(workspace_id, app_name, name)
+                    .await?;
+                Ok(Some(Pinned::Missing { current, versions }))
+            }
+        }
+    }
+
+    /// The entry under `key` if it is fresh.
+    fn cached(&self, key: &Key) -> Option<Resolved> {
+        let entries = self.lock();
+        let (at, resolved) = entries.get(key)?;
+        (at.elapsed() < TTL).then(|| resolved.clone())
+    }
+
+    /// `record` with its stub's timeout, cached under `key`.
+    async fn resolve(&self, key: Key, record: EndpointRecord) -> Result<Resolved, ApiError> {
         let stub = self
             .functions
             .get_stub(&record.workspace_id, &record.stub_id)
             .await?
             .ok_or_else(|| {
                 ApiError::Corrupt(format!(
-                    "endpoint {name:?} names stub {}, which is missing",
-                    record.stub_id
+                    "endpoint {:?} names stub {}, which is missing",
+                    record.name, record.stub_id
                 ))
             })?;
         let spec = StubSpec::from_json(&stub.id, &stub.config_json)?;
@@ -76,11 +141,12 @@ impl Endpoints {
             record,
             timeout: Duration::from_secs(spec.timeout_seconds.into()),
         };
+        let now = Instant::now();
         let mut entries = self.lock();
         if entries.len() > SWEEP_ABOVE {
             entries.retain(|_, (at, _)| now.duration_since(*at) < TTL);
         }
         entries.insert(key, (now, resolved.clone()));
-        Ok(Some(resolved))
+        Ok(resolved)
     }
 }

@@ -1,5 +1,6 @@
 //! Web endpoints: functions of deployed apps served by the HTTP listener at
-//! `/endpoint/<workspace name>/<endpoint name>`, JSON in and out
+//! `/endpoint/<workspace name>/<endpoint name>`, JSON in and out, and at
+//! `…/<endpoint name>@<version>` as a version of their app served them
 //! (docs/endpoints.md).
 //!
 //! A request becomes one task of the endpoint's stub, exactly as a
@@ -14,6 +15,7 @@
 mod asgi;
 mod call;
 mod lookup;
+mod pin;
 mod request;
 mod streamed;
 mod websocket;
@@ -66,7 +68,8 @@ pub(crate) fn of_deploy(functions: &[DeployedFunction]) -> Result<Vec<NewEndpoin
         .collect()
 }
 
-/// Names are one URL path segment that needs no escaping.
+/// Names are one URL path segment that needs no escaping, without `@`:
+/// `name@3` pins a version (see [`pin`]).
 fn check_name(name: &str) -> Result<(), String> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
     if name.is_empty()
@@ -196,7 +199,7 @@ mod tests {
         );
         let apps = of_deploy(&[function("f", Some("app-1"))]).unwrap();
         assert_eq!(apps[0].kind, EndpointKind::Asgi);
-        for bad in ["", "a/b", "..", "with space", &"x".repeat(65)] {
+        for bad in ["", "a/b", "..", "with space", "greet@3", &"x".repeat(65)] {
             let err = of_deploy(&[function("f", Some(bad))]).unwrap_err();
             assert!(
                 err.to_string()

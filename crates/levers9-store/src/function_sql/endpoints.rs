@@ -1,4 +1,5 @@
-//! Web endpoints of deployed apps (see `migrations/*/0009_endpoints.sql`).
+//! Web endpoints of deployed apps (see `migrations/*/0009_endpoints.sql`
+//! and, for every version's, `0012_endpoint_versions.sql`).
 
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
 
@@ -96,8 +97,86 @@ where
             )),
             _ => StoreError::Database(err),
         })?;
+        // The version's own row, kept after later deploys for pinned paths.
+        sqlx::query(
+            "INSERT INTO endpoint_versions \
+             (workspace_id, app_name, version, name, function_name, stub_id, public, kind) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(workspace_id)
+        .bind(app_name)
+        .bind(version)
+        .bind(e.name.as_str())
+        .bind(e.function_name.as_str())
+        .bind(stub_id.as_str())
+        .bind(e.public)
+        .bind(e.kind.as_str())
+        .execute(&mut *conn)
+        .await?;
     }
     Ok(())
+}
+
+/// The endpoint `name` as `version` of the workspace's app `app_name` set it.
+pub(crate) async fn find_version<DB>(
+    pool: &Pool<DB>,
+    workspace_id: &str,
+    app_name: &str,
+    name: &str,
+    version: u32,
+) -> Result<Option<EndpointRecord>, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    EndpointRow: for<'r> FromRow<'r, DB::Row>,
+{
+    let row: Option<EndpointRow> = sqlx::query_as(
+        "SELECT workspace_id, name, app_name, function_name, stub_id, public, kind, version \
+         FROM endpoint_versions \
+         WHERE workspace_id = $1 AND app_name = $2 AND name = $3 AND version = $4",
+    )
+    .bind(workspace_id)
+    .bind(app_name)
+    .bind(name)
+    .bind(i64::from(version))
+    .fetch_optional(pool)
+    .await?;
+    row.map(EndpointRow::into_record).transpose()
+}
+
+/// The versions of the workspace's app `app_name` that served the endpoint
+/// `name`, ascending.
+pub(crate) async fn versions<DB>(
+    pool: &Pool<DB>,
+    workspace_id: &str,
+    app_name: &str,
+    name: &str,
+) -> Result<Vec<u32>, StoreError>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    (i64,): for<'r> FromRow<'r, DB::Row>,
+{
+    let rows: Vec<(i64,)> = sqlx::query_as(
+        "SELECT version FROM endpoint_versions \
+         WHERE workspace_id = $1 AND app_name = $2 AND name = $3 ORDER BY version",
+    )
+    .bind(workspace_id)
+    .bind(app_name)
+    .bind(name)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|(version,)| {
+            u32::try_from(version)
+                .map_err(|_| StoreError::Corrupt(format!("endpoint {name:?}: version {version}")))
+        })
+        .collect()
 }
 
 /// The endpoint `name` of the workspace named `workspace_name`.

@@ -79,6 +79,30 @@ pub async fn an_endpoint_is_found_by_workspace_name_and_goes_with_a_redeploy<
         .await
         .unwrap();
     assert_eq!(store.find_endpoint("team", "greet").await.unwrap(), None);
+
+    // Every version's endpoint stays, for paths pinned to a version.
+    let pinned = |version| store.find_endpoint_version(&ws, "web", "greet", version);
+    let v1 = pinned(1).await.unwrap().unwrap();
+    assert_eq!(
+        (v1.public, v1.kind, v1.version, v1.stub_id.as_str()),
+        (true, EndpointKind::Json, 1, stub_of(&ws).as_str())
+    );
+    let v2 = pinned(2).await.unwrap().unwrap();
+    assert_eq!(
+        (v2.public, v2.kind, v2.version),
+        (false, EndpointKind::Asgi, 2)
+    );
+    assert_eq!(pinned(3).await.unwrap(), None);
+    assert_eq!(pinned(9).await.unwrap(), None);
+    assert_eq!(
+        store.endpoint_versions(&ws, "web", "greet").await.unwrap(),
+        [1, 2]
+    );
+    assert!(store
+        .endpoint_versions(&ws, "other-app", "greet")
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 pub async fn an_endpoint_name_belongs_to_one_app_of_a_workspace<S: RecordStore + FunctionStore>(
