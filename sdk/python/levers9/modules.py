@@ -8,6 +8,7 @@ file the same way: under its file stem (never ``__main__``, so the file's
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -16,6 +17,17 @@ from types import ModuleType
 
 class LoadError(Exception):
     """The file cannot be loaded, or has no such function."""
+
+
+class _SourceLoader(importlib.machinery.SourceFileLoader):
+    """Compiles the file from its source every time, never from
+    ``__pycache__``: a .pyc is taken as current when the source's mtime (in
+    whole seconds) and size match, so a file edited within the same second
+    to the same size would run as it was (``levers9 deploy`` would send the
+    new source with the old file's options)."""
+
+    def get_code(self, fullname):
+        return self.source_to_code(self.get_data(self.path), self.path)
 
 
 def load_file(path: str) -> ModuleType:
@@ -41,7 +53,7 @@ def load_file(path: str) -> ModuleType:
         raise LoadError(
             f"{os.path.basename(path)} has the name of the already imported module {name!r}: rename the file"
         )
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name, path, loader=_SourceLoader(name, path))
     if spec is None or spec.loader is None:
         raise LoadError(f"{path} cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)

@@ -1,5 +1,6 @@
 """Importing the SDK must work where the runner runs: no grpc, no protobuf."""
 
+import os
 import subprocess
 import sys
 
@@ -21,3 +22,17 @@ def test_the_public_names():
                  "TaskTimeout", "TaskCancelled", "TaskFailed", "AuthError", "Levers9Error"):
         assert hasattr(levers9, name), name
     assert issubclass(levers9.TaskTimeout, levers9.Levers9Error)
+
+
+def test_a_file_edited_within_the_same_second_to_the_same_size_loads_as_it_is_now(tmp_path):
+    import py_compile
+
+    source = tmp_path / "app_edit.py"
+    source.write_text("X = 1\n")
+    os.utime(source, (1_700_000_000, 1_700_000_000))
+    # A .pyc of the first version, as an earlier import would have left it.
+    py_compile.compile(str(source), doraise=True)
+    source.write_text("X = 2\n")
+    os.utime(source, (1_700_000_000, 1_700_000_000))
+    load = f"from levers9.modules import load_file; print(load_file({str(source)!r}).X)"
+    assert subprocess.run([sys.executable, "-c", load], capture_output=True, text=True, check=True).stdout == "2\n"
