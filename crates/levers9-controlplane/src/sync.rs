@@ -5,11 +5,11 @@ use std::sync::{MutexGuard, PoisonError};
 /// A `std::sync::Mutex` whose [`Lock::lock`] ignores poisoning.
 ///
 /// Why: what it guards here are caches and routing maps (tokens, stubs,
-/// reply senders, worker inboxes, running builds) whose critical sections
-/// are a few map operations. A panic in one of them leaves at worst a stale
-/// or missing entry, which every user already tolerates (a cache miss, a
-/// reply that never comes and times out), whereas a poisoned mutex would
-/// fail every later call on this replica.
+/// reply senders, worker inboxes, running builds, endpoint names) whose
+/// critical sections are a few map operations. A panic in one of them
+/// leaves at worst a stale or missing entry, which every user already
+/// tolerates (a cache miss, a reply that never comes and times out),
+/// whereas a poisoned mutex would fail every later call on this replica.
 #[derive(Debug, Default)]
 pub struct Lock<T>(std::sync::Mutex<T>);
 

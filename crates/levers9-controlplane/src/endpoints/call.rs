@@ -193,9 +193,7 @@ impl Gateway {
                     _ => {}
                 }
             }
-            Err(Status::unavailable(
-                "the call ended without a result; call again",
-            ))
+            Err(ApiError::Interrupted("the call ended without a result; call again".into()).into())
         })
         .await;
         match first {

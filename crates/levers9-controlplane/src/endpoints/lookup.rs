@@ -3,13 +3,14 @@
 //! than a `.remote()` does.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use levers9_store::{EndpointRecord, FunctionStore};
 
 use crate::error::ApiError;
 use crate::functions::spec::StubSpec;
+use crate::sync::Lock;
 
 /// How long a found endpoint is served from memory: a redeploy reaches the
 /// replicas that did not take it within this time.
@@ -48,21 +49,15 @@ type Key = (String, String, Option<u32>);
 /// guessing cannot fill it.
 pub(super) struct Endpoints {
     functions: Arc<dyn FunctionStore>,
-    entries: Mutex<HashMap<Key, (Instant, Resolved)>>,
+    entries: Lock<HashMap<Key, (Instant, Resolved)>>,
 }
 
 impl Endpoints {
     pub(super) fn new(functions: Arc<dyn FunctionStore>) -> Self {
         Self {
             functions,
-            entries: Mutex::new(HashMap::new()),
+            entries: Lock::new(HashMap::new()),
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, HashMap<Key, (Instant, Resolved)>> {
-        // Every write is a single insert or retain, so a panic elsewhere
-        // cannot leave the map half-changed.
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The endpoint `name` of the workspace named `workspace`, if any.
@@ -119,7 +114,7 @@ impl Endpoints {
 
     /// The entry under `key` if it is fresh.
     fn cached(&self, key: &Key) -> Option<Resolved> {
-        let entries = self.lock();
+        let entries = self.entries.lock();
         let (at, resolved) = entries.get(key)?;
         (at.elapsed() < TTL).then(|| resolved.clone())
     }
@@ -142,7 +137,7 @@ impl Endpoints {
             timeout: Duration::from_secs(spec.timeout_seconds.into()),
         };
         let now = Instant::now();
-        let mut entries = self.lock();
+        let mut entries = self.entries.lock();
         if entries.len() > SWEEP_ABOVE {
             entries.retain(|_, (at, _)| now.duration_since(*at) < TTL);
         }

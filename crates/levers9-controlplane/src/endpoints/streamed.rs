@@ -149,7 +149,9 @@ mod tests {
     async fn a_failure_after_the_head_ends_the_body_with_an_error() {
         for later in [
             vec![ended(task_state::ERROR)],
-            vec![Err(Status::unavailable("lost the hot state"))],
+            vec![Err(
+                ApiError::Interrupted("lost the hot state".into()).into()
+            )],
             vec![],
         ] {
             let (response, _taken) = streamed(later).await;
