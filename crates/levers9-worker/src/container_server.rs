@@ -118,10 +118,13 @@ struct Shared {
 enum Connection {
     /// Nobody connected yet.
     Waiting,
-    /// Connected; `ready` once it said hello, and whether it said it
+    /// Connected; `admitted` once it presented the container's id and
+    /// credential (in `attach` or `hello`), so its Dict and Queue calls
+    /// are served; `ready` once it said hello, and whether it said it
     /// answers cancels. Frames for it go to `writer`.
     Open {
         writer: mpsc::UnboundedSender<Vec<u8>>,
+        admitted: bool,
         ready: bool,
         cancels: bool,
     },

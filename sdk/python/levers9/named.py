@@ -151,7 +151,7 @@ class ContainerBackend:
         if not self.serving:
             raise Levers9Error(
                 f"{method}: Dict and Queue calls in a container work once the function runs, "
-                "not while its module is imported: make them inside the function"
+                "not while its module is imported: make them inside the function (or a class's @enter)"
             )
         pending = _Pending()
         with self._lock:

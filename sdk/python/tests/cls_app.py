@@ -2,7 +2,7 @@
 
 import os
 
-from levers9 import Queue, cls, enter, exit, method
+from levers9 import Dict, Queue, cls, enter, exit, method
 
 
 @cls(keep_warm_seconds=60)
@@ -51,6 +51,24 @@ class Reporter:
     @exit
     def report(self):
         Queue.from_name(self.name).put({"seen": self.seen, "pid": os.getpid()})
+
+
+@cls
+class Configured:
+    """Reads its settings in @enter from the dict `name`, which the caller filled."""
+
+    def __init__(self, name: str = "cls-settings"):
+        self.name = name
+
+    @enter
+    def load(self):
+        settings = Dict.from_name(self.name)
+        self.size = settings["size"]
+        settings["entered"] = os.getpid()
+
+    @method
+    def settings(self):
+        return {"size": self.size, "pid": os.getpid()}
 
 
 @cls

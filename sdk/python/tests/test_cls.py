@@ -12,7 +12,7 @@ import pytest
 
 import cls_app as app
 import stack
-from levers9 import Cls, Queue, RemoteError
+from levers9 import Cls, Dict, Queue, RemoteError
 from levers9.deployment import deploy
 
 
@@ -83,6 +83,22 @@ def test_exit_runs_when_an_idle_container_stops():
 def test_a_failing_enter_fails_the_call_naming_the_method():
     with pytest.raises(RemoteError, match=r"(?s)@enter method Unready.load failed.*FileNotFoundError: /weights/model.bin"):
         app.Unready().predict.remote(1)
+
+
+def test_enter_reads_and_writes_a_dict_the_caller_filled():
+    name = f"cls-settings-{uuid.uuid4().hex[:8]}"
+    settings = Dict.from_name(name, create_if_missing=True)
+    try:
+        settings["size"] = "large"
+        seen = app.Configured(name).settings.remote()
+        assert seen["size"] == "large"
+        assert settings["entered"] == seen["pid"]
+    finally:
+        Dict.delete(name)
+    # A Dict call that fails in @enter (a dict nobody made) fails it like
+    # any exception there.
+    with pytest.raises(RemoteError, match=r"(?s)@enter method Configured.load failed.*NOT_FOUND"):
+        app.Configured(f"{name}-missing").settings.remote()
 
 
 def test_a_deployed_class_is_looked_up_by_name_with_its_default_parameters():

@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -358,20 +359,38 @@ class Broken:
     @method
     def predict(self, x):
         return x
+
+@cls
+class Configured:
+    @enter
+    def load(self):
+        from levers9 import Dict
+
+        self.settings = Dict.from_name("settings")["size"]
+
+    @method
+    def size(self):
+        return self.settings
 '''
 
 
-def _class_worker(make_worker, name, parameters):
+def _class_worker(make_worker, name, parameters, **env):
     import base64
 
     encoded = base64.b64encode(cloudpickle.dumps(parameters)).decode()
-    return make_worker(name, app=CLASS_APP, extra_env={"LEVERS9_CLASS_PARAMETERS": encoded})
+    return make_worker(name, app=CLASS_APP, extra_env={"LEVERS9_CLASS_PARAMETERS": encoded, **env})
+
+
+def _entered(worker):
+    """Reads the class runner's attach, then its hello once @enter returned."""
+    assert worker.read() == ({"type": "attach", "container_id": "c-test"}, b"")
+    assert worker.read()[0]["type"] == "hello"
 
 
 def test_a_class_is_entered_once_and_each_input_calls_the_method_it_names(make_worker, tmp_path):
     marker = str(tmp_path / "exited")
     worker = _class_worker(make_worker, "Counter", ((10, marker), {}))
-    assert worker.read()[0]["type"] == "hello"
+    _entered(worker)
     worker.send_input("t1", "bump")
     worker.send_input("t2", "bump", by=5)
     worker.send_input("t3", "peek")
@@ -387,7 +406,7 @@ def test_a_class_is_entered_once_and_each_input_calls_the_method_it_names(make_w
 
 def test_an_input_naming_no_method_of_the_class_fails_saying_which_there_are(make_worker, tmp_path):
     worker = _class_worker(make_worker, "Counter", ((0, str(tmp_path / "m")), {}))
-    worker.read()
+    _entered(worker)
     worker.send_input("t1", "helper")
     header, _ = worker.results(1)[0]["t1"]
     assert header["state"] == "error"
@@ -399,7 +418,7 @@ def test_a_class_with_a_generator_method_streams_it_and_still_returns_from_the_o
     from test_runner_generators import items_then_result
 
     worker = _class_worker(make_worker, "Counter", ((2, str(tmp_path / "m")), {}))
-    worker.read()
+    _entered(worker)
     worker.send_input("t1", Items("countdown"), 3)
     items, header, body = items_then_result(worker)
     assert (items, header["state"], cloudpickle.loads(body)) == ([6, 4, 2], "complete", 3)
@@ -431,7 +450,7 @@ def test_a_class_with_a_generator_method_streams_it_and_still_returns_from_the_o
 def test_sigterm_runs_the_exit_methods_before_the_runner_leaves(make_worker, tmp_path):
     marker = str(tmp_path / "exited")
     worker = _class_worker(make_worker, "Counter", ((1, marker), {}))
-    worker.read()
+    _entered(worker)
     worker.send_input("t1", "bump", by=2)
     worker.results(1)
     worker.process.send_signal(signal.SIGTERM)
@@ -441,6 +460,7 @@ def test_sigterm_runs_the_exit_methods_before_the_runner_leaves(make_worker, tmp
 
 def test_a_failed_enter_is_an_init_error_naming_the_method(make_worker):
     worker = _class_worker(make_worker, "Broken", ((), {}))
+    assert worker.read()[0]["type"] == "attach"
     header, _ = worker.read()
     assert header["type"] == "init_error"
     assert header["message"] == (
@@ -455,3 +475,38 @@ def test_a_class_container_without_parameters_says_its_stub_is_too_old(make_work
     header, _ = worker.read()
     assert header["type"] == "init_error"
     assert "has no LEVERS9_CLASS_PARAMETERS" in header["message"]
+
+
+def _answer_object_call(worker, method, reply, parts=()):
+    """Reads the runner's next frame, an object_call of `method`, and answers it as the worker would."""
+    header, _ = worker.read()
+    assert (header["type"], header["method"]) == ("object_call", method), header
+    body = b"".join(struct.pack(">I", len(p)) + p for p in parts)
+    write_frame(worker.conn, {"type": "object_reply", "call_id": header["call_id"], **reply}, body)
+    return header
+
+
+def test_enter_reads_a_dict_after_attach_and_says_hello_only_once_it_returned(make_worker):
+    worker = _class_worker(make_worker, "Configured", ((), {}), LEVERS9_CONTAINER_SERVER_CREDENTIAL="s3cret")
+    # The credential first, so the worker serves the calls of @enter.
+    assert worker.read() == ({"type": "attach", "container_id": "c-test", "credential": "s3cret"}, b"")
+    assert _answer_object_call(worker, "GetDict", {"code": "OK", "created": False})["name"] == "settings"
+    _answer_object_call(worker, "DictGet", {"code": "OK", "found": True}, [cloudpickle.dumps("large")])
+    header, _ = worker.read()
+    assert (header["type"], header["credential"]) == ("hello", "s3cret")
+    worker.send_input("t1", "size")
+    assert cloudpickle.loads(worker.results(1)[0]["t1"][1]) == "large"
+    assert worker.close() == 0
+
+
+def test_a_dict_call_that_fails_in_enter_is_an_init_error(make_worker):
+    worker = _class_worker(make_worker, "Configured", ((), {}))
+    assert worker.read()[0]["type"] == "attach"
+    _answer_object_call(worker, "GetDict", {"code": "NOT_FOUND", "message": 'no dict "settings"'})
+    header, _ = worker.read()
+    assert header["type"] == "init_error"
+    assert header["message"] == (
+        "@enter method Configured.load failed, so this container serves no input: "
+        'levers9.errors.ControlplaneError: GetDict failed: NOT_FOUND: no dict "settings"'
+    )
+    assert worker.process.wait(timeout=10) == 1

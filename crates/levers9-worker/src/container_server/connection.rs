@@ -12,25 +12,26 @@ use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 
 use super::wire::{self, FromRunner};
-use super::{lost, message, Connection, InitError, Shared, ACCEPT_BACKOFF, OUTPUT_CHUNK};
+use super::{lost, message, Connection, InitError, Shared, State, ACCEPT_BACKOFF, OUTPUT_CHUNK};
 
 impl Shared {
     /// Handles one message; `Err` closes the connection.
     async fn handle(self: &Arc<Self>, said: FromRunner, body: Vec<u8>) -> Result<(), String> {
         match said {
+            FromRunner::Attach {
+                container_id,
+                credential,
+            } => {
+                self.prove(&container_id, &credential, "attach")?;
+                tracing::debug!(container_id = %self.container_id, "the function runner attached; its Dict and Queue calls are served");
+                self.admit(&mut self.state());
+            }
             FromRunner::Hello {
                 container_id,
                 credential,
                 cancels: answers_cancels,
             } => {
-                if !self.auth.admits(&credential, "hello") {
-                    return Err("the runner did not present the container's credential".into());
-                }
-                if container_id != self.container_id {
-                    return Err(format!(
-                        "the runner says hello as container {container_id:?}"
-                    ));
-                }
+                self.prove(&container_id, &credential, "hello")?;
                 if self.state().outcome.said_hello {
                     tracing::warn!(container_id = %self.container_id, "the function runner said hello twice; ignored");
                     return Ok(());
@@ -41,6 +42,7 @@ impl Shared {
                 self.report(message_ready(&self.container_id)).await;
                 let mut state = self.state();
                 state.outcome.said_hello = true;
+                self.admit(&mut state);
                 if let Connection::Open { ready, cancels, .. } = &mut state.connection {
                     *ready = true;
                     *cancels = answers_cancels;
@@ -128,6 +130,30 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// Checks that the runner is this container's: its credential and the
+    /// id it names (a runner mounted in the wrong place, or a socket
+    /// reached some other way, is refused). `Err` closes the connection.
+    fn prove(&self, container_id: &str, credential: &str, call: &str) -> Result<(), String> {
+        if !self.auth.admits(credential, call) {
+            return Err("the runner did not present the container's credential".into());
+        }
+        if container_id != self.container_id {
+            return Err(format!(
+                "the runner says {call} as container {container_id:?}"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The runner proved itself: its Dict and Queue calls are served.
+    fn admit(&self, state: &mut State) {
+        if let Connection::Open { admitted, .. } = &mut state.connection {
+            *admitted = true;
+        }
+    }
+}
+
 fn message_ready(container_id: &str) -> WorkerMessage {
     message(worker_message::Kind::RunnerReady(RunnerReady {
         container_id: container_id.to_owned(),
@@ -152,6 +178,7 @@ pub(super) async fn accept_loop(shared: Arc<Shared>, listener: UnixListener) {
         let (tx, rx) = mpsc::unbounded_channel();
         state.connection = Connection::Open {
             writer: tx,
+            admitted: false,
             ready: false,
             cancels: false,
         };

@@ -242,17 +242,21 @@ impl Shared {
     /// the reply when it comes.
     pub(super) fn object_call(self: &Arc<Self>, call: ObjectCall, body: Vec<u8>) {
         let call_id = call.call_id;
-        let (writer, ready) = match &self.state().connection {
-            Connection::Open { writer, ready, .. } => (writer.clone(), *ready),
+        let (writer, admitted) = match &self.state().connection {
+            Connection::Open {
+                writer, admitted, ..
+            } => (writer.clone(), *admitted),
             _ => return,
         };
         let forwarder = self.named.get().cloned();
         let container_id = self.container_id.clone();
         tokio::spawn(async move {
-            let answer = match (ready, forwarder) {
-                // Only a runner that presented the container's credential.
+            let answer = match (admitted, forwarder) {
+                // Only a runner that presented the container's credential,
+                // in its attach (a class's, before @enter) or its hello.
                 (false, _) => Err(Status::permission_denied(
-                    "the function runner has not said hello",
+                    "the function runner has not presented the container's credential \
+                     (attach or hello)",
                 )),
                 (true, None) => Err(Status::unavailable(
                     "this worker does not forward Dict and Queue calls",

@@ -16,6 +16,17 @@ pub const MAX_BODY_BYTES: u32 = 1 << 30;
 #[derive(Debug, Deserialize, PartialEq, Eq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum FromRunner {
+    /// Connected, and about to make a class's instance and run its
+    /// `@enter` methods: from now on its Dict and Queue calls are served,
+    /// but no input goes out before `Hello`. Runners of SDKs before it
+    /// send none, and their calls are served from their hello.
+    Attach {
+        /// As in `Hello`.
+        container_id: String,
+        /// As in `Hello`.
+        #[serde(default)]
+        credential: String,
+    },
     /// Connected, and the function is loaded.
     Hello {
         /// Must be the container's own id (a runner mounted in the wrong
@@ -253,6 +264,21 @@ mod tests {
             }
         );
         assert_eq!(body, b"item");
+    }
+
+    #[tokio::test]
+    async fn an_attach_frame_carries_the_container_and_its_credential() {
+        let frame = encode(
+            &serde_json::json!({"type": "attach", "container_id": "c", "credential": "s"}),
+            b"",
+        );
+        assert_eq!(
+            parse(&frame).await.unwrap().unwrap().0,
+            FromRunner::Attach {
+                container_id: "c".into(),
+                credential: "s".into(),
+            }
+        );
     }
 
     #[tokio::test]

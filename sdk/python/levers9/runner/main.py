@@ -9,9 +9,13 @@ Contract with the worker (frames in `levers9.wire`):
    true (it answers cancel frames). Both carry
    ``LEVERS9_CONTAINER_SERVER_CREDENTIAL`` as ``credential`` when the
    worker set it (its ``containerServerAuth``). For a ``@cls`` class,
-   its instance is made with ``LEVERS9_CLASS_PARAMETERS`` and its
-   ``@enter`` methods run before ``hello``; one that fails sends
-   ``init_error`` naming it (see `lifecycle`).
+   the runner first sends ``attach`` (``container_id`` and the
+   credential, as in ``hello``), after which the worker serves its Dict
+   and Queue calls but sends no input; then it makes the instance with
+   ``LEVERS9_CLASS_PARAMETERS`` and runs its ``@enter`` methods on
+   another thread while this one reads the replies, and sends ``hello``
+   once they return; one that fails sends ``init_error`` naming it (see
+   `lifecycle`).
 2. For each ``input`` frame, run the function in a pool of
    ``LEVERS9_CONCURRENCY`` threads, send its ``output`` frames, then exactly
    one ``result`` frame. Inputs that come while every thread is busy wait
@@ -164,28 +168,35 @@ def main() -> int:
         if concurrency < 1:
             raise ValueError(f"LEVERS9_CONCURRENCY must be at least 1, got {concurrency}")
         fn = load_function(code_dir, module_path, qualname)
-        if isinstance(fn, lifecycle.Lifecycle):
-            fn.enter()
-    except lifecycle.EnterError as e:
-        _refuse_to_start(conn, credential, str(e))
-        return 1
     except BaseException as e:  # SystemExit in the module's own code is a load failure too
-        _refuse_to_start(
-            conn,
-            credential,
-            f"cannot load {qualname} from {module_path}: {traceback.format_exception_only(type(e), e)[-1].strip()}",
-        )
+        _refuse_to_start(conn, credential, _load_failure(qualname, module_path, e))
         return 1
 
-    conn.send({"type": "hello", "container_id": container_id, "cancels": True, **credential})
+    hello = {"type": "hello", "container_id": container_id, "cancels": True, **credential}
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="levers9-task")
-    # From here on this thread reads the replies to Dict and Queue calls.
-    container_objects.serving = True
     if isinstance(fn, lifecycle.Lifecycle):
+        # The credential first, so the worker serves the Dict and Queue
+        # calls of @enter; it sends no input before the hello that the
+        # enter thread sends once @enter returns.
+        conn.send({"type": "attach", "container_id": container_id, **credential})
         # On another thread, so this one goes on reading the replies to the
         # @exit methods' Dict and Queue calls; the worker's SIGKILL after
-        # its grace bounds them.
+        # its grace bounds them. Before @enter has returned, there is no
+        # instance and @exit does not run.
         signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=_exit_after, args=(fn,), daemon=True).start())
+        entering = threading.Thread(
+            target=_enter_then_hello,
+            args=(conn, fn, hello, credential, qualname, module_path),
+            name="levers9-enter",
+            daemon=True,
+        )
+    else:
+        conn.send(hello)
+        entering = None
+    # From here on this thread reads the replies to Dict and Queue calls.
+    container_objects.serving = True
+    if entering is not None:
+        entering.start()
     # An @asgi app's streamed answers are items too (see asgi_host), and
     # so are the items of a class's methods that yield.
     streamed = stream.is_generator(fn) or _is_asgi(fn) or (isinstance(fn, lifecycle.Lifecycle) and fn.yields)
@@ -195,6 +206,30 @@ def main() -> int:
         fn.exit()
     _exit_now(0)
     return 0  # not reached; keeps the signature honest for tests that patch os._exit
+
+
+def _load_failure(qualname: str, module_path: str, e: BaseException) -> str:
+    return f"cannot load {qualname} from {module_path}: {traceback.format_exception_only(type(e), e)[-1].strip()}"
+
+
+def _enter_then_hello(
+    conn: Connection, instance: lifecycle.Lifecycle, hello: dict, credential: dict, qualname: str, module_path: str
+) -> None:
+    """Runs a class's @enter methods (on their own thread, while the main
+    one reads the replies to their Dict and Queue calls), then says hello;
+    if one fails, tells the worker why and leaves with status 1."""
+    try:
+        instance.enter()
+    except lifecycle.EnterError as e:
+        _refuse_to_start(conn, credential, str(e))
+        _exit_now(1)
+    except BaseException as e:  # SystemExit in @enter fails it too
+        _refuse_to_start(conn, credential, _load_failure(qualname, module_path, e))
+        _exit_now(1)
+    try:
+        conn.send(hello)
+    except OSError as e:  # the worker is gone: the main thread sees it too, and ends
+        log(f"cannot say hello to the worker: {e}")
 
 
 def _refuse_to_start(conn: Connection, credential: dict, message: str) -> None:
