@@ -16,7 +16,7 @@ use levers9_controlplane::fleet::scheduler::{Outcome, Scheduler, BACKLOG};
 use levers9_controlplane::fleet::{inbox, view, Fleet, SecretOpener, CPU, MEMORY};
 use levers9_controlplane::functions::TaskState;
 use levers9_seal::{Key, Keyring};
-use levers9_state::{HotState, MemoryState};
+use levers9_state::{keys, HotState, MemoryState};
 use prost::Message;
 use tokio::sync::watch;
 
@@ -315,7 +315,7 @@ async fn a_replica_that_dies_holding_a_batch_loses_none_of_it() {
     assert_eq!(claims::recover(&rig.fleet).await.expect("recover"), 2);
     let held = |replica: &str| {
         let fleet = rig.fleet.clone();
-        let list = claims::claims_of(replica);
+        let list = keys::backlog_claims(replica);
         async move { fleet.state().claimed(&list).await.expect("claims") }
     };
     assert!(held("dead").await.is_empty());

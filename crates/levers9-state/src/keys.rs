@@ -55,6 +55,79 @@ pub fn reply(reply: &str) -> String {
     format!("reply:{reply}")
 }
 
+/// The channel of a spawned task's events: its own reply.
+pub fn task_reply(task_id: &str) -> String {
+    format!("task:{task_id}")
+}
+
+/// A generator's item too large for its caller's channel (a key), until
+/// the caller's replica takes it.
+pub fn task_item(task_id: &str, item_index: u64) -> String {
+    format!("task-item:{task_id}:{item_index}")
+}
+
+/// The channel that says a workspace has new log lines.
+pub fn task_logs(workspace_id: &str) -> String {
+    format!("task-logs:{workspace_id}")
+}
+
+/// The channel of the routed replies a replica's callers wait for.
+pub fn replica(replica: &str) -> String {
+    format!("replica:{replica}")
+}
+
+/// A replica's list of claimed backlog requests.
+pub fn backlog_claims(replica: &str) -> String {
+    format!("backlog-claims:{replica}")
+}
+
+/// A key that lives while a replica's scheduler runs.
+pub fn scheduler_alive(replica: &str) -> String {
+    format!("scheduler-alive:{replica}")
+}
+
+/// A key that lives while an attached cluster's agent asks for its pool.
+pub fn cluster_agent(pool: &str) -> String {
+    format!("cluster-agent:{pool}")
+}
+
+/// The set of a pool's waiting requests.
+pub fn pool_waiting(pool: &str) -> String {
+    format!("pool-waiting:{pool}")
+}
+
+/// The lease of the replica that starts and stops a pool's workers.
+pub fn pool_provider(pool: &str) -> String {
+    format!("pool-provider:{pool}")
+}
+
+/// The mark of a container withdrawn from its worker (a key).
+pub fn withdrawn(container_id: &str) -> String {
+    format!("withdrawn:{container_id}")
+}
+
+/// The channel of an exec's output and exit.
+pub fn exec_output(exec_id: &str) -> String {
+    format!("exec:{exec_id}")
+}
+
+/// The lease of the replica that builds an image, and the channel of its
+/// build's events.
+pub fn image_build(image_id: &str) -> String {
+    format!("image-build:{image_id}")
+}
+
+/// The contents of a workspace's dict or queue (a map or a list).
+pub fn object(workspace_id: &str, name: &str) -> String {
+    format!("object:{workspace_id}:{name}")
+}
+
+/// A workspace's registry of the objects of one kind (`dict`, `queue`): a
+/// map from name to creation time.
+pub fn object_registry(workspace_id: &str, kind: &str) -> String {
+    format!("objects:{workspace_id}:{kind}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,5 +146,19 @@ mod tests {
         assert_eq!(task_input("t"), "task-input:t");
         assert_eq!(task_result("t"), "task-result:t");
         assert_eq!(reply("r"), "reply:r");
+        assert_eq!(task_reply("t"), "task:t");
+        assert_eq!(task_item("t", 3), "task-item:t:3");
+        assert_eq!(task_logs("ws"), "task-logs:ws");
+        assert_eq!(replica("r"), "replica:r");
+        assert_eq!(backlog_claims("r"), "backlog-claims:r");
+        assert_eq!(scheduler_alive("r"), "scheduler-alive:r");
+        assert_eq!(cluster_agent("p"), "cluster-agent:p");
+        assert_eq!(pool_waiting("p"), "pool-waiting:p");
+        assert_eq!(pool_provider("p"), "pool-provider:p");
+        assert_eq!(withdrawn("c-1"), "withdrawn:c-1");
+        assert_eq!(exec_output("e"), "exec:e");
+        assert_eq!(image_build("i"), "image-build:i");
+        assert_eq!(object("ws", "d"), "object:ws:d");
+        assert_eq!(object_registry("ws", "queue"), "objects:ws:queue");
     }
 }

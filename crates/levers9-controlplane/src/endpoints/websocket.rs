@@ -39,7 +39,7 @@ use axum::response::Response;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use levers9_api::v1::{run_event, ItemsReceived, RunEvent};
-use levers9_state::HotState;
+use levers9_state::{keys, HotState};
 use levers9_store::task_state;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
@@ -50,7 +50,7 @@ use super::call::{failure, Answer, Gateway, HttpRequest};
 use super::lookup::Resolved;
 use super::streamed::{taken, Rest};
 use crate::error::ApiError;
-use crate::services::{contents_key, INBOX_PREFIX};
+use crate::services::INBOX_PREFIX;
 
 /// The largest message, either way: a client's larger one closes the
 /// connection (1009), an app's raises in its `send`. It travels whole
@@ -170,7 +170,7 @@ struct Inbox {
 impl Inbox {
     fn new(state: Arc<dyn HotState>, workspace_id: &str) -> Self {
         let name = format!("{INBOX_PREFIX}{}", uuid::Uuid::new_v4().simple());
-        let key = contents_key(workspace_id, &name);
+        let key = keys::object(workspace_id, &name);
         Self { state, name, key }
     }
 

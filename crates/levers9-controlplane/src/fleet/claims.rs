@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use levers9_state::keys;
+
 use super::records::state;
 use super::scheduler::BACKLOG;
 use super::Fleet;
@@ -19,15 +21,6 @@ const SCHEDULERS: &str = "schedulers";
 /// replica.
 pub const ALIVE_TTL: Duration = Duration::from_secs(30);
 
-/// The claims list of replica `replica`.
-pub fn claims_of(replica: &str) -> String {
-    format!("backlog-claims:{replica}")
-}
-
-fn alive_key(replica: &str) -> String {
-    format!("scheduler-alive:{replica}")
-}
-
 /// Says replica `replica` is alive for another [`ALIVE_TTL`]; the first
 /// call also lists it for [`recover`].
 pub async fn refresh(fleet: &Fleet, replica: &str, first: bool) -> Result<(), ApiError> {
@@ -36,7 +29,7 @@ pub async fn refresh(fleet: &Fleet, replica: &str, first: bool) -> Result<(), Ap
     }
     fleet
         .state()
-        .set_with_ttl(&alive_key(replica), b"", ALIVE_TTL)
+        .set_with_ttl(&keys::scheduler_alive(replica), b"", ALIVE_TTL)
         .await?;
     Ok(())
 }
@@ -44,7 +37,10 @@ pub async fn refresh(fleet: &Fleet, replica: &str, first: bool) -> Result<(), Ap
 /// Says replica `replica` stopped: what it still holds is put back by the
 /// next [`recover`], without waiting for [`ALIVE_TTL`].
 pub async fn forget(fleet: &Fleet, replica: &str) -> Result<(), ApiError> {
-    fleet.state().delete(&alive_key(replica)).await?;
+    fleet
+        .state()
+        .delete(&keys::scheduler_alive(replica))
+        .await?;
     Ok(())
 }
 
@@ -54,10 +50,15 @@ pub async fn forget(fleet: &Fleet, replica: &str) -> Result<(), ApiError> {
 pub async fn recover(fleet: &Fleet) -> Result<usize, ApiError> {
     let mut requeued = 0;
     for replica in fleet.state().set_members(SCHEDULERS).await? {
-        if fleet.state().get(&alive_key(&replica)).await?.is_some() {
+        if fleet
+            .state()
+            .get(&keys::scheduler_alive(&replica))
+            .await?
+            .is_some()
+        {
             continue;
         }
-        let claims = claims_of(&replica);
+        let claims = keys::backlog_claims(&replica);
         let held = fleet.state().claimed(&claims).await?;
         if held.is_empty() {
             fleet.state().set_remove(SCHEDULERS, &replica).await?;

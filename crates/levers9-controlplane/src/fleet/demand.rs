@@ -22,7 +22,7 @@
 use std::time::Duration;
 
 use levers9_config::{PoolConfig, PoolScaling};
-use levers9_state::Write;
+use levers9_state::{keys, Write};
 
 use super::placement::Ask;
 use super::records::{state, ContainerRecord};
@@ -33,28 +33,23 @@ use crate::error::ApiError;
 /// asked: a few of the agents' 10 s rounds.
 const AGENT_SEEN_TTL: Duration = Duration::from_secs(60);
 
-fn agent_key(pool: &str) -> String {
-    format!("cluster-agent:{pool}")
-}
-
 /// Whether an attached cluster's agent asked for `pool` lately: its pool is
 /// built in code, so it is in no config, and with no worker it still takes
 /// requests (they are what make the agent start one).
 pub async fn has_agent(fleet: &Fleet, pool: &str) -> Result<bool, ApiError> {
-    Ok(fleet.state().get(&agent_key(pool)).await?.is_some())
+    Ok(fleet
+        .state()
+        .get(&keys::cluster_agent(pool))
+        .await?
+        .is_some())
 }
 
 /// Notes that an agent asked for `pool`.
 pub async fn note_agent(fleet: &Fleet, pool: &str) -> Result<(), ApiError> {
     Ok(fleet
         .state()
-        .set_with_ttl(&agent_key(pool), b"1", AGENT_SEEN_TTL)
+        .set_with_ttl(&keys::cluster_agent(pool), b"1", AGENT_SEEN_TTL)
         .await?)
-}
-
-/// The set of a pool's waiting requests.
-pub fn waiting_set(pool: &str) -> String {
-    format!("pool-waiting:{pool}")
 }
 
 /// One pool's demand and the workers it wants.
@@ -120,7 +115,7 @@ pub fn waiting_pool<'a>(
 pub fn waiting_write(fleet: &Fleet, ask: &Ask, container: &ContainerRecord) -> Option<Write> {
     let pool = waiting_pool(ask, fleet.pools().configured())?;
     Some(Write::SetAdd {
-        set: waiting_set(pool),
+        set: keys::pool_waiting(pool),
         member: container.id.clone(),
     })
 }
@@ -137,7 +132,7 @@ pub async fn read(
         Some(config) => config.scaling.clone(),
         None => asked.unwrap_or_default(),
     };
-    let set = waiting_set(pool);
+    let set = keys::pool_waiting(pool);
     let mut waiting = 0;
     for id in fleet.state().set_members(&set).await? {
         match fleet.container(&id).await? {

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use levers9_api::v1::{controlplane_message, ControlplaneMessage, StopContainer};
-use levers9_state::{Reservation, Write};
+use levers9_state::{keys, Reservation, Write};
 use tokio::sync::watch;
 
 use super::placement::{self, Ask, Decision, Offer};
@@ -156,7 +156,7 @@ pub struct Scheduler {
     /// When this scheduler last read the fleet itself, before failing a
     /// request on what the picture showed.
     read_at: DateTime<Utc>,
-    /// Its claims list ([`claims::claims_of`]).
+    /// Its claims list ([`keys::backlog_claims`]).
     claims: String,
 }
 
@@ -188,7 +188,7 @@ impl Scheduler {
             picture,
             offers,
             read_at: DateTime::<Utc>::MIN_UTC,
-            claims: claims::claims_of(replica),
+            claims: keys::backlog_claims(replica),
         }
     }
 

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use levers9_state::Write;
+use levers9_state::{keys, Write};
 
 use super::scheduler::PLACEMENT_DEADLINE;
 use super::Fleet;
@@ -25,7 +25,7 @@ impl Fleet {
         let writes: Vec<Write> = ids
             .iter()
             .map(|id| Write::Set {
-                key: key(id),
+                key: keys::withdrawn(id),
                 value: reason.as_bytes().to_vec(),
                 ttl: PLACEMENT_DEADLINE + Duration::from_secs(60),
             })
@@ -35,7 +35,7 @@ impl Fleet {
 
     /// Why each request was withdrawn, in order; None for one that was not.
     pub async fn withdrawals(&self, ids: &[String]) -> Result<Vec<Option<String>>, ApiError> {
-        let keys: Vec<String> = ids.iter().map(|id| key(id)).collect();
+        let keys: Vec<String> = ids.iter().map(|id| keys::withdrawn(id)).collect();
         Ok(self
             .state()
             .get_many(&keys)
@@ -44,8 +44,4 @@ impl Fleet {
             .map(|mark| mark.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
             .collect())
     }
-}
-
-fn key(container_id: &str) -> String {
-    format!("withdrawn:{container_id}")
 }

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 use levers9_api::v1::{
     controlplane_message, run_event, ControlplaneMessage, TaskInput, TaskOutcome,
 };
+use levers9_state::keys;
 use levers9_store::{task_state, FunctionStore, StubRecord};
 use tokio::sync::watch;
 
@@ -49,7 +50,7 @@ mod upkeep;
 
 use super::rows::RowWriter;
 use super::spec::{self, StubSpec};
-use super::{task_reply, DispatchEvent, TaskState, Ticket};
+use super::{DispatchEvent, TaskState, Ticket};
 use crate::error::ApiError;
 use crate::fleet::scheduler::{send_stop, BACKLOG};
 use crate::fleet::Fleet;
@@ -548,7 +549,7 @@ impl Dispatcher {
                 // result need not wait for the row. Followers of the task's
                 // own channel look at the row after subscribing, so that
                 // channel is told only once the row says the task ended.
-                let own = task_reply(task_id);
+                let own = keys::task_reply(task_id);
                 if ticket.reply != own && recorded != Recorded::Delivered {
                     tasks
                         .publish(&ticket.reply, run_event::Kind::Result(notice.clone()))

@@ -7,6 +7,8 @@
 //! caller (`ItemsReceived`, carried to the worker as `ItemsAck`); so at
 //! most a window of a task's items waits here at any time.
 
+use levers9_state::keys;
+
 use super::TaskState;
 use crate::error::ApiError;
 
@@ -14,10 +16,6 @@ use crate::error::ApiError;
 /// drops a pub/sub subscriber with more than 32 MB pending, and a window
 /// of items must stay far below that.
 pub const MAX_INLINE_ITEM_BYTES: usize = 1 << 20;
-
-fn key(task_id: &str, item_index: u64) -> String {
-    format!("task-item:{task_id}:{item_index}")
-}
 
 impl TaskState {
     /// Keeps an item too large for the caller's channel until its caller's
@@ -30,7 +28,11 @@ impl TaskState {
         payload: &[u8],
     ) -> Result<(), ApiError> {
         self.state
-            .set_with_ttl(&key(task_id, item_index), payload, self.result_ttl)
+            .set_with_ttl(
+                &keys::task_item(task_id, item_index),
+                payload,
+                self.result_ttl,
+            )
             .await?;
         Ok(())
     }
@@ -41,7 +43,7 @@ impl TaskState {
         task_id: &str,
         item_index: u64,
     ) -> Result<Option<Vec<u8>>, ApiError> {
-        let key = key(task_id, item_index);
+        let key = keys::task_item(task_id, item_index);
         let payload = self.state.get(&key).await?;
         if payload.is_some() {
             self.state.delete(&key).await?;

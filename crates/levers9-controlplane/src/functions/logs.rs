@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use levers9_api::v1::TaskOutput;
-use levers9_state::HotState;
+use levers9_state::{keys, HotState};
 use levers9_store::{LogStore, NewLogChunk};
 use tokio::sync::mpsc;
 
@@ -43,11 +43,6 @@ const BATCH_CHUNKS: usize = 512;
 /// transaction per linger, not one per line, and the calls' own database
 /// work does not share the machine with a transaction per line.
 const LINGER: Duration = Duration::from_millis(50);
-
-/// The channel that says a workspace has new lines.
-pub fn channel(workspace_id: &str) -> String {
-    format!("task-logs:{workspace_id}")
-}
 
 /// The replica's handle on its log writer; cheap to clone.
 #[derive(Clone, Default)]
@@ -141,7 +136,7 @@ async fn store_batch(store: &dyn LogStore, state: &dyn HotState, batch: &[NewLog
         }
     };
     for workspace in &appended.workspaces {
-        if let Err(error) = state.publish(&channel(workspace), b"").await {
+        if let Err(error) = state.publish(&keys::task_logs(workspace), b"").await {
             tracing::debug!(%error, "cannot tell log followers of new lines");
         }
     }

@@ -117,11 +117,6 @@ pub struct Ticket {
     pub index: u64,
 }
 
-/// The reply channel of a spawned task: its own.
-pub fn task_reply(task_id: &str) -> String {
-    format!("task:{task_id}")
-}
-
 /// Hot-state access for functions, shared by the service, the worker
 /// streams and the dispatcher.
 #[derive(Clone)]

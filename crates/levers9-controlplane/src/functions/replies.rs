@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use levers9_state::HotState;
+use levers9_state::{keys, HotState};
 use tokio::sync::{mpsc, watch};
 
 use crate::error::ApiError;
@@ -55,10 +55,6 @@ impl Replies {
     /// Whether `reply` is a routed one (else it is a plain channel).
     pub fn is_routed(reply: &str) -> bool {
         reply.starts_with(PREFIX)
-    }
-
-    fn channel(replica: &str) -> String {
-        format!("replica:{replica}")
     }
 
     /// A new reply and its events, until the stream is dropped.
@@ -102,7 +98,7 @@ impl Replies {
         envelope.extend_from_slice(reply.as_bytes());
         envelope.extend_from_slice(&event);
         self.state
-            .publish(&Self::channel(replica), &envelope)
+            .publish(&keys::replica(replica), &envelope)
             .await?;
         Ok(())
     }
@@ -119,7 +115,7 @@ impl Replies {
     /// Keeps this replica's subscription up and routes what arrives to its
     /// callers, until `stopped`.
     pub async fn route(self: Arc<Self>, mut stopped: watch::Receiver<bool>) {
-        let channel = Self::channel(&self.replica);
+        let channel = keys::replica(&self.replica);
         while !*stopped.borrow() {
             let mut events = match self.state.subscribe(&channel).await {
                 Ok(events) => events,

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use levers9_api::v1::{build_image_event, BuildImageEvent};
-use levers9_state::HotState;
+use levers9_state::{keys, HotState};
 use prost::Message;
 use tokio::sync::{broadcast, watch};
 
@@ -35,7 +35,7 @@ pub(super) async fn build_once(
 ) -> Result<BuildEvent, ApiError> {
     let state = &shared.state;
     let id = request.canonical.id();
-    let name = format!("image-build:{id}");
+    let name = keys::image_build(&id);
     let holder = &shared.images.holder;
     // Subscribed before the first try, so no event of a build that holds
     // the lease now is missed.

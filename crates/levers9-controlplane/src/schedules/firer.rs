@@ -21,13 +21,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use levers9_state::keys;
 use levers9_store::{task_state, Fired, FunctionStore, NewTask, ScheduleFire, ScheduleRecord};
 use tokio::sync::watch;
 
 use super::spec::ScheduleSpec;
 use super::ticks;
 use crate::error::ApiError;
-use crate::functions::{task_reply, DispatchEvent, TaskState, Ticket};
+use crate::functions::{DispatchEvent, TaskState, Ticket};
 
 const LEASE: &str = "schedules";
 const LEASE_TTL: Duration = Duration::from_secs(10);
@@ -183,7 +184,7 @@ impl Firer {
         let task_id = ticks::task_id(&schedule.id, plan.tick);
         let ticket = Ticket {
             task_id: task_id.clone(),
-            reply: task_reply(&task_id),
+            reply: keys::task_reply(&task_id),
             index: 0,
         };
         // The input first: once the row is committed the dispatcher may
@@ -261,7 +262,7 @@ impl Firer {
             }
             let ticket = Ticket {
                 task_id: task.id.clone(),
-                reply: task_reply(&task.id),
+                reply: keys::task_reply(&task.id),
                 index: 0,
             };
             self.tell(&task.workspace_id, &task.stub_id, ticket).await?;

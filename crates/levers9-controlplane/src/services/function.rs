@@ -16,6 +16,7 @@ use levers9_api::v1::{
     RunEvent, RunInput, RunRequest, RunStart, SpawnTaskRequest, SpawnTaskResponse, TaskOutcome,
     WaitTaskRequest,
 };
+use levers9_state::keys;
 use levers9_store::{task_state, NewTask, StubRecord, TaskRecord, TokenType};
 use prost::Message;
 use tokio::sync::mpsc;
@@ -30,7 +31,7 @@ use super::stub;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::functions::objects::digest_hex;
-use crate::functions::{task_reply, DispatchEvent, Ticket};
+use crate::functions::{DispatchEvent, Ticket};
 use crate::Shared;
 
 const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
@@ -444,7 +445,7 @@ impl FunctionService for FunctionApi {
         let task_id = new_task_id();
         let ticket = Ticket {
             task_id: task_id.clone(),
-            reply: task_reply(&task_id),
+            reply: keys::task_reply(&task_id),
             index: 0,
         };
         self.submit(&stub, vec![(ticket, body.payload)]).await?;
@@ -465,7 +466,7 @@ impl FunctionService for FunctionApi {
             .shared
             .fleet
             .tasks()
-            .follow(&task_reply(&task_id))
+            .follow(&keys::task_reply(&task_id))
             .await?;
         let task = self.task(&caller, &task_id).await?;
         let (tx, rx) = mpsc::channel(64);

@@ -10,6 +10,7 @@ use futures::{Stream, StreamExt};
 use levers9_api::v1::{
     log_service_server::LogService, FollowLogsResponse, ListLogsRequest, ListLogsResponse, LogLine,
 };
+use levers9_state::keys;
 use levers9_store::{task_state, LogQuery, LogRecord, TokenType};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -17,7 +18,6 @@ use tonic::{Request, Response, Status};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::functions::logs::channel;
 use crate::Shared;
 
 const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
@@ -200,7 +200,7 @@ impl LogService for LogApi {
         let wakes = self
             .shared
             .state
-            .subscribe(&channel(&caller.workspace.id))
+            .subscribe(&keys::task_logs(&caller.workspace.id))
             .await
             .map_err(ApiError::from)?;
         let (tx, rx) = mpsc::channel(16);

@@ -31,7 +31,6 @@ pub use function::FunctionApi;
 pub use image::ImageApi;
 pub use log::LogApi;
 pub use machine::MachineApi;
-pub(crate) use objects::contents_key;
 pub use queue::QueueApi;
 pub(crate) use queue::INBOX_PREFIX;
 pub use secret::SecretApi;

@@ -16,7 +16,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use levers9_api::v1::NamedObject;
 use levers9_api::CONTAINER_ID_METADATA;
 use levers9_config::ObjectsConfig;
-use levers9_state::{HotState, MapPut};
+use levers9_state::{keys, HotState, MapPut};
 use levers9_store::TokenType;
 use tonic::metadata::MetadataMap;
 
@@ -59,13 +59,13 @@ pub(crate) struct Objects<'a> {
 
 impl Objects<'_> {
     fn registry(&self) -> String {
-        format!("objects:{}:{}", self.workspace_id, self.kind.label())
+        keys::object_registry(self.workspace_id, self.kind.label())
     }
 
     /// Where the contents of the object `name` are: a map key for a dict,
     /// a queue name for a queue.
     pub(crate) fn contents(&self, name: &str) -> String {
-        contents_key(self.workspace_id, name)
+        keys::object(self.workspace_id, name)
     }
 
     /// The object by name, created first with `create`; whether this call
@@ -197,11 +197,6 @@ impl Objects<'_> {
             class = self.kind.class(),
         ))
     }
-}
-
-/// Where the contents of the object `name` of the workspace are.
-pub(crate) fn contents_key(workspace_id: &str, name: &str) -> String {
-    format!("object:{workspace_id}:{name}")
 }
 
 /// The workspace a call acts in: the caller's for a workspace or admin

@@ -6,16 +6,12 @@
 use levers9_api::v1::{
     controlplane_message, exec_input, exec_output, ControlplaneMessage, ExecExit, ExecOutput,
 };
+use levers9_state::keys;
 use prost::Message;
 
 use super::StreamState;
 use crate::error::ApiError;
 use crate::fleet::Fleet;
-
-/// The hot state's channel of an exec's output.
-pub(crate) fn channel(exec_id: &str) -> String {
-    format!("exec:{exec_id}")
-}
 
 /// Notes an exec started on this stream.
 pub(super) fn note_sent(stream: &StreamState, message: &ControlplaneMessage) {
@@ -37,7 +33,7 @@ pub(super) async fn forward(
     }
     fleet
         .state()
-        .publish(&channel(&output.exec_id), &output.encode_to_vec())
+        .publish(&keys::exec_output(&output.exec_id), &output.encode_to_vec())
         .await?;
     Ok(())
 }
@@ -56,7 +52,7 @@ pub(super) async fn worker_gone(fleet: &Fleet, worker_id: &str, stream: &StreamS
         };
         if let Err(error) = fleet
             .state()
-            .publish(&channel(&exec_id), &exit.encode_to_vec())
+            .publish(&keys::exec_output(&exec_id), &exit.encode_to_vec())
             .await
         {
             tracing::warn!(%error, %exec_id, "cannot tell an exec its worker went away");

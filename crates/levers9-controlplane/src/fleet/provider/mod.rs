@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use levers9_config::{PoolConfig, PoolProvider};
 use levers9_provider::WorkerProvider;
+use levers9_state::keys;
 use levers9_store::RecordStore;
 use tokio::sync::watch;
 
@@ -110,7 +111,7 @@ async fn reconcile_pool<P, E, F>(
     F: FnMut() -> Result<P, E>,
 {
     let mut provider: Option<P> = None;
-    let lease = format!("pool-provider:{name}");
+    let lease = keys::pool_provider(&name);
     // The first round at once: a pool's minimum is up without a wait.
     let mut rounds = tokio::time::interval(PERIOD);
     rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

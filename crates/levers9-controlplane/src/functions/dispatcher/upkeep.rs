@@ -5,13 +5,14 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use levers9_state::keys;
 use levers9_store::{task_state, TaskRecord};
 
 use super::{Dispatcher, Recorded, RECOVER_LIMIT};
 use crate::error::ApiError;
 use crate::fleet::records::state as container_state;
 use crate::fleet::scheduler::send_stop;
-use crate::functions::{task_reply, Ticket};
+use crate::functions::Ticket;
 
 /// How long a request of a stub with nothing queued may wait for a worker
 /// before it is withdrawn.
@@ -126,7 +127,7 @@ impl Dispatcher {
             let Some((ticket, _)) = self.parts.tasks.input(&task.id).await? else {
                 let ticket = Ticket {
                     task_id: task.id.clone(),
-                    reply: task_reply(&task.id),
+                    reply: keys::task_reply(&task.id),
                     index: 0,
                 };
                 let message = "the task's input was lost (the hot state restarted) before it \

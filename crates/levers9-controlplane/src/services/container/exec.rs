@@ -24,13 +24,13 @@ use levers9_api::v1::{
     controlplane_message, exec_event, exec_input, exec_output, exec_request, ControlplaneMessage,
     ExecEvent, ExecExit, ExecInput, ExecOutput, ExecRequest, ExecStart, ExecStartRequest,
 };
+use levers9_state::keys;
 use prost::Message;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Status, Streaming};
 
 use crate::error::ApiError;
-use crate::fleet::attach::execs::channel;
 use crate::fleet::records::{state, ContainerRecord};
 use crate::fleet::Fleet;
 
@@ -101,7 +101,10 @@ pub(super) async fn open(
     let exec_id = uuid::Uuid::new_v4().simple().to_string();
     // Subscribed before the start goes out: nothing the worker says is
     // missed.
-    let outputs = fleet.state().subscribe(&channel(&exec_id)).await?;
+    let outputs = fleet
+        .state()
+        .subscribe(&keys::exec_output(&exec_id))
+        .await?;
     let relay = Relay {
         fleet,
         worker_id: container.worker_id.clone(),
