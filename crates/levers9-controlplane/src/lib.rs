@@ -19,7 +19,6 @@ pub mod schedules;
 pub mod sealing;
 pub mod server;
 pub mod services;
-pub mod sync;
 pub mod tls;
 
 use std::sync::Arc;

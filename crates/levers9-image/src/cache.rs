@@ -22,8 +22,10 @@ use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::SystemTime;
+
+use levers9_sync::Lock;
 
 use crate::error::{ImageError, Result};
 use crate::reference::Digest;
@@ -111,13 +113,13 @@ impl Layout {
 /// unpack, an eviction) happens once at a time while other digests proceed.
 #[derive(Default)]
 pub(crate) struct KeyedLocks {
-    map: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    map: Lock<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl KeyedLocks {
     pub async fn lock(&self, key: &str) -> tokio::sync::OwnedMutexGuard<()> {
         let mutex = {
-            let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut map = self.map.lock();
             // Drop the entries nobody holds or waits for.
             map.retain(|_, m| Arc::strong_count(m) > 1);
             map.entry(key.to_owned()).or_default().clone()
@@ -153,7 +155,7 @@ pub struct CacheUsage {
 pub(crate) struct Cache {
     pub layout: Layout,
     max_bytes: u64,
-    state: Mutex<State>,
+    state: Lock<State>,
     pub locks: KeyedLocks,
 }
 
@@ -196,22 +198,18 @@ impl Cache {
         Ok(Cache {
             layout,
             max_bytes,
-            state: Mutex::new(state),
+            state: Lock::new(state),
             locks: KeyedLocks::default(),
         })
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     pub fn has_layer(&self, d: &Digest) -> bool {
-        self.state().layers.contains_key(d)
+        self.state.lock().layers.contains_key(d)
     }
 
     /// Records a newly unpacked layer (its `.size` file already written).
     pub fn insert_layer(&self, d: &Digest, bytes: u64) {
-        self.state().layers.insert(
+        self.state.lock().layers.insert(
             d.clone(),
             LayerEntry {
                 bytes,
@@ -224,7 +222,7 @@ impl Cache {
     pub fn touch(&self, digests: &[Digest]) {
         let now = SystemTime::now();
         let present: Vec<&Digest> = {
-            let mut st = self.state();
+            let mut st = self.state.lock();
             digests
                 .iter()
                 .filter(|d| st.layers.get_mut(*d).map(|e| e.last_used = now).is_some())
@@ -246,7 +244,7 @@ impl Cache {
 
     /// Protects layers from eviction until [`Cache::unpin`].
     pub fn pin(&self, digests: &[Digest]) {
-        let mut st = self.state();
+        let mut st = self.state.lock();
         for d in digests {
             *st.pins.entry(d.clone()).or_default() += 1;
         }
@@ -254,7 +252,7 @@ impl Cache {
 
     pub fn unpin(&self, digests: &[Digest]) {
         {
-            let mut st = self.state();
+            let mut st = self.state.lock();
             for d in digests {
                 if let Some(n) = st.pins.get_mut(d) {
                     *n -= 1;
@@ -268,7 +266,7 @@ impl Cache {
     }
 
     pub fn usage(&self) -> CacheUsage {
-        let st = self.state();
+        let st = self.state.lock();
         CacheUsage {
             bytes: st.layers.values().map(|e| e.bytes).sum(),
             layers: st.layers.len(),
@@ -286,7 +284,7 @@ impl Cache {
         let mut evicted = Vec::new();
         loop {
             let victim = {
-                let st = self.state();
+                let st = self.state.lock();
                 let total: u64 = st.layers.values().map(|e| e.bytes).sum();
                 if total <= self.max_bytes {
                     break;
@@ -309,7 +307,7 @@ impl Cache {
             // catches a pin taken meanwhile.
             let _guard = self.locks.lock(victim.as_str()).await;
             {
-                let mut st = self.state();
+                let mut st = self.state.lock();
                 if st.pins.contains_key(&victim) || st.layers.remove(&victim).is_none() {
                     continue;
                 }

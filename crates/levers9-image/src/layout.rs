@@ -11,6 +11,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use levers9_sync::Lock;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
@@ -54,7 +55,7 @@ pub struct Layout {
     pub(crate) root: PathBuf,
     /// Held while `index.json` is read, changed and written back, so two
     /// pushes tagging at once both keep their tag.
-    index_lock: std::sync::Arc<std::sync::Mutex<()>>,
+    index_lock: std::sync::Arc<Lock<()>>,
 }
 
 impl Layout {
@@ -105,10 +106,7 @@ impl Layout {
     /// Names the manifest `manifest` `<repository>:<tag>`, replacing what
     /// had that name.
     pub fn tag(&self, name: &str, manifest: &Descriptor) -> Result<()> {
-        let _held = self
-            .index_lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _held = self.index_lock.lock();
         let mut index = self.index()?;
         index
             .manifests

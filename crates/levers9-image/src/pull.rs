@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
+use levers9_sync::Lock;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::{DigestError, OciDistributionError, OciErrorCode};
 use oci_client::manifest::{
@@ -40,7 +40,7 @@ pub(crate) struct Registries {
     /// Per registry: the client and a hash of the credentials it was
     /// made with (oci-client keeps the first credentials it is given, so a
     /// refreshed ECR token needs a new client).
-    clients: Mutex<HashMap<String, (Client, [u8; 32])>>,
+    clients: Lock<HashMap<String, (Client, [u8; 32])>>,
     manifest_fetches: AtomicU64,
     blob_downloads: AtomicU64,
 }
@@ -56,7 +56,7 @@ impl Registries {
     pub fn new(settings: RegistrySettings) -> Self {
         Registries {
             settings,
-            clients: Mutex::new(HashMap::new()),
+            clients: Lock::new(HashMap::new()),
             manifest_fetches: AtomicU64::new(0),
             blob_downloads: AtomicU64::new(0),
         }
@@ -96,7 +96,7 @@ impl Registries {
                 reason: e.to_string(),
             })?;
         let fingerprint = fingerprint(&credentials);
-        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut clients = self.clients.lock();
         if let Some((client, made_with)) = clients.get(&registry) {
             if *made_with == fingerprint {
                 return Ok((client.clone(), to_auth(&credentials)));

@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use levers9_sync::Lock;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
@@ -88,7 +89,7 @@ pub(crate) struct Inner {
     pub(crate) registries: Registries,
     image_locks: KeyedLocks,
     /// Prepared root file systems; `None` while one is being prepared.
-    containers: Mutex<HashMap<String, Option<ContainerRecord>>>,
+    containers: Lock<HashMap<String, Option<ContainerRecord>>>,
     _lock: Flock<fs::File>,
 }
 
@@ -147,7 +148,7 @@ impl ImageStore {
                 cache,
                 registries,
                 image_locks: KeyedLocks::default(),
-                containers: Mutex::new(containers),
+                containers: Lock::new(containers),
                 _lock: lock,
             }),
         })
@@ -274,13 +275,7 @@ impl ImageStore {
         tokio::task::spawn_blocking(move || overlay::unmount_rootfs(&layout, &id))
             .await
             .map_err(|e| join_error(&self.inner.cache.layout, e))??;
-        let record = self
-            .inner
-            .containers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(container_id)
-            .flatten();
+        let record = self.inner.containers.lock().remove(container_id).flatten();
         if let Some(record) = record {
             self.inner.cache.unpin(&record.layers);
         }
@@ -305,10 +300,7 @@ struct Reservation<'a> {
 
 impl<'a> Reservation<'a> {
     fn new(inner: &'a Inner, id: &str) -> Result<Self> {
-        let mut map = inner
-            .containers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut map = inner.containers.lock();
         if map.contains_key(id) {
             return Err(ImageError::ContainerExists { id: id.to_owned() });
         }
@@ -324,7 +316,6 @@ impl<'a> Reservation<'a> {
         self.inner
             .containers
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
             .insert(self.id.clone(), Some(record));
         self.committed = true;
     }
@@ -333,11 +324,7 @@ impl<'a> Reservation<'a> {
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         if !self.committed {
-            self.inner
-                .containers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&self.id);
+            self.inner.containers.lock().remove(&self.id);
         }
     }
 }

@@ -14,9 +14,10 @@
 //!   it holds them). The channel closes after both streams ended.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::SystemTime;
 
+use levers9_sync::Lock;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::broadcast;
 
@@ -60,14 +61,14 @@ struct Inner {
 /// Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct LogHandle {
-    inner: Arc<Mutex<Inner>>,
+    inner: Arc<Lock<Inner>>,
 }
 
 impl LogHandle {
     pub(crate) fn new(capacity: usize) -> Self {
         let (tx, _) = broadcast::channel(CHANNEL_CAPACITY);
         LogHandle {
-            inner: Arc::new(Mutex::new(Inner {
+            inner: Arc::new(Lock::new(Inner {
                 ring: VecDeque::new(),
                 bytes: 0,
                 capacity,
@@ -78,22 +79,16 @@ impl LogHandle {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A panic while holding the lock cannot leave the ring inconsistent
-        // in a way that matters for logs, so a poisoned lock is still used.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The retained chunks, oldest first.
     pub fn snapshot(&self) -> Vec<LogChunk> {
-        self.lock().ring.iter().cloned().collect()
+        self.inner.lock().ring.iter().cloned().collect()
     }
 
     /// The retained chunks and a receiver of every later one, with no gap
     /// and no duplicate between them (for `logs -f`). After the container's
     /// output ended the receiver reports `Closed` at once.
     pub fn subscribe(&self) -> (Vec<LogChunk>, broadcast::Receiver<LogChunk>) {
-        let inner = self.lock();
+        let inner = self.inner.lock();
         let history = inner.ring.iter().cloned().collect();
         let rx = match &inner.tx {
             Some(tx) => tx.subscribe(),
@@ -104,7 +99,7 @@ impl LogHandle {
 
     /// The retained output of one stream as text (invalid UTF-8 replaced).
     pub fn text(&self, stream: Stream) -> String {
-        let inner = self.lock();
+        let inner = self.inner.lock();
         let bytes: Vec<u8> = inner
             .ring
             .iter()
@@ -116,16 +111,16 @@ impl LogHandle {
 
     /// Bytes dropped from the ring because it was full.
     pub fn dropped_bytes(&self) -> u64 {
-        self.lock().dropped
+        self.inner.lock().dropped
     }
 
     /// Whether both streams have ended.
     pub fn is_finished(&self) -> bool {
-        self.lock().open_streams == 0
+        self.inner.lock().open_streams == 0
     }
 
     fn push(&self, chunk: LogChunk) {
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         // Sent under the lock so that `subscribe` sees each chunk either in
         // the history or on the channel, never both or neither.
         if let Some(tx) = &inner.tx {
@@ -144,7 +139,7 @@ impl LogHandle {
     }
 
     fn stream_ended(&self) {
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         inner.open_streams = inner.open_streams.saturating_sub(1);
         if inner.open_streams == 0 {
             inner.tx = None;

@@ -11,11 +11,12 @@ use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use levers9_ids::ContainerId;
+use levers9_sync::Lock;
 use tokio::process::Child;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -49,7 +50,7 @@ struct Inner<F> {
     cgroups: Hierarchies,
     /// Exit watches of the containers this instance started that have not
     /// exited yet.
-    live: Mutex<HashMap<String, ExitWatch>>,
+    live: Lock<HashMap<String, ExitWatch>>,
 }
 
 impl<F: Flavor> OciRuntime<F> {
@@ -68,7 +69,7 @@ impl<F: Flavor> OciRuntime<F> {
                 cli: Cli::new(flavor, binary, root, config.command_timeout),
                 bundles: state.join("bundles"),
                 cgroups: Hierarchies::discover(),
-                live: Mutex::new(HashMap::new()),
+                live: Lock::new(HashMap::new()),
                 config,
             }),
         }
@@ -99,10 +100,6 @@ impl<F: Flavor> Inner<F> {
         caps
     }
 
-    fn live(&self) -> MutexGuard<'_, HashMap<String, ExitWatch>> {
-        self.live.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Removes runtime state, cgroups and bundle of `id`; reports the first
     /// failure after trying all three.
     async fn remove_all(&self, id: &str) -> Result<(), RuntimeError> {
@@ -121,7 +118,7 @@ impl<F: Flavor> Inner<F> {
 
     /// Waits up to `limit` for the container to end.
     async fn wait_ended(&self, id: &str, limit: Duration) -> bool {
-        let watch = self.live().get(id).cloned();
+        let watch = self.live.lock().get(id).cloned();
         if let Some(watch) = watch {
             return tokio::time::timeout(limit, watch.wait()).await.is_ok();
         }
@@ -154,7 +151,7 @@ impl<F: Flavor> Inner<F> {
         }
         {
             // Only our own entry: the id may have been started anew already.
-            let mut live = self.live();
+            let mut live = self.live.lock();
             if live.get(&id).is_some_and(|w| w.is_of(&exit_tx)) {
                 live.remove(&id);
             }
@@ -249,7 +246,7 @@ impl<F: Flavor> Inner<F> {
         };
 
         let (exit_tx, exit) = ExitWatch::new(&spec.id);
-        self.live().insert(spec.id.clone(), exit.clone());
+        self.live.lock().insert(spec.id.clone(), exit.clone());
         tokio::spawn(
             self.clone()
                 .supervise(spec.id.clone(), child, pumps, exit_tx),
@@ -403,7 +400,7 @@ impl<F: Flavor> Runtime for OciRuntime<F> {
     async fn exec(&self, id: &str, spec: &ExecSpec) -> Result<ExecProcess, RuntimeError> {
         check_id(id)?;
         let inner = &self.inner;
-        let ours_running = inner.live().get(id).is_some_and(|w| w.get().is_none());
+        let ours_running = inner.live.lock().get(id).is_some_and(|w| w.get().is_none());
         if !ours_running && !inner.cli.is_running(id).await {
             return Err(RuntimeError::NotRunning(id.into()));
         }

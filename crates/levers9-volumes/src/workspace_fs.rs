@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use levers9_config::JuiceFsConfig;
+use levers9_sync::Lock;
 use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 use zeroize::Zeroizing;
@@ -99,7 +100,7 @@ pub(crate) struct WorkspaceMounts {
     mode: FormatMode,
     /// One lock per workspace: a slow mount (refused keys are retried for
     /// seconds) holds up only its own workspace.
-    slots: std::sync::Mutex<HashMap<String, Slot>>,
+    slots: Lock<HashMap<String, Slot>>,
 }
 
 impl WorkspaceMounts {
@@ -119,17 +120,17 @@ impl WorkspaceMounts {
             meta_url,
             work_dir: work_dir.to_owned(),
             mode,
-            slots: std::sync::Mutex::default(),
+            slots: Lock::default(),
         }
     }
 
     fn slot(&self, workspace_id: &str) -> Slot {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slots = self.slots.lock();
         slots.entry(workspace_id.to_owned()).or_default().clone()
     }
 
     fn all(&self) -> Vec<Slot> {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let slots = self.slots.lock();
         slots.values().cloned().collect()
     }
 

@@ -19,7 +19,7 @@
 //! its caller was told the exec failed and nobody reads on.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_api::v1::{
@@ -27,6 +27,7 @@ use levers9_api::v1::{
     TerminalSize, WorkerMessage,
 };
 use levers9_runtime::{ExecProcess, ExecSpec, Runtime, RuntimeError, Terminal, WindowSize};
+use levers9_sync::Lock;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
@@ -65,7 +66,7 @@ impl Entry {
 pub(crate) struct Execs {
     runtime: Arc<dyn Runtime>,
     events: mpsc::Sender<WorkerMessage>,
-    live: Arc<Mutex<HashMap<String, Entry>>>,
+    live: Arc<Lock<HashMap<String, Entry>>>,
 }
 
 fn report(exec_id: &str, kind: exec_output::Kind) -> WorkerMessage {
@@ -86,10 +87,6 @@ impl Execs {
         }
     }
 
-    fn live(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
-        self.live.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Carries out one message of the controlplane's about an exec. Never
     /// waits: the session reads on.
     pub(crate) fn input(&self, input: ExecInput) {
@@ -99,7 +96,7 @@ impl Execs {
             self.start(exec_id, start);
             return;
         }
-        let live = self.live();
+        let live = self.live.lock();
         let Some(entry) = live.get(&exec_id) else {
             // It ended already; what was on its way is moot.
             return;
@@ -133,7 +130,7 @@ impl Execs {
 
     /// Kills every exec: the stream they were reported on is gone.
     pub(crate) fn end_all(&self) {
-        for entry in self.live().values() {
+        for entry in self.live.lock().values() {
             entry.kill();
         }
     }
@@ -149,7 +146,7 @@ impl Execs {
             kill: kill_tx,
             size: size_tx,
         };
-        if self.live().insert(exec_id.clone(), entry).is_some() {
+        if self.live.lock().insert(exec_id.clone(), entry).is_some() {
             tracing::warn!(%exec_id, "an exec id came twice; the first one is killed");
         }
         let execs = self.clone();
@@ -161,7 +158,7 @@ impl Execs {
                 size: size_rx,
             };
             let exit = execs.run(&exec_id, start, channels).await;
-            execs.live().remove(&exec_id);
+            execs.live.lock().remove(&exec_id);
             let _ = execs
                 .events
                 .send(report(&exec_id, exec_output::Kind::Exit(exit)))

@@ -13,11 +13,12 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use levers9_api::v1::{function_service_client::FunctionServiceClient, GetObjectRequest};
+use levers9_sync::Lock;
 use sha2::{Digest, Sha256};
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::Channel;
@@ -153,7 +154,7 @@ pub struct ObjectCache {
     source: Arc<dyn ObjectSource>,
     /// One lock per object being made, so concurrent callers for the same
     /// digest wait for one fetch instead of each downloading it.
-    in_flight: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    in_flight: Arc<Lock<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 impl ObjectCache {
@@ -251,7 +252,7 @@ impl ObjectCache {
     /// Waits until no other caller is making `key`; the guard ends the turn.
     async fn wait_turn(&self, key: &str) -> Turn {
         let lock = {
-            let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            let mut in_flight = self.in_flight.lock();
             in_flight.entry(key.to_owned()).or_default().clone()
         };
         let guard = lock.clone().lock_owned().await;
@@ -269,13 +270,13 @@ struct Turn {
     key: String,
     lock: Arc<tokio::sync::Mutex<()>>,
     guard: Option<tokio::sync::OwnedMutexGuard<()>>,
-    in_flight: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    in_flight: Arc<Lock<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 impl Drop for Turn {
     fn drop(&mut self) {
         self.guard.take();
-        let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        let mut in_flight = self.in_flight.lock();
         // Only the map and this turn hold the lock: nobody waits, so the
         // entry can go (new callers clone it only under the map's lock).
         if Arc::strong_count(&self.lock) == 2 {

@@ -15,9 +15,10 @@
 //! ones.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use levers9_config::{ConfigError, JuiceFsConfig, StorageConfig};
+use levers9_sync::Lock;
 use levers9_volumes::{FormatMode, Volumes};
 
 /// The file system a worker with `own` storage settings mounts, given what
@@ -40,7 +41,7 @@ pub(crate) fn storage_to_adopt(
 /// The volumes containers are bound to now, which the controlplane's file
 /// system replaces on attach. Cheap to clone.
 #[derive(Clone)]
-pub(crate) struct SwappableVolumes(Arc<Mutex<Current>>);
+pub(crate) struct SwappableVolumes(Arc<Lock<Current>>);
 
 struct Current {
     volumes: Volumes,
@@ -50,27 +51,22 @@ struct Current {
 
 impl SwappableVolumes {
     pub(crate) fn new(volumes: Volumes) -> Self {
-        Self(Arc::new(Mutex::new(Current {
+        Self(Arc::new(Lock::new(Current {
             volumes,
             adopted: None,
         })))
     }
 
-    fn current(&self) -> std::sync::MutexGuard<'_, Current> {
-        // Each critical section is one read or one swap.
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// The volumes containers start with now.
     pub(crate) fn get(&self) -> Volumes {
-        self.current().volumes.clone()
+        self.0.lock().volumes.clone()
     }
 
     /// Puts the file system `juicefs` in place, mounted under `state_dir`
     /// (as the worker's own would be), unless it is there already. Returns
     /// the volumes put in place and those they replace.
     pub(crate) fn adopt(&self, juicefs: JuiceFsConfig, state_dir: &Path) -> Option<Replaced> {
-        let mut current = self.current();
+        let mut current = self.0.lock();
         if current.adopted.as_ref() == Some(&juicefs) {
             return None;
         }

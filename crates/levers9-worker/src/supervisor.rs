@@ -6,7 +6,7 @@ mod function;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_api::v1::{
@@ -15,6 +15,7 @@ use levers9_api::v1::{
 use levers9_config::JuiceFsConfig;
 use levers9_image::ImageStore;
 use levers9_runtime::{ContainerSpec, Exit, Resources, Runtime, Stream};
+use levers9_sync::Lock;
 use tokio::sync::mpsc;
 
 use crate::container_server::{ContainerServer, NamedForwarder};
@@ -81,13 +82,13 @@ pub struct Supervisor {
     objects: ObjectCache,
     worker_id: String,
     state_dir: PathBuf,
-    held: Arc<Mutex<HashMap<String, Held>>>,
+    held: Arc<Lock<HashMap<String, Held>>>,
     /// The servers of held function containers, for their inputs.
-    servers: Arc<Mutex<HashMap<String, Arc<ContainerServer>>>>,
-    free_gpus: Arc<Mutex<FreeGpus>>,
+    servers: Arc<Lock<HashMap<String, Arc<ContainerServer>>>>,
+    free_gpus: Arc<Lock<FreeGpus>>,
     events: mpsc::Sender<WorkerMessage>,
     /// Replaced when the controlplane's settings arrive on attach.
-    security: Arc<Mutex<Arc<SecurityPolicy>>>,
+    security: Arc<Lock<Arc<SecurityPolicy>>>,
     metrics: SecurityMetrics,
     /// Replaced when the controlplane's file system is adopted on attach.
     volumes: SwappableVolumes,
@@ -137,9 +138,9 @@ impl Supervisor {
             state_dir: options.state_dir,
             held: Arc::default(),
             servers: Arc::default(),
-            free_gpus: Arc::new(Mutex::new(options.gpus.into_iter().collect())),
+            free_gpus: Arc::new(Lock::new(options.gpus.into_iter().collect())),
             events,
-            security: Arc::new(Mutex::new(Arc::new(options.security))),
+            security: Arc::new(Lock::new(Arc::new(options.security))),
             metrics: options.metrics,
             volumes: SwappableVolumes::new(options.volumes),
             cdi_spec_dirs: Arc::new(options.cdi_spec_dirs),
@@ -164,7 +165,7 @@ impl Supervisor {
     /// The hardening containers start under now.
     pub(crate) fn security(&self) -> Arc<SecurityPolicy> {
         // Each critical section is one read or one swap.
-        Arc::clone(&self.security.lock().unwrap_or_else(|p| p.into_inner()))
+        Arc::clone(&self.security.lock())
     }
 
     /// The commands run in its containers.
@@ -201,12 +202,7 @@ impl Supervisor {
 
     /// Containers started from now on are hardened under `policy`.
     pub fn set_security(&self, policy: SecurityPolicy) {
-        *self.security.lock().unwrap_or_else(|p| p.into_inner()) = Arc::new(policy);
-    }
-
-    fn free_gpus(&self) -> MutexGuard<'_, FreeGpus> {
-        // Each critical section is one take or give back.
-        self.free_gpus.lock().unwrap_or_else(|p| p.into_inner())
+        *self.security.lock() = Arc::new(policy);
     }
 
     /// Takes `count` devices of `gpu_type` for a container. The controlplane
@@ -216,7 +212,7 @@ impl Supervisor {
         if count == 0 {
             return Ok(Vec::new());
         }
-        let mut free = self.free_gpus();
+        let mut free = self.free_gpus.lock();
         let devices = free.entry(gpu_type.to_owned()).or_default();
         let count = count as usize;
         if devices.len() < count {
@@ -230,26 +226,25 @@ impl Supervisor {
 
     fn give_back_gpus(&self, gpu_type: &str, devices: Vec<String>) {
         if !devices.is_empty() {
-            let mut free = self.free_gpus();
+            let mut free = self.free_gpus.lock();
             let list = free.entry(gpu_type.to_owned()).or_default();
             list.extend(devices);
             list.sort();
         }
     }
 
-    fn held(&self) -> MutexGuard<'_, HashMap<String, Held>> {
-        // Each critical section is one insert, remove or read.
-        self.held.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// The stub of a container held now.
     pub fn stub_of(&self, container_id: &str) -> Option<String> {
-        self.held().get(container_id).map(|h| h.stub_id.clone())
+        self.held
+            .lock()
+            .get(container_id)
+            .map(|h| h.stub_id.clone())
     }
 
     /// The containers held now, for a (re-)registration.
     pub fn running(&self) -> Vec<RunningContainer> {
-        self.held()
+        self.held
+            .lock()
             .iter()
             .map(|(id, h)| RunningContainer {
                 container_id: id.clone(),
@@ -266,7 +261,7 @@ impl Supervisor {
     /// repeat and does nothing.
     pub fn run(&self, mut request: RunContainer) {
         {
-            let mut held = self.held();
+            let mut held = self.held.lock();
             if held.contains_key(&request.container_id) {
                 return;
             }
@@ -339,7 +334,7 @@ impl Supervisor {
             if let Err(error) = this.images.release(&id).await {
                 tracing::warn!(container_id = %id, %error, "cannot release the root filesystem");
             }
-            this.held().remove(&id);
+            this.held.lock().remove(&id);
             this.report(message(worker_message::Kind::Event(report)))
                 .await;
         });
@@ -466,7 +461,8 @@ impl Supervisor {
     /// stub starts fresh containers on the new mount.
     pub fn stop_volume_users(&self, grace: Duration) {
         let ids: Vec<String> = self
-            .held()
+            .held
+            .lock()
             .iter()
             .filter(|(_, h)| h.has_volumes)
             .map(|(id, _)| id.clone())
@@ -479,7 +475,7 @@ impl Supervisor {
 
     /// Stops every container, for a worker shutting down.
     pub async fn stop_all(&self, grace: Duration) {
-        let ids: Vec<String> = self.held().keys().cloned().collect();
+        let ids: Vec<String> = self.held.lock().keys().cloned().collect();
         let stops = ids.iter().map(|id| self.runtime.stop(id, grace));
         for result in futures::future::join_all(stops).await {
             if let Err(error) = result {

@@ -3,25 +3,23 @@
 //! it too).
 
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use levers9_sync::Lock;
 use tracing::subscriber::DefaultGuard;
 
 /// Everything logged while it lives.
 pub struct LogCapture {
-    buffer: Arc<Mutex<Vec<u8>>>,
+    buffer: Arc<Lock<Vec<u8>>>,
     _guard: DefaultGuard,
 }
 
 #[derive(Clone)]
-struct Sink(Arc<Mutex<Vec<u8>>>);
+struct Sink(Arc<Lock<Vec<u8>>>);
 
 impl Write for Sink {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(data);
+        self.0.lock().extend_from_slice(data);
         Ok(data.len())
     }
 
@@ -33,7 +31,7 @@ impl Write for Sink {
 impl LogCapture {
     /// Starts capturing.
     pub fn start() -> LogCapture {
-        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let buffer = Arc::new(Lock::new(Vec::new()));
         let sink = Sink(buffer.clone());
         let subscriber = tracing_subscriber::fmt()
             .with_ansi(false)
@@ -47,7 +45,7 @@ impl LogCapture {
 
     /// What was logged so far.
     pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.buffer.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+        String::from_utf8_lossy(&self.buffer.lock()).into_owned()
     }
 
     /// The lines that contain `needle`.

@@ -3,8 +3,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use levers9_sync::Lock;
+
 use super::Caller;
-use crate::sync::Lock;
 
 /// Entries past this count trigger a sweep of expired ones, which keeps the
 /// map bounded by the number of tokens used within one cache time.

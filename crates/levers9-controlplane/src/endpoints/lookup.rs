@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use levers9_store::{EndpointRecord, FunctionStore};
+use levers9_sync::Lock;
 
 use crate::error::ApiError;
 use crate::functions::spec::StubSpec;
-use crate::sync::Lock;
 
 /// How long a found endpoint is served from memory: a redeploy reaches the
 /// replicas that did not take it within this time.

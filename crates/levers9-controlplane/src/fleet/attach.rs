@@ -17,6 +17,7 @@ use levers9_api::v1::{
     WorkerMessage,
 };
 use levers9_state::keys;
+use levers9_sync::Lock;
 use prost::Message;
 use tokio::sync::{mpsc, oneshot};
 use tonic::{Status, Streaming};
@@ -29,7 +30,6 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::functions::{DispatchEvent, Ticket};
 use crate::machines::WorkerBinding;
-use crate::sync::Lock;
 use levers9_store::{task_state, TokenType};
 
 pub(crate) mod execs;

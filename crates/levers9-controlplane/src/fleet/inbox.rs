@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use levers9_api::v1::ControlplaneMessage;
 use levers9_state::{keys, Write};
+use levers9_sync::Lock;
 use prost::Message;
 use tokio::sync::mpsc;
 
 use super::Fleet;
 use crate::error::ApiError;
-use crate::sync::Lock;
 
 /// How long one pop of an inbox waits.
 const INBOX_WAIT: Duration = Duration::from_secs(1);

@@ -9,10 +9,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use levers9_sync::Lock;
 use tokio::sync::mpsc;
 
 use super::{DispatchEvent, Ticket};
-use crate::sync::Lock;
 
 /// Inputs up to this size are kept in memory as well.
 const MAX_CACHED_INPUT: usize = 256 << 10;

@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use levers9_state::{keys, HotState};
+use levers9_sync::Lock;
 use tokio::sync::{mpsc, watch};
 
 use crate::error::ApiError;
-use crate::sync::Lock;
 
 const PREFIX: &str = "run.";
 /// How long opening a reply waits for the replica's subscription.

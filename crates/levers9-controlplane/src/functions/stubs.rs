@@ -6,8 +6,7 @@
 use std::collections::HashMap;
 
 use levers9_store::StubRecord;
-
-use crate::sync::Lock;
+use levers9_sync::Lock;
 
 /// Stubs kept, at most; past that the cache starts over.
 const CAPACITY: usize = 10_000;

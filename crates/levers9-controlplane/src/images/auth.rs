@@ -11,9 +11,9 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use levers9_image::{RegistryCredentials, RegistryKeychain};
+use levers9_sync::Lock;
 
 use crate::error::ApiError;
-use crate::sync::Lock;
 
 /// How long a token server's token is reused when it names no lifetime
 /// (the distribution spec's default is 60 s).

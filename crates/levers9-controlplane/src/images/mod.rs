@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use levers9_config::ImageServiceConfig;
 use levers9_image::RegistryKeychain;
+use levers9_sync::Lock;
 use tokio::sync::broadcast;
 
 use crate::error::ApiError;
-use crate::sync::Lock;
 use registry::RegistryClient;
 use spec::{Canonical, SpecRequest};
 

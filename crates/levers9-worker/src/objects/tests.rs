@@ -126,7 +126,7 @@ async fn concurrent_callers_wait_for_one_fetch() {
     }
 
     assert_eq!(source.fetches.load(Ordering::SeqCst), 1);
-    assert!(cache.in_flight.lock().unwrap().is_empty());
+    assert!(cache.in_flight.lock().is_empty());
 }
 
 #[tokio::test]

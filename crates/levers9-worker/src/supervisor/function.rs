@@ -2,9 +2,8 @@
 //! objects it mounts (code, SDK), and exit messages that say why a function
 //! never ran.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_api::v1::{
@@ -29,11 +28,6 @@ impl Supervisor {
     /// Where container servers' directories go.
     fn run_root(&self) -> PathBuf {
         self.state_dir.join("run")
-    }
-
-    fn servers(&self) -> MutexGuard<'_, HashMap<String, Arc<ContainerServer>>> {
-        // Each critical section is one insert, remove or lookup.
-        self.servers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Binds the server of `subject`'s container and keeps it for the
@@ -73,7 +67,7 @@ impl Supervisor {
         if let Some(named) = &self.named {
             server.forward_named(named.clone());
         }
-        self.servers().insert(container_id, server.clone());
+        self.servers.lock().insert(container_id, server.clone());
         Ok(server)
     }
 
@@ -84,7 +78,7 @@ impl Supervisor {
         server: &ContainerServer,
         container_id: &str,
     ) -> RunnerOutcome {
-        self.servers().remove(container_id);
+        self.servers.lock().remove(container_id);
         let runner = server.shut_down().await;
         let dir = server.dir();
         match tokio::fs::remove_dir_all(dir).await {
@@ -99,7 +93,7 @@ impl Supervisor {
     /// Cancels an input given to one of this worker's containers; one
     /// whose container is gone needs nothing (it was reported lost).
     pub fn cancel_input(&self, cancel: CancelInput) {
-        let server = self.servers().get(&cancel.container_id).cloned();
+        let server = self.servers.lock().get(&cancel.container_id).cloned();
         if let Some(server) = server {
             server.cancel_input(&cancel.task_id);
         }
@@ -108,7 +102,7 @@ impl Supervisor {
     /// Passes a generator caller's count of items taken to the runner of
     /// its container; one whose container is gone needs nothing.
     pub fn items_ack(&self, ack: ItemsAck) {
-        let server = self.servers().get(&ack.container_id).cloned();
+        let server = self.servers.lock().get(&ack.container_id).cloned();
         if let Some(server) = server {
             server.ack_items(&ack.task_id, ack.received);
         }
@@ -118,7 +112,7 @@ impl Supervisor {
     /// this worker does not hold, or one without a server, is reported
     /// lost: it never ran, and goes back to the queue.
     pub fn task_input(&self, input: TaskInput) {
-        let server = self.servers().get(&input.container_id).cloned();
+        let server = self.servers.lock().get(&input.container_id).cloned();
         if let Some(server) = server {
             return server.send_input(input);
         }

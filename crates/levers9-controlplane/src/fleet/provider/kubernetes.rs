@@ -8,9 +8,9 @@ use levers9_config::PoolConfig;
 use levers9_kube::{KubeError, Reconciler, WorkerTokenSecret, WorkerWide};
 use levers9_provider::{ProvidedWorker, WorkerProvider};
 use levers9_store::RecordStore;
+use levers9_sync::Lock;
 
 use super::worker_token::{self, Kept};
-use crate::sync::Lock;
 
 /// One `provider: kubernetes` pool.
 pub struct KubernetesPool {

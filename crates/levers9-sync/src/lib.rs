@@ -1,15 +1,26 @@
-//! The one mutex of the controlplane's in-memory maps and caches.
+//! The one mutex of the workspace's in-memory maps and caches (the
+//! controlplane's, the worker's, the runtime's, the image cache's, the
+//! volumes'), so why it ignores poisoning is said, and tested, once.
+//!
+//! A crate of its own because no crate below all of its users is one it
+//! belongs in: the runtime and the image cache depend only on
+//! `levers9-ids`, the volumes only on `levers9-config`.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::sync::{MutexGuard, PoisonError};
 
 /// A `std::sync::Mutex` whose [`Lock::lock`] ignores poisoning.
 ///
-/// Why: what it guards here are caches and routing maps (tokens, stubs,
-/// reply senders, worker inboxes, running builds, endpoint names) whose
-/// critical sections are a few map operations. A panic in one of them
+/// Why: what it guards are caches, routing maps and bookkeeping (tokens,
+/// stubs, reply senders, worker inboxes, running builds, endpoint names; a
+/// worker's held containers, free GPUs and running execs; the image
+/// cache's layers and containers; a container's log ring) whose critical
+/// sections are a few map or field operations. A panic in one of them
 /// leaves at worst a stale or missing entry, which every user already
-/// tolerates (a cache miss, a reply that never comes and times out),
-/// whereas a poisoned mutex would fail every later call on this replica.
+/// tolerates (a cache miss, a reply that never comes and times out, a log
+/// line lost), whereas a poisoned mutex would fail every later call of the
+/// process.
 #[derive(Debug, Default)]
 pub struct Lock<T>(std::sync::Mutex<T>);
 
