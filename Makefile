@@ -1,6 +1,6 @@
 # levers9: the two commands a newcomer needs are `make quickstart` and `make test`.
 
-.PHONY: build test quickstart bench bench-containers bench-functions bench-endpoints bench-websocket bench-maps bench-peers bench-scheduling lint
+.PHONY: build test quickstart bench bench-containers bench-functions bench-endpoints bench-websocket bench-maps bench-peers bench-scheduling bench-memory lint
 
 build:
 	cargo build --release -p levers9-cli
@@ -44,3 +44,8 @@ bench-maps:
 # levers9 beside Ray, Celery+Redis and raw runc/crun/runsc, interleaved.
 bench-peers:
 	scripts/test-servers.sh scripts/bench-peers.sh
+
+# Idle RSS and PSS of a controlplane and a worker, on the embedded backends
+# and on PostgreSQL and Redis, before and after a call (goal: <= 50 MB).
+bench-memory:
+	scripts/test-servers.sh scripts/bench-memory.sh
