@@ -32,7 +32,8 @@ cleanup() { stop_stack; rm -rf "$work" 2>/dev/null || echo "bench: left $work (a
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-image=$(scripts/push-python-image.sh "$LEVERS9_TEST_REGISTRY/levers9/python:3.11")
+# The functions run on the base image the controlplane names by default.
+scripts/push-python-image.sh "$LEVERS9_TEST_REGISTRY/levers9/python:3.11" >/dev/null
 readings=$work/readings.jsonl
 
 # measure BACKEND: starts a stack on it, takes both readings, stops it.
@@ -44,8 +45,8 @@ measure() {
     psql "$LEVERS9_TEST_DATABASE_URL" -q -c "CREATE DATABASE $db"
     local user=${rest%%@*} hostport=${rest#*@}
     hostport=${hostport%%/*}
-    db_env=(LEVERS9_POSTGRES_HOST=${hostport%:*} LEVERS9_POSTGRES_PORT=${hostport#*:} LEVERS9_POSTGRES_USER=$user
-      LEVERS9_POSTGRES_NAME=$db LEVERS9_REDIS_ADDRS=${LEVERS9_TEST_REDIS_URL#redis://} LEVERS9_REDIS_KEY_PREFIX="$db:")
+    db_env=("LEVERS9_POSTGRES_HOST=${hostport%:*}" "LEVERS9_POSTGRES_PORT=${hostport#*:}" "LEVERS9_POSTGRES_USER=$user"
+      "LEVERS9_POSTGRES_NAME=$db" "LEVERS9_REDIS_ADDRS=${LEVERS9_TEST_REDIS_URL#redis://}" "LEVERS9_REDIS_KEY_PREFIX=$db:")
   fi
   local grpc_port http_port
   grpc_port=$(free_port)
