@@ -239,11 +239,13 @@ impl TaskState {
 
     /// Sends an event to a caller's channel.
     pub async fn publish(&self, reply: &str, event: run_event::Kind) -> Result<(), ApiError> {
-        let event = RunEvent { kind: Some(event) }.encode_to_vec();
+        let event = RunEvent { kind: Some(event) };
         if Replies::is_routed(reply) {
             return self.replies.publish(reply, event).await;
         }
-        self.state.publish(&keys::reply(reply), &event).await?;
+        self.state
+            .publish(&keys::reply(reply), &event.encode_to_vec())
+            .await?;
         Ok(())
     }
 

@@ -4,7 +4,8 @@
 //! and from the dispatcher. Subscribing to a hot-state channel per call costs
 //! a connection to Redis each; instead each replica subscribes once, to its
 //! own channel `replica:<id>`, and routes what arrives to its callers. An
-//! event for a caller on the same replica never leaves the process.
+//! event for a caller on the same replica never leaves the process, nor is
+//! it encoded: it goes to the caller's stream as it is.
 //!
 //! A reply name says which replica its caller is on: `run.<replica>.<n>`.
 //! When the replica's subscription breaks, events may have been missed, so
@@ -18,8 +19,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
+use levers9_api::v1::RunEvent;
 use levers9_state::{keys, HotState};
 use levers9_sync::Lock;
+use prost::Message;
 use tokio::sync::{mpsc, watch};
 
 use crate::error::ApiError;
@@ -30,7 +33,7 @@ const READY_WAIT: Duration = Duration::from_secs(5);
 /// Pause before subscribing again after the subscription failed.
 const RESUBSCRIBE_PAUSE: Duration = Duration::from_millis(500);
 
-type Senders = HashMap<String, mpsc::UnboundedSender<Vec<u8>>>;
+type Senders = HashMap<String, mpsc::UnboundedSender<RunEvent>>;
 
 /// This replica's callers and the way to everyone else's.
 pub struct Replies {
@@ -80,7 +83,7 @@ impl Replies {
 
     /// Sends `event` to the caller of `reply`, wherever it is. A caller that
     /// went away is no error.
-    pub async fn publish(&self, reply: &str, event: Vec<u8>) -> Result<(), ApiError> {
+    pub async fn publish(&self, reply: &str, event: RunEvent) -> Result<(), ApiError> {
         let replica = reply
             .strip_prefix(PREFIX)
             .and_then(|rest| rest.split_once('.'))
@@ -92,18 +95,19 @@ impl Replies {
             self.deliver(reply, event);
             return Ok(());
         }
-        let mut envelope = Vec::with_capacity(2 + reply.len() + event.len());
+        let mut envelope = Vec::with_capacity(2 + reply.len() + event.encoded_len());
         // Reply names are short ASCII: the length fits.
         envelope.extend_from_slice(&u16::try_from(reply.len()).unwrap_or(0).to_be_bytes());
         envelope.extend_from_slice(reply.as_bytes());
-        envelope.extend_from_slice(&event);
+        // Writing to a Vec cannot run out of room.
+        let _ = event.encode(&mut envelope);
         self.state
             .publish(&keys::replica(replica), &envelope)
             .await?;
         Ok(())
     }
 
-    fn deliver(&self, reply: &str, event: Vec<u8>) {
+    fn deliver(&self, reply: &str, event: RunEvent) {
         let mut local = self.local.lock();
         if let Some(tx) = local.get(reply) {
             if tx.send(event).is_err() {
@@ -156,23 +160,25 @@ impl Replies {
             tracing::error!("dropping an unreadable reply envelope");
             return;
         };
-        if let Ok(reply) = std::str::from_utf8(reply) {
-            self.deliver(reply, event.to_vec());
-        }
+        let (Ok(reply), Ok(event)) = (std::str::from_utf8(reply), RunEvent::decode(event)) else {
+            tracing::error!("dropping an unreadable reply envelope");
+            return;
+        };
+        self.deliver(reply, event);
     }
 }
 
 /// The events of one reply; dropping it closes the reply.
 pub struct ReplyStream {
-    rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    rx: mpsc::UnboundedReceiver<RunEvent>,
     reply: String,
     replies: Arc<Replies>,
 }
 
 impl Stream for ReplyStream {
-    type Item = Vec<u8>;
+    type Item = RunEvent;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Vec<u8>>> {
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<RunEvent>> {
         self.rx.poll_recv(cx)
     }
 }
@@ -186,7 +192,17 @@ impl Drop for ReplyStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use levers9_api::v1::{run_event, TaskOutcome};
     use levers9_state::MemoryState;
+
+    fn result(task_id: &str) -> RunEvent {
+        RunEvent {
+            kind: Some(run_event::Kind::Result(TaskOutcome {
+                task_id: task_id.into(),
+                ..TaskOutcome::default()
+            })),
+        }
+    }
 
     async fn replica(state: &Arc<MemoryState>, id: &str) -> (Arc<Replies>, watch::Sender<bool>) {
         let replies = Replies::new(state.clone(), id);
@@ -202,10 +218,10 @@ mod tests {
         let (b, _stop_b) = replica(&state, "b").await;
         let (reply, mut events) = a.open().await.expect("open");
         assert!(Replies::is_routed(&reply));
-        a.publish(&reply, b"local".to_vec()).await.expect("local");
-        b.publish(&reply, b"remote".to_vec()).await.expect("remote");
-        assert_eq!(events.next().await.as_deref(), Some(&b"local"[..]));
-        assert_eq!(events.next().await.as_deref(), Some(&b"remote"[..]));
+        a.publish(&reply, result("local")).await.expect("local");
+        b.publish(&reply, result("remote")).await.expect("remote");
+        assert_eq!(events.next().await, Some(result("local")));
+        assert_eq!(events.next().await, Some(result("remote")));
     }
 
     #[tokio::test]
@@ -215,7 +231,7 @@ mod tests {
         let (reply, events) = a.open().await.expect("open");
         drop(events);
         assert!(a.local.lock().is_empty());
-        a.publish(&reply, b"late".to_vec()).await.expect("publish");
+        a.publish(&reply, result("late")).await.expect("publish");
     }
 
     #[tokio::test]
@@ -233,7 +249,7 @@ mod tests {
         let state = Arc::new(MemoryState::new());
         let (a, _stop) = replica(&state, "a").await;
         assert!(matches!(
-            a.publish("run.nodot", Vec::new()).await,
+            a.publish("run.nodot", RunEvent::default()).await,
             Err(ApiError::Corrupt(_))
         ));
     }

@@ -10,7 +10,6 @@ use levers9_api::v1::{
     TaskOutcomes,
 };
 use levers9_store::{task_state, StubRecord};
-use prost::Message;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
@@ -99,7 +98,7 @@ impl RunDriver {
         reply: String,
         start: &RunStart,
         inbound: futures::stream::BoxStream<'static, Result<RunRequest, Status>>,
-        events: futures::stream::BoxStream<'static, Vec<u8>>,
+        events: futures::stream::BoxStream<'static, RunEvent>,
     ) -> EventStream {
         let (tx, rx) = mpsc::channel(256);
         let mut run = Self {
@@ -123,7 +122,7 @@ impl RunDriver {
     async fn drive(
         &mut self,
         mut inbound: futures::stream::BoxStream<'static, Result<RunRequest, Status>>,
-        mut events: futures::stream::BoxStream<'static, Vec<u8>>,
+        mut events: futures::stream::BoxStream<'static, RunEvent>,
     ) {
         // A generator's caller keeps its side open after its one input, for
         // its acknowledgements: its Run ends with its task.
@@ -165,13 +164,13 @@ impl RunDriver {
                         return;
                     }
                 },
-                bytes = events.next() => {
+                event = events.next() => {
                     // What else has arrived goes too, so results ready
                     // together leave in one event.
-                    let mut next = bytes;
+                    let mut next = event;
                     let ended = loop {
-                        let Some(bytes) = next else { break true };
-                        if !self.forward(&bytes).await {
+                        let Some(event) = next else { break true };
+                        if !self.forward(event).await {
                             self.cancel_outstanding().await;
                             return;
                         }
@@ -274,8 +273,8 @@ impl RunDriver {
 
     /// Passes one event on (or keeps a complete result for the next
     /// event); false if the caller is gone.
-    async fn forward(&mut self, bytes: &[u8]) -> bool {
-        let Ok(RunEvent { kind: Some(kind) }) = RunEvent::decode(bytes) else {
+    async fn forward(&mut self, event: RunEvent) -> bool {
+        let Some(kind) = event.kind else {
             return true;
         };
         let kind = match kind {

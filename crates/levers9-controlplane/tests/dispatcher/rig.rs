@@ -156,7 +156,7 @@ impl Rig {
 
     /// Submits one task the way the FunctionService does; its events go to
     /// the returned stream.
-    pub async fn submit(&self, stub: &StubRecord) -> (String, BoxStream<'static, Vec<u8>>) {
+    pub async fn submit(&self, stub: &StubRecord) -> (String, BoxStream<'static, RunEvent>) {
         let task_id = format!("t-{}", uuid::Uuid::now_v7().simple());
         let (reply, events) = self.tasks.open_reply().await.expect("reply");
         let events = events.boxed();
@@ -362,13 +362,11 @@ impl Rig {
     }
 }
 
-pub async fn next_event(events: &mut BoxStream<'static, Vec<u8>>) -> run_event::Kind {
-    let bytes = tokio::time::timeout(WAIT, events.next())
+pub async fn next_event(events: &mut BoxStream<'static, RunEvent>) -> run_event::Kind {
+    tokio::time::timeout(WAIT, events.next())
         .await
         .expect("an event in time")
-        .expect("the channel is open");
-    RunEvent::decode(bytes.as_slice())
-        .expect("decode")
+        .expect("the channel is open")
         .kind
         .expect("kind")
 }
