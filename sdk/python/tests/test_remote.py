@@ -12,11 +12,13 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 import functions_app as app
 import stack
+from waiting import wait_for
 import levers9
 from levers9 import RemoteTraceback
 
@@ -119,6 +121,20 @@ def test_ctrl_c_in_the_caller_cancels_its_task():
     assert "KeyboardInterrupt" in stderr
     with pytest.raises(levers9.TaskCancelled):
         levers9.FunctionCall.from_id(match.group(1)).get(timeout=60)
+
+
+def test_a_task_that_a_call_started_can_be_followed_by_its_id(capfd):
+    # Only a spawned task's end is told on its own channel; the follower of
+    # a call's task sees the end in the task's row.
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(app.announce_then_sleep.remote, 2)
+        seen = []
+        match = wait_for(
+            lambda: seen.append(capfd.readouterr().out) or re.search(r"task (\S+) started", "".join(seen)),
+            within=60,
+        )
+        assert levers9.FunctionCall.from_id(match.group(1)).get(timeout=30) == 2
+        assert running.result(timeout=30) == 2
 
 
 def test_50_mb_argument_and_result_round_trip():

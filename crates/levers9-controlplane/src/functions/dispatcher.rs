@@ -549,15 +549,21 @@ impl Dispatcher {
                 // result need not wait for the row. Followers of the task's
                 // own channel look at the row after subscribing, so that
                 // channel is told only once the row says the task ended.
+                // Only a spawned task's own channel is told: the followers
+                // of any other task read its row every second instead,
+                // which spares each `.remote()` a publish nobody hears.
                 let own = keys::task_reply(task_id);
-                if ticket.reply != own && recorded != Recorded::Delivered {
+                let spawned = ticket.reply == own;
+                if !spawned && recorded != Recorded::Delivered {
                     tasks
                         .publish(&ticket.reply, run_event::Kind::Result(notice.clone()))
                         .await?;
                 }
                 rows.end(task_id, &notice.state, &notice.message).await?;
                 tasks.drop_input(task_id).await?;
-                tasks.publish(&own, run_event::Kind::Result(notice)).await?;
+                if spawned {
+                    tasks.publish(&own, run_event::Kind::Result(notice)).await?;
+                }
                 Ok::<(), ApiError>(())
             }
             .await;

@@ -2,6 +2,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
@@ -36,6 +37,9 @@ use crate::Shared;
 
 const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 const INSTALL_WIDE: &[TokenType] = &[TokenType::Admin, TokenType::Worker];
+/// How often a task's follower reads its row, for an end not told on the
+/// task's own channel (that of a task a Run stream started).
+const ROW_LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// The FunctionService implementation.
 pub struct FunctionApi {
@@ -475,6 +479,11 @@ impl FunctionService for FunctionApi {
         };
         tokio::spawn(async move {
             let mut task = task;
+            // Only a spawned task's end is told on its own channel; the end
+            // of one that a Run stream follows shows in its row.
+            let mut look_again = tokio::time::interval(ROW_LOOK_EVERY);
+            look_again.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            look_again.reset();
             loop {
                 if task_state::is_final(&task.state) {
                     let end = TaskOutcome {
@@ -493,6 +502,16 @@ impl FunctionService for FunctionApi {
                 }
                 let bytes = tokio::select! {
                     bytes = events.next() => bytes,
+                    _ = look_again.tick() => {
+                        match api.task(&caller, &task.id).await {
+                            Ok(row) => task = row,
+                            Err(error) => {
+                                let _ = tx.send(Err(error.into())).await;
+                                return;
+                            }
+                        }
+                        continue;
+                    }
                     () = tx.closed() => return,
                 };
                 let Some(Ok(RunEvent { kind: Some(kind) })) =
