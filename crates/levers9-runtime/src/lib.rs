@@ -16,6 +16,8 @@
 //! ([`Runtime::reap_leftovers`]).
 //!
 //! Needs root and cgroups (tested on v1 hybrid; see `MACHINE-NOTES.md`).
+//! [`ContainerFeed`] makes a [`Container`] with neither, for a stand-in
+//! runtime in the tests of code that drives one.
 #![deny(missing_docs)]
 // Denied everywhere but in `terminal.rs`, which says why it needs it.
 #![deny(unsafe_code)]
@@ -24,6 +26,7 @@ mod cgroups;
 mod container;
 mod error;
 mod exec;
+mod feed;
 mod logs;
 mod oci_cli;
 mod oci_runtime;
@@ -42,6 +45,7 @@ use async_trait::async_trait;
 pub use container::{Container, ExitWatch};
 pub use error::RuntimeError;
 pub use exec::{ExecProcess, ExecSpec};
+pub use feed::ContainerFeed;
 pub use logs::{LogChunk, LogHandle, Stream};
 pub use oci_cli::{ExecTty, Flavor};
 pub use oci_runtime::OciRuntime;
@@ -232,6 +236,10 @@ pub struct Usage {
     pub memory_bytes: u64,
 }
 
+/// Output kept per container unless [`RuntimeConfig::log_buffer_bytes`]
+/// says otherwise: 1 MiB.
+const DEFAULT_LOG_BUFFER_BYTES: usize = 1 << 20;
+
 /// Where a runtime keeps its state and how it names things.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeConfig {
@@ -261,7 +269,7 @@ impl RuntimeConfig {
             cgroup_prefix: "levers9-".into(),
             command_timeout: Duration::from_secs(10),
             start_timeout: Duration::from_secs(30),
-            log_buffer_bytes: 1 << 20,
+            log_buffer_bytes: DEFAULT_LOG_BUFFER_BYTES,
         }
     }
 }

@@ -119,7 +119,7 @@ impl LogHandle {
         self.inner.lock().open_streams == 0
     }
 
-    fn push(&self, chunk: LogChunk) {
+    pub(crate) fn push(&self, chunk: LogChunk) {
         let mut inner = self.inner.lock();
         // Sent under the lock so that `subscribe` sees each chunk either in
         // the history or on the channel, never both or neither.
@@ -144,6 +144,14 @@ impl LogHandle {
         if inner.open_streams == 0 {
             inner.tx = None;
         }
+    }
+
+    /// Ends both streams at once (and again does nothing): for output that
+    /// comes from no pipes (see `feed.rs`).
+    pub(crate) fn end(&self) {
+        let mut inner = self.inner.lock();
+        inner.open_streams = 0;
+        inner.tx = None;
     }
 
     /// Reads `reader` to its end into this handle. Read errors end the

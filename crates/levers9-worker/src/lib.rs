@@ -11,6 +11,8 @@ pub mod cdi;
 mod container_server;
 mod drain;
 mod exec;
+#[cfg(test)]
+mod fake_runtime;
 mod metrics;
 mod objects;
 pub mod security;

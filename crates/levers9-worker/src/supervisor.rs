@@ -3,6 +3,9 @@
 //! a container server and their objects (see `function`).
 
 mod function;
+mod images;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +25,7 @@ use crate::container_server::{ContainerServer, NamedForwarder};
 use crate::objects::ObjectCache;
 use crate::security::{SecurityMetrics, SecurityPolicy, Subject};
 use crate::storage_settings::SwappableVolumes;
+use images::Images;
 
 /// The variable the controlplane names a function container's stub in.
 const STUB_ID_VARIABLE: &str = "LEVERS9_STUB_ID";
@@ -78,7 +82,7 @@ pub struct SupervisorOptions {
 #[derive(Clone)]
 pub struct Supervisor {
     runtime: Arc<dyn Runtime>,
-    images: ImageStore,
+    images: Arc<dyn Images>,
     objects: ObjectCache,
     worker_id: String,
     state_dir: PathBuf,
@@ -125,6 +129,16 @@ impl Supervisor {
     pub fn new(
         runtime: Arc<dyn Runtime>,
         images: ImageStore,
+        objects: ObjectCache,
+        options: SupervisorOptions,
+    ) -> (Supervisor, mpsc::Receiver<WorkerMessage>) {
+        Supervisor::with_images(runtime, Arc::new(images), objects, options)
+    }
+
+    /// As [`Supervisor::new`], with the root file systems from `images`.
+    fn with_images(
+        runtime: Arc<dyn Runtime>,
+        images: Arc<dyn Images>,
         objects: ObjectCache,
         options: SupervisorOptions,
     ) -> (Supervisor, mpsc::Receiver<WorkerMessage>) {
