@@ -26,6 +26,7 @@ bench-scheduling:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo doc --workspace --no-deps
 	scripts/dashboard-web.sh lint
 
 bench-functions:

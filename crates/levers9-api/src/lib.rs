@@ -2,8 +2,15 @@
 //! service).
 #![forbid(unsafe_code)]
 
-/// Version 1 of the API: messages, clients and servers.
-#[allow(missing_docs, clippy::all)]
+/// Version 1 of the API: messages, clients and servers. Generated: exempt
+/// from the workspace's lints (its docs are the protos' comments).
+#[allow(
+    missing_docs,
+    clippy::all,
+    clippy::pedantic,
+    clippy::restriction,
+    rustdoc::all
+)]
 pub mod v1 {
     tonic::include_proto!("levers9.v1");
 }

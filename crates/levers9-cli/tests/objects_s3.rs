@@ -92,7 +92,7 @@ async fn code_objects_go_to_the_bucket_through_the_controlplane() {
 async fn wrong_s3_keys_stop_the_start_with_a_message_that_names_the_setting() {
     let mut env = common::objects_bucket_env("wrong-keys");
     let secret = "e2e-wrong-secret-access-key-0123456789";
-    for (key, value) in env.iter_mut() {
+    for (key, value) in &mut env {
         if key == "LEVERS9_WORKSPACE_SECRET_ACCESS_KEY" {
             *value = secret.into();
         }

@@ -2,6 +2,9 @@
 //! CLI on a terminal the test opens (a pty whose slave is the CLI's stdio
 //! and controlling terminal), typed at as a person would: on runc and on
 //! gVisor; and a shell of a deployed function.
+// The pty ioctls (nix offers them only as unsafe macros) and the
+// pre-exec hook that makes the pty the CLI's controlling terminal.
+#![allow(unsafe_code)]
 
 mod common;
 
@@ -19,8 +22,17 @@ use common::{text, with_token, Backend, Controlplane, BIN};
 use levers9_api::v1::{DeployRequest, DeployedFunction, StubConfig};
 use nix::pty::{openpty, OpenptyResult, Winsize};
 
-nix::ioctl_write_int_bad!(set_controlling_terminal, nix::libc::TIOCSCTTY);
-nix::ioctl_write_ptr_bad!(set_window_size, nix::libc::TIOCSWINSZ, Winsize);
+nix::ioctl_write_int_bad!(
+    /// `TIOCSCTTY`: the terminal becomes the caller's controlling terminal.
+    set_controlling_terminal,
+    nix::libc::TIOCSCTTY
+);
+nix::ioctl_write_ptr_bad!(
+    /// `TIOCSWINSZ`: sets the terminal's window size.
+    set_window_size,
+    nix::libc::TIOCSWINSZ,
+    Winsize
+);
 
 /// Long enough for an image pull and a container start.
 const START: Duration = Duration::from_secs(120);

@@ -1,7 +1,6 @@
 //! levers9 configuration: the schema with the product's camelCase keys,
 //! layered loading (shipped defaults < file < `LEVERS9_*` environment),
 //! redaction for printing, and detection of the shipped, public defaults.
-#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod delivered_storage;

@@ -1,6 +1,5 @@
 //! Identifiers that cross crates (controlplane, worker, runtime, image),
 //! checked in one place so the crates cannot disagree on what is valid.
-#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 use std::fmt;

@@ -3,7 +3,6 @@
 //! is the one round that brings any provider to the number of workers
 //! wanted.
 #![forbid(unsafe_code)]
-#![deny(missing_docs)]
 
 mod reconcile;
 

@@ -2,7 +2,6 @@
 //! each sealed value tagged with the id of the key that sealed it, and bound
 //! to its row by associated data so a ciphertext copied elsewhere does not
 //! open.
-#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod key;

@@ -5,7 +5,6 @@
 //! One trait, [`HotState`], with two implementations that pass the same test
 //! suite: [`RedisState`] for production and [`MemoryState`] for a
 //! single-machine install.
-#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod amounts;

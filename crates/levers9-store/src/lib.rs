@@ -3,7 +3,6 @@
 //! objects, stubs, deployed apps, their schedules and tasks), [`LogStore`] (what tasks
 //! printed) and [`MachineStore`] (pools and machines) — with a Postgres backend for
 //! production and an embedded SQLite backend for single-machine installs.
-#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod endpoint_model;

@@ -5,7 +5,6 @@
 //! A crate of its own because no crate below all of its users is one it
 //! belongs in: the runtime and the image cache depend only on
 //! `levers9-ids`, the volumes only on `levers9-config`.
-#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 use std::sync::{MutexGuard, PoisonError};

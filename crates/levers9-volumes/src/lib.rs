@@ -6,7 +6,6 @@
 //! another workspace's volumes. A workspace with storage credentials of its
 //! own has its volumes in a file system of its own instead, in its bucket
 //! (`<its root>/volumes/<name>`; see [`WorkspaceStorage`]).
-#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod juicefs;

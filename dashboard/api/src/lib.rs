@@ -2,6 +2,9 @@
 //! session cookies with CSRF protection, and a JSON view of the
 //! controlplane for the web app. Settings: docs/dashboard.md.
 #![forbid(unsafe_code)]
+// Not documented throughout yet (about 60 public items): the workspace's
+// missing_docs waits for that here.
+#![allow(missing_docs)]
 
 pub mod config;
 pub mod controlplane;

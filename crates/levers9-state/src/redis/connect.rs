@@ -9,7 +9,7 @@ use super::{deadline, RedisState, ACQUIRE_LEASE, COMMAND_TIMEOUT, CONNECT_TIMEOU
 use crate::StateError;
 
 impl RedisState {
-    /// Connects to the Redis at `url` (redis://[:password@]host:port[/db]); `key_prefix` namespaces every key and channel.
+    /// Connects to the Redis at `url` (`redis://[:password@]host:port[/db]`); `key_prefix` namespaces every key and channel.
     pub async fn connect(url: &str, key_prefix: &str) -> Result<RedisState, StateError> {
         Self::from_client(Client::open(url)?, key_prefix).await
     }
