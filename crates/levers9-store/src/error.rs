@@ -17,11 +17,6 @@ pub enum StoreError {
     /// The schema could not be brought up to date.
     #[error("migration error: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
-    /// A task was to end in a state that is not final; the text is that state.
-    #[error(
-        "{0:?} is not a final task state: expected one of complete, error, timeout, cancelled"
-    )]
-    NotFinalState(String),
     /// The caller asked for something the records cannot hold; the text says what.
     #[error("invalid request: {0}")]
     Invalid(String),

@@ -2,35 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-/// The states a task moves through; stored as text so the controlplane owns the
-/// transitions and the store only guards the final ones.
-pub mod task_state {
-    /// Accepted, waiting for a container.
-    pub const PENDING: &str = "pending";
-    /// An attempt is running in a container.
-    pub const RUNNING: &str = "running";
-    /// An attempt failed and the task waits for another.
-    pub const RETRY: &str = "retry";
-    /// Finished with a result.
-    pub const COMPLETE: &str = "complete";
-    /// Finished with an error (the function raised, or attempts ran out).
-    pub const ERROR: &str = "error";
-    /// Finished because it ran past its time limit.
-    pub const TIMEOUT: &str = "timeout";
-    /// Finished because a user cancelled it.
-    pub const CANCELLED: &str = "cancelled";
-
-    /// Every state, in the order a task usually meets them.
-    pub const ALL: [&str; 7] = [PENDING, RUNNING, RETRY, COMPLETE, ERROR, TIMEOUT, CANCELLED];
-
-    /// The states a task never leaves.
-    pub const FINAL: [&str; 4] = [COMPLETE, ERROR, TIMEOUT, CANCELLED];
-
-    /// Whether a task in `state` is over, so nothing may change it any more.
-    pub fn is_final(state: &str) -> bool {
-        FINAL.contains(&state)
-    }
-}
+use crate::task_state::{AttemptOutcome, FinalState, TaskState};
 
 /// A deployable function: which code, which SDK, which entry point, with what settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,8 +63,8 @@ pub struct TaskStart {
 pub struct TaskEnd {
     /// The task.
     pub task_id: String,
-    /// Its final state: complete, error, timeout or cancelled.
-    pub state: String,
+    /// How it ended.
+    pub state: FinalState,
     /// Why, for all but complete.
     pub message: String,
     /// When it ended.
@@ -150,8 +122,8 @@ pub struct TaskRecord {
     pub stub_id: String,
     /// The function it calls.
     pub function_name: String,
-    /// One of [`task_state`].
-    pub state: String,
+    /// Where it stands.
+    pub state: TaskState,
     /// How many attempts have started (0 while first pending).
     pub attempts: u32,
     /// The container of the latest attempt; empty before the first.
@@ -182,10 +154,8 @@ pub struct AttemptRecord {
     pub started_at: DateTime<Utc>,
     /// When it ended; None while it runs.
     pub ended_at: Option<DateTime<Utc>>,
-    /// Empty while it runs; `retried` (failed, attempts left), `lost` (its
-    /// worker was lost: it runs again without using an attempt), `requeued`
-    /// (handed back unfinished) or the task's final state.
-    pub outcome: String,
+    /// How it ended; None while it runs.
+    pub outcome: Option<AttemptOutcome>,
     /// Why it failed or was handed back.
     pub message: String,
 }

@@ -28,7 +28,7 @@ macro_rules! task_columns {
 /// A task that is not final. Literal rather than bound, and word for word the
 /// predicate of the partial index `tasks_unfinished_created_at`: both planners use a
 /// partial index only when the query repeats its predicate (a unit test holds the
-/// migrations and [`task_state::FINAL`] to this text).
+/// migrations and [`FinalState::ALL`](crate::FinalState::ALL) to this text).
 macro_rules! unfinished {
     () => {
         "state NOT IN ('complete', 'error', 'timeout', 'cancelled')"
@@ -95,18 +95,23 @@ pub(crate) struct TaskRow {
 }
 
 impl TaskRow {
-    /// The task this row holds; Corrupt if its attempts do not fit a u32 (the schema
-    /// keeps them non-negative, so only a hand-edited row gets here).
+    /// The task this row holds; Corrupt if its attempts do not fit a u32 or its
+    /// state is none this build knows (the schema keeps both in range, so only a
+    /// hand-edited row gets here).
     fn into_record(self) -> Result<TaskRecord, StoreError> {
         let attempts = u32::try_from(self.attempts).map_err(|_| {
             StoreError::Corrupt(format!("task {:?}: attempts {}", self.id, self.attempts))
         })?;
+        let state = self
+            .state
+            .parse()
+            .map_err(|e| StoreError::Corrupt(format!("task {:?}: {e}", self.id)))?;
         Ok(TaskRecord {
             id: self.id,
             workspace_id: self.workspace_id,
             stub_id: self.stub_id,
             function_name: self.function_name,
-            state: self.state,
+            state,
             attempts,
             container_id: self.container_id,
             worker_id: self.worker_id,
@@ -437,11 +442,14 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::function_model::task_state;
+    use crate::task_state::{FinalState, TaskState};
 
     /// The quoted, comma-separated final states, as the SQL lists them.
     fn final_states_list() -> String {
-        let quoted: Vec<String> = task_state::FINAL.iter().map(|s| format!("'{s}'")).collect();
+        let quoted: Vec<String> = FinalState::ALL
+            .iter()
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect();
         quoted.join(", ")
     }
 
@@ -460,20 +468,34 @@ mod tests {
             include_str!("../migrations/sqlite/0003_functions.sql"),
         ] {
             assert!(schema.contains(concat!("WHERE ", unfinished!(), ";")));
-            for state in task_state::ALL {
+            for state in TaskState::ALL {
                 assert!(schema.contains(&format!("'{state}'")), "{state} allowed");
             }
         }
     }
 
     #[test]
-    fn only_the_four_ending_states_are_final() {
-        let finals: Vec<&str> = task_state::ALL
-            .into_iter()
-            .filter(|s| task_state::is_final(s))
-            .collect();
-        assert_eq!(finals, ["complete", "error", "timeout", "cancelled"]);
-        assert!(!task_state::is_final("no-such-state"));
+    fn a_row_in_an_unknown_state_is_corrupt() {
+        let row = TaskRow {
+            id: "t-1".into(),
+            workspace_id: "w".into(),
+            stub_id: "s".into(),
+            function_name: "f".into(),
+            state: "finished".into(),
+            attempts: 1,
+            container_id: String::new(),
+            worker_id: String::new(),
+            message: String::new(),
+            created_at: Utc::now(),
+            started_at: None,
+            ended_at: None,
+        };
+        let err = row.into_record().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "corrupt record: task \"t-1\": unknown task state \"finished\": expected one of \
+             pending, running, retry, complete, error, timeout, cancelled"
+        );
     }
 
     #[test]

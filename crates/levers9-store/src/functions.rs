@@ -18,6 +18,7 @@ use crate::function_sql;
 use crate::postgres::PostgresStore;
 use crate::schedule_model::{Fired, ScheduleFire, ScheduleRecord};
 use crate::sqlite::SqliteStore;
+use crate::task_state::FinalState;
 
 /// Functions, stubs and tasks, whichever database holds them.
 #[async_trait::async_trait]
@@ -148,10 +149,8 @@ pub trait FunctionStore: Send + Sync + 'static {
     ///   started_at if unset, and opens an attempt row (closing one left
     ///   open, as handed back unfinished);
     /// - a retry sets state "retry" and the message, and closes the attempt;
-    /// - an end sets a final state (complete, error, timeout or cancelled),
-    ///   message and ended_at, and closes the attempt.
-    ///
-    /// NotFinalState, changing nothing, if an end's state is not final.
+    /// - an end sets its final state, message and ended_at, and closes the
+    ///   attempt.
     async fn move_tasks(&self, moves: &TaskMoves<'_>) -> Result<TasksMoved, StoreError>;
 
     /// Starts attempts as [`FunctionStore::move_tasks`] does; returns how many changed.
@@ -191,13 +190,13 @@ pub trait FunctionStore: Send + Sync + 'static {
     async fn finish_task(
         &self,
         task_id: &str,
-        state: &str,
+        state: FinalState,
         message: &str,
         at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         let end = TaskEnd {
             task_id: task_id.to_owned(),
-            state: state.to_owned(),
+            state,
             message: message.to_owned(),
             at,
         };

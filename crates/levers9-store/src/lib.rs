@@ -20,12 +20,13 @@ mod schedule_model;
 mod sealed;
 mod sql;
 mod sqlite;
+mod task_state;
 
 pub use endpoint_model::{EndpointKind, EndpointRecord, NewEndpoint};
 pub use error::StoreError;
 pub use function_model::{
-    task_state, AttemptRecord, DeploymentRecord, NewDeployment, NewTask, StubRecord, TaskEnd,
-    TaskMoves, TaskRecord, TaskRetry, TaskStart, TasksMoved,
+    AttemptRecord, DeploymentRecord, NewDeployment, NewTask, StubRecord, TaskEnd, TaskMoves,
+    TaskRecord, TaskRetry, TaskStart, TasksMoved,
 };
 pub use functions::FunctionStore;
 pub use log_model::{Appended, LogQuery, LogRecord, NewLogChunk, TRUNCATED_STREAM};
@@ -38,6 +39,7 @@ pub use postgres::{PostgresSettings, PostgresStore};
 pub use schedule_model::{Fired, NewSchedule, ScheduleFire, ScheduleRecord};
 pub use sealed::{SealedId, SealedInfo, SealedKind, SealedStore, SealedValue};
 pub use sqlite::SqliteStore;
+pub use task_state::{AttemptOutcome, FinalState, TaskState, UnknownState};
 
 use chrono::{DateTime, Utc};
 

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use levers9_api::v1::{run_event, TaskItemEvent, TaskOutcome};
 use levers9_state::HotState;
-use levers9_store::{task_state, EndpointKind, TokenType};
+use levers9_store::{EndpointKind, FinalState, TokenType};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::metadata::{MetadataMap, MetadataValue};
@@ -238,22 +238,26 @@ fn not_found(workspace: &str, name: &str) -> ApiError {
 /// answer; the function's exception is 500 and its timeout 504, with the
 /// message the runner wrote.
 fn respond(kind: EndpointKind, outcome: TaskOutcome) -> Result<Response, ApiError> {
-    match outcome.state.as_str() {
-        task_state::COMPLETE if kind == EndpointKind::Asgi => asgi::response(outcome.payload),
-        task_state::COMPLETE => {
+    match outcome.state.parse() {
+        Ok(FinalState::Complete) if kind == EndpointKind::Asgi => asgi::response(outcome.payload),
+        Ok(FinalState::Complete) => {
             Ok(([(CONTENT_TYPE, "application/json")], outcome.payload).into_response())
         }
-        _ => Err(failure(outcome)),
+        Ok(FinalState::Error | FinalState::Timeout | FinalState::Cancelled) | Err(_) => {
+            Err(failure(outcome))
+        }
     }
 }
 
 /// The error a call that did not complete answers with.
 pub(super) fn failure(outcome: TaskOutcome) -> ApiError {
-    match outcome.state.as_str() {
-        task_state::TIMEOUT => ApiError::DeadlineExceeded(outcome.message),
-        task_state::CANCELLED => {
+    match outcome.state.parse() {
+        Ok(FinalState::Timeout) => ApiError::DeadlineExceeded(outcome.message),
+        Ok(FinalState::Cancelled) => {
             ApiError::FunctionFailed(format!("the call was cancelled: {}", outcome.message))
         }
-        _ => ApiError::FunctionFailed(outcome.message),
+        Ok(FinalState::Complete | FinalState::Error) | Err(_) => {
+            ApiError::FunctionFailed(outcome.message)
+        }
     }
 }

@@ -16,7 +16,7 @@ use axum::response::Response;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use levers9_api::v1::{run_event, ItemsReceived, RunEvent, TaskItemEvent};
-use levers9_store::task_state;
+use levers9_store::FinalState;
 use tokio::sync::mpsc::UnboundedSender;
 use tonic::Status;
 
@@ -69,7 +69,7 @@ fn chunks(rest: Rest) -> impl futures::Stream<Item = Result<Bytes, io::Error>> +
                 }
                 Some(Ok(RunEvent {
                     kind: Some(run_event::Kind::Result(outcome)),
-                })) if outcome.state == task_state::COMPLETE => return None,
+                })) if outcome.state == FinalState::Complete.as_str() => return None,
                 Some(Ok(RunEvent {
                     kind: Some(run_event::Kind::Result(outcome)),
                 })) => format!("the app failed after its answer began: {}", outcome.message),
@@ -104,10 +104,10 @@ mod tests {
         Ok(RunEvent { kind: Some(kind) })
     }
 
-    fn ended(state: &str) -> Result<RunEvent, Status> {
+    fn ended(state: FinalState) -> Result<RunEvent, Status> {
         event(run_event::Kind::Result(TaskOutcome {
             task_id: "t1".into(),
-            state: state.into(),
+            state: state.as_str().into(),
             message: "RuntimeError: broke".into(),
             ..TaskOutcome::default()
         }))
@@ -133,7 +133,7 @@ mod tests {
     async fn the_body_is_the_chunks_in_order_each_acknowledged_as_it_is_taken() {
         let (response, mut taken) = streamed(vec![
             event(run_event::Kind::Item(item(1, b"data: 1\n\n"))),
-            ended(task_state::COMPLETE),
+            ended(FinalState::Complete),
         ])
         .await;
         assert_eq!(response.headers()["content-type"], "text/event-stream");
@@ -148,7 +148,7 @@ mod tests {
     #[tokio::test]
     async fn a_failure_after_the_head_ends_the_body_with_an_error() {
         for later in [
-            vec![ended(task_state::ERROR)],
+            vec![ended(FinalState::Error)],
             vec![Err(
                 ApiError::Interrupted("lost the hot state".into()).into()
             )],

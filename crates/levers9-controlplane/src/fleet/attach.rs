@@ -28,9 +28,9 @@ use super::scheduler::BACKLOG;
 use super::Fleet;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::functions::{DispatchEvent, Ticket};
+use crate::functions::{DispatchEvent, InputEnd, Ticket};
 use crate::machines::WorkerBinding;
-use levers9_store::{task_state, TokenType};
+use levers9_store::{FinalState, TokenType};
 
 pub(crate) mod execs;
 mod items;
@@ -332,14 +332,25 @@ async fn task_result(
     result: TaskResult,
 ) -> Result<(), ApiError> {
     let ticket = stream.tickets.lock().remove(&result.task_id);
+    let end = InputEnd::parse(&result.state).unwrap_or_else(|| {
+        tracing::warn!(task_id = %result.task_id, state = %result.state, "a worker ended an input in a state no worker sends; taken as an error");
+        InputEnd::Error
+    });
+    let reported = match end {
+        InputEnd::Complete => Some(FinalState::Complete),
+        InputEnd::Error => Some(FinalState::Error),
+        InputEnd::Timeout => Some(FinalState::Timeout),
+        // A lost input runs again; a cancelled one was ended by the
+        // dispatcher when the caller cancelled it: neither is how the task
+        // ended.
+        InputEnd::Lost | InputEnd::Cancelled => None,
+    };
     let mut delivered = false;
-    // A lost input runs again; a cancelled one was ended by the dispatcher
-    // when the caller cancelled it: neither is how the task ended.
-    if result.state != "lost" && result.state != task_state::CANCELLED {
+    if let Some(state) = reported {
         let outcome = TaskOutcome {
             index: ticket.as_ref().map_or(0, |t| t.index),
             task_id: result.task_id.clone(),
-            state: result.state.clone(),
+            state: state.as_str().to_owned(),
             payload: result.payload,
             traceback: result.traceback,
             message: result.message.clone(),
@@ -349,8 +360,8 @@ async fn task_result(
         // more hops through the dispatcher and a read of what was stored.
         // Large ones take the long way: Redis drops a subscriber whose
         // pending messages pass its pub/sub output limit (32 MB).
-        let inline = outcome.state == task_state::COMPLETE
-            && outcome.payload.len() <= MAX_INLINE_RESULT_BYTES;
+        let inline =
+            state == FinalState::Complete && outcome.payload.len() <= MAX_INLINE_RESULT_BYTES;
         if let Some(ticket) = ticket.filter(|_| inline) {
             fleet
                 .tasks()
@@ -367,7 +378,7 @@ async fn task_result(
         .tell(&DispatchEvent::Finished {
             container_id: result.container_id,
             task_id: result.task_id,
-            state: result.state,
+            state: end,
             message: result.message,
             delivered,
         })
@@ -435,15 +446,18 @@ async fn attach_input(fleet: &Fleet, stream: &StreamState, input: &mut TaskInput
         outcome => {
             let (state, message) = match outcome {
                 Ok(_) => (
-                    "error",
+                    InputEnd::Error,
                     "the task's input expired before it could run".to_owned(),
                 ),
-                Err(error) => ("lost", format!("cannot read the task's input: {error}")),
+                Err(error) => (
+                    InputEnd::Lost,
+                    format!("cannot read the task's input: {error}"),
+                ),
             };
             let event = DispatchEvent::Finished {
                 container_id: input.container_id.clone(),
                 task_id: input.task_id.clone(),
-                state: state.to_owned(),
+                state,
                 message,
                 delivered: false,
             };

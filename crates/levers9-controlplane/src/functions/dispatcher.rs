@@ -38,7 +38,7 @@ use levers9_api::v1::{
     controlplane_message, run_event, ControlplaneMessage, TaskInput, TaskOutcome,
 };
 use levers9_state::keys;
-use levers9_store::{task_state, FunctionStore, StubRecord};
+use levers9_store::{FinalState, FunctionStore, StubRecord};
 use tokio::sync::watch;
 
 mod drain;
@@ -50,7 +50,7 @@ mod upkeep;
 
 use super::rows::RowWriter;
 use super::spec::{self, StubSpec};
-use super::{DispatchEvent, TaskState, Ticket};
+use super::{DispatchEvent, InputEnd, TaskState, Ticket};
 use crate::error::ApiError;
 use crate::fleet::scheduler::{send_stop, BACKLOG};
 use crate::fleet::Fleet;
@@ -239,7 +239,7 @@ impl Dispatcher {
                 message,
                 delivered,
             } => {
-                self.finished(&container_id, &task_id, &state, message, delivered)
+                self.finished(&container_id, &task_id, state, message, delivered)
                     .await
             }
             DispatchEvent::ContainerEnded { container_id } => self.ended(&container_id).await,
@@ -284,7 +284,7 @@ impl Dispatcher {
         if !self.load_stub(workspace_id, stub_id).await? {
             for ticket in tickets {
                 let message = format!("stub {stub_id} no longer exists");
-                self.publish_end(&ticket, task_state::ERROR, &message, Recorded::Nothing);
+                self.publish_end(&ticket, FinalState::Error, &message, Recorded::Nothing);
             }
             return Ok(());
         }
@@ -486,7 +486,7 @@ impl Dispatcher {
         &mut self,
         container_id: &str,
         task_id: &str,
-        state: &str,
+        state: InputEnd,
         message: String,
         delivered: bool,
     ) -> Result<(), ApiError> {
@@ -498,20 +498,20 @@ impl Dispatcher {
         };
         let stub_id = held.stub_id.clone();
         if let (Some(sent), Some(stub)) = (held.sent, self.stubs.get_mut(&stub_id)) {
-            if state != "lost" {
+            if state != InputEnd::Lost {
                 stub.pace.ended(sent);
             }
         }
         match state {
-            task_state::COMPLETE => {
+            InputEnd::Complete => {
                 let recorded = if delivered {
                     Recorded::Delivered
                 } else {
                     Recorded::Stored
                 };
-                self.publish_end(&held.ticket, task_state::COMPLETE, "", recorded);
+                self.publish_end(&held.ticket, FinalState::Complete, "", recorded);
             }
-            "lost" => {
+            InputEnd::Lost => {
                 if let Some(warm) = self
                     .stubs
                     .get_mut(&stub_id)
@@ -522,18 +522,25 @@ impl Dispatcher {
                 held.attempt = held.attempt.saturating_sub(1);
                 self.queue_held(held, true);
             }
-            failed => self.failed(held, failed, message, Recorded::Stored),
+            InputEnd::Timeout => {
+                self.failed(held, FinalState::Timeout, message, Recorded::Stored);
+            }
+            // A cancelled input the dispatcher still holds was not cancelled
+            // by its caller: it failed like any other.
+            InputEnd::Error | InputEnd::Cancelled => {
+                self.failed(held, FinalState::Error, message, Recorded::Stored);
+            }
         }
         self.pump(&stub_id).await
     }
 
     /// Ends a task: the row, the outcome (unless the worker's stream stored
     /// it), the input dropped, the caller told (unless it was already).
-    fn publish_end(&self, ticket: &Ticket, state: &str, message: &str, recorded: Recorded) {
+    fn publish_end(&self, ticket: &Ticket, state: FinalState, message: &str, recorded: Recorded) {
         let notice = TaskOutcome {
             index: ticket.index,
             task_id: ticket.task_id.clone(),
-            state: state.to_owned(),
+            state: state.as_str().to_owned(),
             message: message.to_owned(),
             ..TaskOutcome::default()
         };
@@ -559,7 +566,7 @@ impl Dispatcher {
                         .publish(&ticket.reply, run_event::Kind::Result(notice.clone()))
                         .await?;
                 }
-                rows.end(task_id, &notice.state, &notice.message).await?;
+                rows.end(task_id, state, &notice.message).await?;
                 tasks.drop_input(task_id).await?;
                 if spawned {
                     tasks.publish(&own, run_event::Kind::Result(notice)).await?;

@@ -29,6 +29,7 @@
 //! that another replica may need.
 
 pub mod dispatcher;
+mod input_end;
 pub mod items;
 mod local;
 pub mod logs;
@@ -47,6 +48,7 @@ use prost::Message;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
+pub use input_end::InputEnd;
 use replies::Replies;
 
 /// How long a task's input waits in the hot state at most.
@@ -78,8 +80,8 @@ pub enum DispatchEvent {
         container_id: String,
         /// The task.
         task_id: String,
-        /// complete, error, timeout or lost.
-        state: String,
+        /// How the input ended.
+        state: InputEnd,
         /// Why, for error, timeout and lost.
         message: String,
         /// The caller's channel has the result already (a complete one).

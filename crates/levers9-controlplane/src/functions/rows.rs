@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use levers9_store::{FunctionStore, TaskEnd, TaskMoves, TaskRetry, TaskStart};
+use levers9_store::{FinalState, FunctionStore, TaskEnd, TaskMoves, TaskRetry, TaskStart};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -92,12 +92,17 @@ impl RowWriter {
     }
 
     /// A task ended; returns once its row says so.
-    pub async fn end(&self, task_id: &str, state: &str, message: &str) -> Result<(), ApiError> {
+    pub async fn end(
+        &self,
+        task_id: &str,
+        state: FinalState,
+        message: &str,
+    ) -> Result<(), ApiError> {
         let (done, written) = oneshot::channel();
         self.send(Write::End {
             end: TaskEnd {
                 task_id: task_id.to_owned(),
-                state: state.to_owned(),
+                state,
                 message: message.to_owned(),
                 at: Utc::now(),
             },
@@ -267,11 +272,11 @@ mod tests {
         }
     }
 
-    fn end(task_id: &str, state: &str) -> Write {
+    fn end(task_id: &str, state: FinalState) -> Write {
         Write::End {
             end: TaskEnd {
                 task_id: task_id.into(),
-                state: state.into(),
+                state,
                 message: String::new(),
                 at: Utc::now(),
             },
@@ -295,8 +300,8 @@ mod tests {
             start("b", 1),
             start("a", 2),
             retry("b"),
-            end("c", "complete"),
-            end("c", "cancelled"),
+            end("c", FinalState::Complete),
+            end("c", FinalState::Cancelled),
         ]);
         assert_eq!(batches.len(), 2);
         assert_eq!(starts(&batches[0]), [("a", 1), ("b", 1)]);
@@ -306,7 +311,7 @@ mod tests {
         let retried: Vec<&str> = batches[1].retries.iter().map(|(t, _)| t.as_str()).collect();
         assert_eq!(retried, ["b"]);
         assert_eq!(batches[1].ends.len(), 1);
-        assert_eq!(batches[1].ends[0].state, "complete");
+        assert_eq!(batches[1].ends[0].state, FinalState::Complete);
         assert_eq!(batches[1].waiting.len(), 2, "both enders hear back");
     }
 
@@ -326,7 +331,7 @@ mod tests {
 
     #[test]
     fn a_retry_then_the_next_start_are_two_batches() {
-        let batches = Batch::split(vec![retry("a"), start("a", 2), end("a", "error")]);
+        let batches = Batch::split(vec![retry("a"), start("a", 2), end("a", FinalState::Error)]);
         assert_eq!(batches.len(), 2);
         assert_eq!(batches[0].retries.len(), 1);
         assert!(batches[0].starts.is_empty());

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_state::keys;
-use levers9_store::{task_state, Fired, FunctionStore, NewTask, ScheduleFire, ScheduleRecord};
+use levers9_store::{Fired, FunctionStore, NewTask, ScheduleFire, ScheduleRecord};
 use tokio::sync::watch;
 
 use super::spec::ScheduleSpec;
@@ -257,7 +257,7 @@ impl Firer {
             let Some(task) = store.find_task(task_id).await? else {
                 continue;
             };
-            if task.state != task_state::PENDING {
+            if task.state != levers9_store::TaskState::Pending {
                 continue;
             }
             let ticket = Ticket {

@@ -75,7 +75,7 @@ pub(super) fn attempt(a: &levers9_store::AttemptRecord) -> v1::TaskAttempt {
         worker_id: a.worker_id.clone(),
         started_at: rfc3339(a.started_at),
         ended_at: rfc3339_or_empty(a.ended_at),
-        outcome: a.outcome.clone(),
+        outcome: a.outcome.map_or("", |o| o.as_str()).to_owned(),
         message: a.message.clone(),
     }
 }
@@ -110,7 +110,7 @@ pub(super) fn task(t: &TaskRecord) -> v1::Task {
         task_id: t.id.clone(),
         stub_id: t.stub_id.clone(),
         function_name: t.function_name.clone(),
-        state: t.state.clone(),
+        state: t.state.as_str().to_owned(),
         attempts: t.attempts,
         container_id: t.container_id.clone(),
         worker_id: t.worker_id.clone(),

@@ -18,7 +18,7 @@ use levers9_api::v1::{
     WaitTaskRequest,
 };
 use levers9_state::keys;
-use levers9_store::{task_state, NewTask, StubRecord, TaskRecord, TokenType};
+use levers9_store::{FinalState, NewTask, StubRecord, TaskRecord, TokenType};
 use prost::Message;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -216,14 +216,14 @@ impl FunctionApi {
     pub(super) async fn final_outcome(&self, end: &TaskOutcome) -> Result<TaskOutcome, ApiError> {
         let outcome = self.shared.fleet.tasks().outcome(&end.task_id).await?;
         Ok(match outcome {
-            Some(mut outcome) if task_state::is_final(&outcome.state) => {
+            Some(mut outcome) if outcome.state.parse::<FinalState>().is_ok() => {
                 outcome.index = end.index;
                 outcome
             }
-            _ if end.state == task_state::COMPLETE => TaskOutcome {
+            _ if end.state == FinalState::Complete.as_str() => TaskOutcome {
                 index: end.index,
                 task_id: end.task_id.clone(),
-                state: task_state::ERROR.to_owned(),
+                state: FinalState::Error.as_str().to_owned(),
                 message: "the task completed, but its result expired: results are kept for \
                           controlplane.taskResultTtlSeconds"
                     .into(),
@@ -485,10 +485,10 @@ impl FunctionService for FunctionApi {
             look_again.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             look_again.reset();
             loop {
-                if task_state::is_final(&task.state) {
+                if task.state.is_final() {
                     let end = TaskOutcome {
                         task_id: task.id.clone(),
-                        state: task.state.clone(),
+                        state: task.state.as_str().to_owned(),
                         message: task.message.clone(),
                         ..TaskOutcome::default()
                     };
@@ -523,14 +523,19 @@ impl FunctionService for FunctionApi {
                     // A complete result comes with its payload from the
                     // worker's stream, maybe before it is stored.
                     run_event::Kind::Result(notice)
-                        if notice.state == task_state::COMPLETE && !notice.payload.is_empty() =>
+                        if notice.state == FinalState::Complete.as_str()
+                            && !notice.payload.is_empty() =>
                     {
                         let _ = tx.send(event(run_event::Kind::Result(notice))).await;
                         return;
                     }
+                    // Notices carry final states only; anything else waits
+                    // for the row.
                     run_event::Kind::Result(notice) => {
-                        task.state = notice.state;
-                        task.message = notice.message;
+                        if let Ok(end) = notice.state.parse::<FinalState>() {
+                            task.state = end.into();
+                            task.message = notice.message;
+                        }
                     }
                     other => {
                         if tx.send(event(other)).await.is_err() {
@@ -587,7 +592,7 @@ impl FunctionService for FunctionApi {
     ) -> Result<Response<CancelTaskResponse>, Status> {
         let caller = self.caller(request.metadata()).await?;
         let task = self.task(&caller, &request.get_ref().task_id).await?;
-        if !task_state::is_final(&task.state) {
+        if !task.state.is_final() {
             self.shared
                 .fleet
                 .tasks()
@@ -599,7 +604,7 @@ impl FunctionService for FunctionApi {
                 .functions
                 .finish_task(
                     &task.id,
-                    task_state::CANCELLED,
+                    FinalState::Cancelled,
                     "cancelled by the caller",
                     chrono::Utc::now(),
                 )

@@ -11,7 +11,7 @@ use levers9_api::v1::{
     log_service_server::LogService, FollowLogsResponse, ListLogsRequest, ListLogsResponse, LogLine,
 };
 use levers9_state::keys;
-use levers9_store::{task_state, LogQuery, LogRecord, TokenType};
+use levers9_store::{LogQuery, LogRecord, TokenType};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
@@ -256,7 +256,7 @@ async fn follow(
             // ends: one more read, a poll later, picks them up.
             ending = matches!(
                 shared.functions.get_task(&query.workspace_id, task_id).await,
-                Ok(Some(task)) if task_state::is_final(&task.state)
+                Ok(Some(task)) if task.state.is_final()
             );
         }
         tokio::select! {

@@ -5,8 +5,9 @@ use std::time::Duration;
 use levers9_api::v1::StubConfig;
 use levers9_controlplane::fleet::inbox;
 use levers9_controlplane::fleet::scheduler::BACKLOG;
+use levers9_controlplane::functions::InputEnd;
 use levers9_state::HotState;
-use levers9_store::task_state;
+use levers9_store::FinalState;
 
 use super::rig::{idle_rig, rig, WORKER};
 
@@ -32,8 +33,8 @@ async fn a_deployed_floor_is_kept_warm_and_replaced_when_its_worker_is_lost() {
         input.container_id, warm,
         "the call goes to the floor's container"
     );
-    rig.finish(&input, task_state::COMPLETE, "").await;
-    rig.row(&task, task_state::COMPLETE).await;
+    rig.finish(&input, InputEnd::Complete, "").await;
+    rig.row(&task, FinalState::Complete).await;
     // Past the keep-warm window (1 s) it is not stopped.
     let message = rig
         .state
@@ -161,8 +162,8 @@ async fn keep_warm_expiry_scales_down_to_the_floor_not_to_zero() {
     let second = rig.ready_container().await;
     let two = rig.input().await;
     assert_eq!(two.container_id, second);
-    rig.finish(&one, task_state::COMPLETE, "").await;
-    rig.finish(&two, task_state::COMPLETE, "").await;
+    rig.finish(&one, InputEnd::Complete, "").await;
+    rig.finish(&two, InputEnd::Complete, "").await;
 
     assert_eq!(rig.stops(1).await.len(), 1);
     let message = rig

@@ -12,9 +12,9 @@ use levers9_api::v1::{controlplane_message, run_event, StubConfig};
 use levers9_controlplane::fleet::inbox;
 use levers9_controlplane::fleet::records::state;
 use levers9_controlplane::fleet::scheduler::BACKLOG;
-use levers9_controlplane::functions::DispatchEvent;
+use levers9_controlplane::functions::{DispatchEvent, InputEnd};
 use levers9_state::HotState;
-use levers9_store::{task_state, FunctionStore};
+use levers9_store::{AttemptOutcome, FinalState, FunctionStore};
 
 use rig::{idle_rig, next_event, rig, WAIT, WORKER};
 
@@ -28,12 +28,12 @@ async fn a_warm_container_takes_the_next_input_without_a_new_container() {
     assert_eq!((input.task_id.as_str(), input.attempt), (first.as_str(), 1));
     assert_eq!(input.container_id, container);
     assert_eq!(input.timeout_ms, 300_000, "the default timeout");
-    rig.finish(&input, task_state::COMPLETE, "").await;
+    rig.finish(&input, InputEnd::Complete, "").await;
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Complete.as_str()),
         other => panic!("expected the result, got {other:?}"),
     }
-    rig.row(&first, task_state::COMPLETE).await;
+    rig.row(&first, FinalState::Complete).await;
 
     let (second, _) = rig.submit(&stub).await;
     let input = rig.input().await;
@@ -55,9 +55,9 @@ async fn a_task_submitted_as_the_dispatcher_starts_runs_once() {
     let input = rig.input().await;
     assert_eq!((input.task_id.as_str(), input.attempt), (task.as_str(), 1));
     rig.no_container_requested().await;
-    rig.finish(&input, task_state::COMPLETE, "").await;
+    rig.finish(&input, InputEnd::Complete, "").await;
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Complete.as_str()),
         other => panic!("expected the result, got {other:?}"),
     }
     let more = rig
@@ -80,7 +80,8 @@ async fn a_failed_attempt_is_retried_within_the_budget_then_fails() {
     let (task, mut events) = rig.submit(&stub).await;
     rig.ready_container().await;
     let first = rig.input().await;
-    rig.finish(&first, "error", "ValueError: boom").await;
+    rig.finish(&first, InputEnd::Error, "ValueError: boom")
+        .await;
     match next_event(&mut events).await {
         run_event::Kind::Retrying(retry) => {
             assert_eq!(retry.attempt, 2);
@@ -95,16 +96,17 @@ async fn a_failed_attempt_is_retried_within_the_budget_then_fails() {
     );
     // An input the container never ran goes back without using an attempt,
     // to another container: one that lost an input is on its way out.
-    rig.finish(&second, "lost", "container gone").await;
+    rig.finish(&second, InputEnd::Lost, "container gone").await;
     let replacement = rig.ready_container().await;
     let again = rig.input().await;
     assert_eq!((again.attempt, &again.container_id), (2, &replacement));
-    rig.finish(&again, "error", "ValueError: boom").await;
+    rig.finish(&again, InputEnd::Error, "ValueError: boom")
+        .await;
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::ERROR),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Error.as_str()),
         other => panic!("expected the result, got {other:?}"),
     }
-    let row = rig.row(&task, task_state::ERROR).await;
+    let row = rig.row(&task, FinalState::Error).await;
     assert_eq!(row.attempts, 2);
 }
 
@@ -136,7 +138,7 @@ async fn fast_functions_get_their_next_input_early_and_slow_ones_wait() {
     let busy = rig.ready_container().await;
     let input = rig.input().await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    rig.finish(&input, task_state::COMPLETE, "").await;
+    rig.finish(&input, InputEnd::Complete, "").await;
     let (_, _a) = rig.submit(&slow).await;
     let (_, _b) = rig.submit(&slow).await;
     assert_eq!(rig.input().await.container_id, busy);
@@ -164,7 +166,7 @@ async fn a_request_still_waiting_for_a_worker_is_withdrawn_once_the_queue_is_emp
     )
     .expect("utf-8");
     let input = rig.input().await;
-    rig.finish(&input, task_state::COMPLETE, "").await;
+    rig.finish(&input, InputEnd::Complete, "").await;
     // The second input goes to the first container; nothing is queued.
     assert_eq!(rig.input().await.container_id, first);
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -206,7 +208,7 @@ async fn an_idle_container_is_stopped_after_its_keep_warm_window() {
     let (_, _events) = rig.submit(&stub).await;
     let container = rig.ready_container().await;
     let input = rig.input().await;
-    rig.finish(&input, task_state::COMPLETE, "").await;
+    rig.finish(&input, InputEnd::Complete, "").await;
     match rig.inbox().await {
         controlplane_message::Kind::Stop(stop) => assert_eq!(stop.container_id, container),
         other => panic!("expected a stop, got {other:?}"),
@@ -231,7 +233,7 @@ async fn a_container_that_cannot_start_fails_the_queue_with_the_reason() {
     rig.fleet.publish_end(&container_id).await.expect("end");
     match next_event(&mut events).await {
         run_event::Kind::Result(notice) => {
-            assert_eq!(notice.state, task_state::ERROR);
+            assert_eq!(notice.state, FinalState::Error.as_str());
             assert!(
                 notice.message.contains("failed to start")
                     && notice.message.contains("cannot pull image"),
@@ -241,7 +243,7 @@ async fn a_container_that_cannot_start_fails_the_queue_with_the_reason() {
         }
         other => panic!("expected the result, got {other:?}"),
     }
-    rig.row(&task, task_state::ERROR).await;
+    rig.row(&task, FinalState::Error).await;
 }
 
 /// A fast function's container holds inputs beyond its concurrency. One
@@ -264,17 +266,17 @@ async fn a_cancelled_input_its_runner_has_not_started_is_dropped_and_the_contain
         (container.clone(), waiting.clone())
     );
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::CANCELLED),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Cancelled.as_str()),
         other => panic!("expected the result, got {other:?}"),
     }
-    rig.finish(&b, task_state::CANCELLED, "cancelled before it started")
+    rig.finish(&b, InputEnd::Cancelled, "cancelled before it started")
         .await;
-    rig.finish(&a, task_state::COMPLETE, "").await;
+    rig.finish(&a, InputEnd::Complete, "").await;
     let (next, _) = rig.submit(&stub).await;
     let input = rig.input().await;
     assert_eq!((&input.task_id, &input.container_id), (&next, &container));
     rig.no_container_requested().await;
-    rig.row(&waiting, task_state::CANCELLED).await;
+    rig.row(&waiting, FinalState::Cancelled).await;
 }
 
 /// A cancelled input that already runs cannot be interrupted: its worker
@@ -303,13 +305,13 @@ async fn a_cancelled_input_already_running_stops_its_container_and_the_others_ru
         ),
         (other.as_str(), 1, second.as_str())
     );
-    rig.finish(&input, task_state::COMPLETE, "").await;
+    rig.finish(&input, InputEnd::Complete, "").await;
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Complete.as_str()),
         other => panic!("expected the result without a retry, got {other:?}"),
     }
-    rig.row(&running, task_state::CANCELLED).await;
-    rig.row(&other, task_state::COMPLETE).await;
+    rig.row(&running, FinalState::Cancelled).await;
+    rig.row(&other, FinalState::Complete).await;
 }
 
 /// A drained worker's container takes no new input; its input comes back
@@ -344,20 +346,23 @@ async fn a_draining_workers_inputs_are_handed_back_without_using_an_attempt() {
         draining: true,
     })
     .await;
-    rig.finish(&input, task_state::COMPLETE, "").await;
+    rig.finish(&input, InputEnd::Complete, "").await;
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Complete.as_str()),
         other => panic!("expected the result without a retry, got {other:?}"),
     }
     match rig.inbox().await {
         controlplane_message::Kind::Stop(stop) => assert_eq!(stop.container_id, second),
         other => panic!("expected the idle draining container stopped, got {other:?}"),
     }
-    rig.row(&task, task_state::COMPLETE).await;
+    rig.row(&task, FinalState::Complete).await;
     let outcomes = rig.outcomes(&task).await;
     assert_eq!(
         outcomes,
-        [(1, "requeued".into()), (1, task_state::COMPLETE.into())]
+        [
+            (1, Some(AttemptOutcome::Requeued)),
+            (1, Some(FinalState::Complete.into()))
+        ]
     );
 }
 
@@ -391,16 +396,19 @@ async fn a_lost_workers_input_runs_again_without_using_a_retry() {
         (input.attempt, input.container_id.as_str()),
         (1, second.as_str())
     );
-    rig.finish(&input, task_state::COMPLETE, "").await;
+    rig.finish(&input, InputEnd::Complete, "").await;
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, task_state::COMPLETE),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Complete.as_str()),
         other => panic!("expected the result, got {other:?}"),
     }
-    rig.row(&task, task_state::COMPLETE).await;
+    rig.row(&task, FinalState::Complete).await;
     let outcomes = rig.outcomes(&task).await;
     assert_eq!(
         outcomes,
-        [(1, "lost".into()), (1, task_state::COMPLETE.into())]
+        [
+            (1, Some(AttemptOutcome::Lost)),
+            (1, Some(FinalState::Complete.into()))
+        ]
     );
     let attempts = rig.store.task_attempts(&task).await.expect("attempts");
     assert!(attempts[0].message.contains("infrastructure retry 1 of 3"));
@@ -419,13 +427,14 @@ async fn a_task_that_loses_its_worker_past_the_bound_fails_with_the_reason() {
         assert_eq!(rig.input().await.attempt, 1);
         rig.lost(&container).await;
     }
-    let ended = rig.row(&task, task_state::ERROR).await;
+    let ended = rig.row(&task, FinalState::Error).await;
     assert!(ended.message.contains("declared lost"), "{}", ended.message);
-    let outcomes: Vec<String> = rig
+    let outcomes: Vec<Option<AttemptOutcome>> = rig
         .outcomes(&task)
         .await
         .into_iter()
         .map(|(_, o)| o)
         .collect();
-    assert_eq!(outcomes, ["lost", "lost", "lost", task_state::ERROR]);
+    let lost = Some(AttemptOutcome::Lost);
+    assert_eq!(outcomes, [lost, lost, lost, Some(FinalState::Error.into())]);
 }

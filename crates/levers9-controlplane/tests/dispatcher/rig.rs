@@ -16,12 +16,12 @@ use levers9_controlplane::fleet::records::state;
 use levers9_controlplane::fleet::scheduler::BACKLOG;
 use levers9_controlplane::fleet::{inbox, Fleet, SecretOpener};
 use levers9_controlplane::functions::spec::StubSpec;
-use levers9_controlplane::functions::{dispatcher, DispatchEvent, TaskState, Ticket};
+use levers9_controlplane::functions::{dispatcher, DispatchEvent, InputEnd, TaskState, Ticket};
 use levers9_seal::{Key, Keyring};
 use levers9_state::{HotState, MemoryState};
 use levers9_store::{
-    task_state, FunctionStore, NewDeployment, NewTask, NewToken, NewWorkspace, RecordStore,
-    SqliteStore, StubRecord, TokenType,
+    AttemptOutcome, FinalState, FunctionStore, NewDeployment, NewTask, NewToken, NewWorkspace,
+    RecordStore, SqliteStore, StubRecord, TokenType,
 };
 use prost::Message;
 use tokio::sync::watch;
@@ -226,7 +226,7 @@ impl Rig {
         let (_, _events) = self.submit(stub).await;
         let container = self.ready_container().await;
         let input = self.input().await;
-        self.finish(&input, task_state::COMPLETE, "").await;
+        self.finish(&input, InputEnd::Complete, "").await;
         container
     }
 
@@ -308,12 +308,12 @@ impl Rig {
     }
 
     /// Plays the worker's stream reporting how an attempt ended.
-    pub async fn finish(&self, input: &TaskInput, outcome: &str, message: &str) {
+    pub async fn finish(&self, input: &TaskInput, outcome: InputEnd, message: &str) {
         // As the worker's stream does: neither ends the task.
-        if outcome != "lost" && outcome != task_state::CANCELLED {
+        if outcome != InputEnd::Lost && outcome != InputEnd::Cancelled {
             let stored = TaskOutcome {
                 task_id: input.task_id.clone(),
-                state: outcome.into(),
+                state: outcome.as_str().into(),
                 payload: b"result".to_vec(),
                 message: message.into(),
                 ..TaskOutcome::default()
@@ -323,7 +323,7 @@ impl Rig {
         self.tell(DispatchEvent::Finished {
             container_id: input.container_id.clone(),
             task_id: input.task_id.clone(),
-            state: outcome.into(),
+            state: outcome,
             message: message.into(),
             delivered: false,
         })
@@ -331,7 +331,7 @@ impl Rig {
     }
 
     /// Each attempt of `task_id`: its number and outcome, oldest first.
-    pub async fn outcomes(&self, task_id: &str) -> Vec<(u32, String)> {
+    pub async fn outcomes(&self, task_id: &str) -> Vec<(u32, Option<AttemptOutcome>)> {
         let attempts = self.store.task_attempts(task_id).await.expect("attempts");
         attempts
             .into_iter()
@@ -339,7 +339,7 @@ impl Rig {
             .collect()
     }
 
-    pub async fn row(&self, task_id: &str, final_state: &str) -> levers9_store::TaskRecord {
+    pub async fn row(&self, task_id: &str, final_state: FinalState) -> levers9_store::TaskRecord {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
             let row = self
@@ -348,7 +348,7 @@ impl Rig {
                 .await
                 .expect("get")
                 .expect("row");
-            if row.state == final_state {
+            if row.state == final_state.into() {
                 return row;
             }
             assert!(

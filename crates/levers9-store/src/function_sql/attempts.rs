@@ -8,16 +8,10 @@ use super::values_text;
 use crate::error::StoreError;
 use crate::function_model::{AttemptRecord, TaskEnd, TaskStart};
 use crate::sql::at_rest;
+use crate::task_state::AttemptOutcome;
 
 /// An attempt's end: task, when, outcome, message.
-pub(crate) type AttemptEnd<'a> = (&'a str, DateTime<Utc>, &'a str, &'a str);
-
-/// Outcome of an attempt whose input went back to the queue unfinished.
-pub(crate) const REQUEUED: &str = "requeued";
-/// Outcome of an attempt that failed with attempts left.
-pub(crate) const RETRIED: &str = "retried";
-/// Outcome of an attempt lost with its worker; the task runs again.
-pub(crate) const LOST: &str = "lost";
+pub(crate) type AttemptEnd<'a> = (&'a str, DateTime<Utc>, AttemptOutcome, &'a str);
 
 pub(crate) fn close_text(rows: usize) -> String {
     format!(
@@ -54,7 +48,7 @@ where
         update = update
             .bind(*task_id)
             .bind(at_rest(*at))
-            .bind(*outcome)
+            .bind(outcome.as_str())
             .bind(*message);
     }
     executor.execute(update).await?;
@@ -92,7 +86,7 @@ where
             .bind(start.worker_id.as_str())
             .bind(at_rest(start.at))
             .bind(end.map(|e| at_rest(e.at)))
-            .bind(end.map_or("", |e| e.state.as_str()))
+            .bind(end.map_or("", |e| AttemptOutcome::Ended(e.state).as_str()))
             .bind(end.map_or("", |e| e.message.as_str()));
     }
     executor.execute(insert).await?;
@@ -111,7 +105,8 @@ pub(crate) struct AttemptRow {
     message: String,
 }
 
-/// The attempts of a task, oldest first.
+/// The attempts of a task, oldest first; Corrupt for an outcome this build
+/// does not know.
 pub(crate) async fn list<DB>(
     pool: &Pool<DB>,
     task_id: &str,
@@ -140,7 +135,13 @@ where
                 worker_id: r.worker_id,
                 started_at: r.started_at,
                 ended_at: r.ended_at,
-                outcome: r.outcome,
+                // Empty while the attempt runs (the column's default).
+                outcome: match r.outcome.as_str() {
+                    "" => None,
+                    text => Some(text.parse().map_err(|e| {
+                        StoreError::Corrupt(format!("task {task_id:?}: attempt {}: {e}", r.attempt))
+                    })?),
+                },
                 message: r.message,
             })
         })

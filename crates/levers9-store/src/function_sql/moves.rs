@@ -11,11 +11,12 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
 
-use super::attempts::{self, NewAttempt, LOST, REQUEUED, RETRIED};
+use super::attempts::{self, NewAttempt};
 use super::values_text;
 use crate::error::StoreError;
-use crate::function_model::{task_state, TaskEnd, TaskMoves, TaskRetry, TasksMoved};
+use crate::function_model::{TaskEnd, TaskMoves, TaskRetry, TasksMoved};
 use crate::sql::at_rest;
+use crate::task_state::{AttemptOutcome, TaskState};
 
 /// Tasks per UPDATE: 8 values each at most, far under both databases'
 /// limits.
@@ -33,7 +34,7 @@ fn start_text(rows: usize) -> String {
             unfinished!(),
             " RETURNING id"
         ),
-        running = task_state::RUNNING,
+        running = TaskState::Running.as_str(),
         values = values_text(rows, 5)
     )
 }
@@ -66,8 +67,7 @@ fn run_text(rows: usize) -> String {
 }
 
 /// Applies `moves` in one transaction: its starts, then its retries and
-/// requeues, then its ends, each only to tasks that are not final. NotFinalState, changing
-/// nothing, if an end's state is not final.
+/// requeues, then its ends, each only to tasks that are not final.
 ///
 /// A task that starts and ends here with no retry between (a short call)
 /// is written once: its row updated to both, its attempt inserted closed.
@@ -85,9 +85,6 @@ where
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
     (String,): for<'r> FromRow<'r, DB::Row>,
 {
-    if let Some(end) = moves.ends.iter().find(|e| !task_state::is_final(&e.state)) {
-        return Err(StoreError::NotFinalState(end.state.clone()));
-    }
     let mut moved = TasksMoved::default();
     if moves.starts.is_empty()
         && moves.retries.is_empty()
@@ -130,11 +127,14 @@ where
         moved.started += start_chunk(&mut *tx, chunk).await?;
     }
     for retry in moves.retries {
-        moved.retried += u64::from(back::<DB>(&mut *tx, retry, task_state::RETRY, RETRIED).await?);
+        moved.retried += u64::from(
+            back::<DB>(&mut *tx, retry, TaskState::Retry, AttemptOutcome::Retried).await?,
+        );
     }
     for requeue in moves.requeues {
-        moved.requeued +=
-            u64::from(back::<DB>(&mut *tx, requeue, task_state::PENDING, LOST).await?);
+        moved.requeued += u64::from(
+            back::<DB>(&mut *tx, requeue, TaskState::Pending, AttemptOutcome::Lost).await?,
+        );
     }
     for chunk in ends.chunks(TASKS_PER_UPDATE) {
         moved.ended += end_chunk(&mut *tx, chunk).await?;
@@ -148,8 +148,8 @@ where
 async fn back<DB>(
     conn: &mut DB::Connection,
     retry: &TaskRetry<'_>,
-    state: &str,
-    outcome: &str,
+    state: TaskState,
+    outcome: AttemptOutcome,
 ) -> Result<bool, StoreError>
 where
     DB: Database,
@@ -166,7 +166,7 @@ where
         " RETURNING id"
     ))
     .bind(retry.task_id)
-    .bind(state)
+    .bind(state.as_str())
     .bind(retry.message)
     .fetch_optional(&mut *conn)
     .await?;
@@ -221,7 +221,14 @@ where
         .collect();
     let closes: Vec<attempts::AttemptEnd> = moved
         .iter()
-        .map(|(s, _)| (s.task_id.as_str(), s.at, REQUEUED, HANDED_BACK))
+        .map(|(s, _)| {
+            (
+                s.task_id.as_str(),
+                s.at,
+                AttemptOutcome::Requeued,
+                HANDED_BACK,
+            )
+        })
         .collect();
     attempts::close(&mut *conn, &closes).await?;
     attempts::insert(&mut *conn, &moved).await?;
@@ -253,7 +260,7 @@ where
             (
                 e.task_id.as_str(),
                 e.at,
-                e.state.as_str(),
+                AttemptOutcome::Ended(e.state),
                 e.message.as_str(),
             )
         })

@@ -80,7 +80,6 @@ macro_rules! record_store_suite {
             a_retried_task_starts_again_with_more_attempts,
             a_task_lost_with_its_worker_goes_back_to_pending_under_the_same_attempt,
             unfinished_tasks_leave_out_final_ones,
-            finishing_in_a_state_that_is_not_final_is_refused,
             runtime_pools_are_unique_by_name_and_deleted_once,
             a_join_token_is_redeemed_once_for_a_bound_worker_credential,
             an_expired_join_token_is_refused_and_stores_nothing,

@@ -7,7 +7,7 @@
 use levers9_api::v1::{
     controlplane_message, run_event, CancelInput, ControlplaneMessage, TaskRetrying,
 };
-use levers9_store::task_state;
+use levers9_store::FinalState;
 
 use super::{Dispatcher, Held, Recorded};
 use crate::error::ApiError;
@@ -67,7 +67,7 @@ impl Dispatcher {
         let message = format!("the container for {function} failed to start: {reason}");
         for task_id in never_started {
             if let Some(held) = self.held.remove(&task_id) {
-                self.publish_end(&held.ticket, task_state::ERROR, &message, Recorded::Nothing);
+                self.publish_end(&held.ticket, FinalState::Error, &message, Recorded::Nothing);
             }
         }
         for task_id in in_flight {
@@ -82,7 +82,7 @@ impl Dispatcher {
             } else if worker_lost && held.lost_workers < INFRA_RETRIES {
                 self.requeue_lost(held, &reason);
             } else {
-                self.failed(held, task_state::ERROR, reason.clone(), Recorded::Nothing);
+                self.failed(held, FinalState::Error, reason.clone(), Recorded::Nothing);
             }
         }
         self.pump(&stub_id).await
@@ -105,15 +105,16 @@ impl Dispatcher {
     }
 
     /// An attempt failed: another one if the stub's retries allow, else the
-    /// task ends in `state`.
-    pub(super) fn failed(&mut self, held: Held, state: &str, message: String, recorded: Recorded) {
+    /// task ends in `state` (error, or timeout when the attempt timed out).
+    pub(super) fn failed(
+        &mut self,
+        held: Held,
+        state: FinalState,
+        message: String,
+        recorded: Recorded,
+    ) {
         let retries = self.stubs.get(&held.stub_id).map_or(0, |s| s.spec.retries);
         if held.attempt > retries {
-            let state = if state == task_state::TIMEOUT {
-                task_state::TIMEOUT
-            } else {
-                task_state::ERROR
-            };
             self.publish_end(&held.ticket, state, &message, recorded);
             return;
         }
@@ -147,7 +148,7 @@ impl Dispatcher {
         let message = "cancelled by the caller";
         self.publish_end(
             &held.ticket,
-            task_state::CANCELLED,
+            FinalState::Cancelled,
             message,
             Recorded::Nothing,
         );

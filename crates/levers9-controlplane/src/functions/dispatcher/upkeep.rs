@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use levers9_state::keys;
-use levers9_store::{task_state, TaskRecord};
+use levers9_store::{FinalState, TaskRecord, TaskState};
 
 use super::{Dispatcher, Recorded, RECOVER_LIMIT};
 use crate::error::ApiError;
@@ -132,7 +132,7 @@ impl Dispatcher {
                 };
                 let message = "the task's input was lost (the hot state restarted) before it \
                                finished: call the function again";
-                self.publish_end(&ticket, task_state::ERROR, message, Recorded::Nothing);
+                self.publish_end(&ticket, FinalState::Error, message, Recorded::Nothing);
                 continue;
             };
             if !self.load_stub(&task.workspace_id, &task.stub_id).await? {
@@ -140,10 +140,11 @@ impl Dispatcher {
             }
             // Running (its container unknown here) or pending again after a
             // lost worker: the next start is the same attempt once more.
-            let attempt = if task.state == task_state::RETRY {
-                task.attempts
-            } else {
-                task.attempts.saturating_sub(1)
+            let attempt = match task.state {
+                TaskState::Retry => task.attempts,
+                TaskState::Pending | TaskState::Running | TaskState::Ended(_) => {
+                    task.attempts.saturating_sub(1)
+                }
             };
             self.queue(&task.stub_id, ticket, attempt, false);
             stubs.insert(task.stub_id);

@@ -175,7 +175,7 @@ async fn each_tick_is_submitted_once_as_a_pending_task_with_no_arguments() {
     let (_, payload) = parts_tasks.input(&expected[0]).await.unwrap().unwrap();
     assert_eq!(payload, NO_ARGUMENTS);
     let task = setup.store.find_task(&expected[0]).await.unwrap().unwrap();
-    assert_eq!(task.state, task_state::PENDING);
+    assert_eq!(task.state, levers9_store::TaskState::Pending);
     assert_eq!(task.function_name, "tick");
 
     let listed = setup

@@ -1,0 +1,64 @@
+//! How a worker says one input ended: the `state` of its `TaskResult`.
+
+use serde::{Deserialize, Serialize};
+
+/// How one input ended in its container, as its worker reports it. Not
+/// how the task ended: the dispatcher decides that (a failed input may run
+/// again, a lost one does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InputEnd {
+    /// It returned a value.
+    Complete,
+    /// It raised, or its runner failed it.
+    Error,
+    /// It ran past the stub's time limit.
+    Timeout,
+    /// Dropped before it started, after a CancelInput.
+    Cancelled,
+    /// It never ran (its container was gone, or its input could not be
+    /// read): it goes back to the queue without using an attempt.
+    Lost,
+}
+
+impl InputEnd {
+    /// Every end, in declaration order.
+    const ALL: [InputEnd; 5] = [
+        InputEnd::Complete,
+        InputEnd::Error,
+        InputEnd::Timeout,
+        InputEnd::Cancelled,
+        InputEnd::Lost,
+    ];
+
+    /// As the worker sends it, and as the dispatcher's events carry it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputEnd::Complete => "complete",
+            InputEnd::Error => "error",
+            InputEnd::Timeout => "timeout",
+            InputEnd::Cancelled => "cancelled",
+            InputEnd::Lost => "lost",
+        }
+    }
+
+    /// The end a worker's text names; None for text no worker sends.
+    pub fn parse(wire: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|end| end.as_str() == wire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_events_carry_the_workers_text() {
+        for end in InputEnd::ALL {
+            let json = serde_json::to_string(&end).unwrap();
+            assert_eq!(json, format!("\"{}\"", end.as_str()));
+            assert_eq!(InputEnd::parse(end.as_str()), Some(end));
+        }
+        assert_eq!(InputEnd::parse("retry"), None);
+    }
+}
