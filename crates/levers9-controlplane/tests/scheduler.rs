@@ -11,7 +11,7 @@ use std::time::Duration;
 use levers9_api::v1::{controlplane_message, ControlplaneMessage};
 use levers9_controlplane::fleet::claims;
 use levers9_controlplane::fleet::placement::Offer;
-use levers9_controlplane::fleet::records::{state, ContainerRecord, WorkerRecord};
+use levers9_controlplane::fleet::records::{ContainerRecord, ContainerState, WorkerRecord};
 use levers9_controlplane::fleet::scheduler::{Outcome, Scheduler, BACKLOG};
 use levers9_controlplane::fleet::{inbox, view, Fleet, SecretOpener, CPU, MEMORY};
 use levers9_controlplane::functions::TaskState;
@@ -166,13 +166,13 @@ async fn short_room_goes_round_robin_by_workspace_and_the_rest_waits() {
     for id in ["a0", "b0", "a1"] {
         let c = rig.record(id).await;
         assert_eq!(
-            (c.state.as_str(), c.worker_id.as_str()),
-            ("scheduled", "w1")
+            (c.state, c.worker_id.as_str()),
+            (ContainerState::Scheduled, "w1")
         );
         assert_eq!(c.pool, "default");
     }
     for id in ["a2", "a3"] {
-        assert_eq!(rig.record(id).await.state, state::PENDING);
+        assert_eq!(rig.record(id).await.state, ContainerState::Pending);
     }
     assert_eq!(rig.sent_to("w1").await, ["a0", "b0", "a1"]);
     assert_eq!(rig.free_cpu("w1").await, 0);
@@ -239,7 +239,7 @@ async fn a_request_no_worker_can_take_fails_with_the_reason() {
     let outcome = scheduler.place_batch(vec!["big".into()]).await;
     assert_eq!(outcome.failed, 1, "{outcome:?}");
     let record = rig.record("big").await;
-    assert_eq!(record.state, state::FAILED);
+    assert_eq!(record.state, ContainerState::Failed);
     assert_eq!(
         record.message,
         "no worker is big enough: it asks for 64000 millicores and 64 MiB, the largest worker \
@@ -268,8 +268,8 @@ async fn a_withdrawn_request_fails_with_its_reason_and_takes_no_room() {
     );
     let withdrawn = rig.record("x0").await;
     assert_eq!(
-        (withdrawn.state.as_str(), withdrawn.message.as_str()),
-        (state::FAILED, "not needed any more")
+        (withdrawn.state, withdrawn.message.as_str()),
+        (ContainerState::Failed, "not needed any more")
     );
     assert_eq!(rig.sent_to("w1").await, ["x1"]);
     assert_eq!(rig.free_cpu("w1").await, 1000);
@@ -302,7 +302,7 @@ async fn a_replica_that_dies_holding_a_batch_loses_none_of_it() {
     let dead = Scheduler::new(rig.fleet.clone(), rig.picture().await, "dead");
     assert_eq!(dead.pop_batch().await.expect("claim"), ["d0", "d1", "d2"]);
     let mut placed = rig.record("d0").await;
-    placed.state = state::SCHEDULED.to_owned();
+    placed.state = ContainerState::Scheduled;
     rig.fleet.put_container(&placed).await.expect("put");
     push(rig.flood("b", 1).await).await;
     let busy = Scheduler::new(rig.fleet.clone(), rig.picture().await, "busy");

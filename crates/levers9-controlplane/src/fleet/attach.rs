@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use tonic::{Status, Streaming};
 
 use super::inbox::Inbox;
-use super::records::{state, WorkerRecord};
+use super::records::{ContainerState, WorkerRecord};
 use super::scheduler::BACKLOG;
 use super::Fleet;
 use crate::auth::Caller;
@@ -180,7 +180,7 @@ async fn register_worker(
     }
     for id in fleet.worker_containers(&worker.id).await? {
         if let Some(c) = fleet.container(&id).await? {
-            if !state::is_final(&c.state) {
+            if !c.state.is_final() {
                 for (counter, held) in c.amounts() {
                     if let Some((_, left)) = free.iter_mut().find(|(n, _)| *n == counter) {
                         *left -= held;
@@ -305,19 +305,23 @@ async fn container_event(
     worker: &WorkerRecord,
     event: ContainerEvent,
 ) -> Result<(), ApiError> {
+    let Some(state) = ContainerState::parse(&event.state) else {
+        tracing::warn!(worker_id = %worker.id, container_id = %event.container_id, state = %event.state, "container event in a state no worker sends; ignored");
+        return Ok(());
+    };
     let Some(mut container) = fleet.container(&event.container_id).await? else {
         tracing::warn!(worker_id = %worker.id, container_id = %event.container_id, "event for an unknown container");
         return Ok(());
     };
-    if container.worker_id != worker.id || state::is_final(&container.state) {
+    if container.worker_id != worker.id || container.state.is_final() {
         return Ok(());
     }
-    container.state = event.state.clone();
+    container.state = state;
     container.exit_code = event.exit_code;
     container.oom_killed = event.oom_killed;
     container.message = event.message;
     fleet.put_container(&container).await?;
-    if state::is_final(&container.state) {
+    if container.state.is_final() {
         fleet.release(&worker.id, &container).await?;
         fleet.publish_end(&container.id).await?;
         tracing::info!(container_id = %container.id, state = %container.state, exit_code = container.exit_code, oom_killed = container.oom_killed, "container ended");
@@ -566,7 +570,7 @@ async fn requeue_unacked(fleet: &Fleet, worker: &WorkerRecord, unacked: &Unacked
             let Some(mut container) = fleet.container(&container_id).await? else {
                 return Ok::<(), ApiError>(());
             };
-            if container.state != state::SCHEDULED || container.worker_id != worker.id {
+            if container.state != ContainerState::Scheduled || container.worker_id != worker.id {
                 return Ok(());
             }
             fleet.release(&worker.id, &container).await?;
@@ -574,7 +578,7 @@ async fn requeue_unacked(fleet: &Fleet, worker: &WorkerRecord, unacked: &Unacked
                 .state()
                 .set_remove(&keys::worker_containers(&worker.id), &container.id)
                 .await?;
-            container.state = state::PENDING.to_owned();
+            container.state = ContainerState::Pending;
             container.worker_id.clear();
             fleet.put_container(&container).await?;
             fleet.state().push(BACKLOG, container.id.as_bytes()).await?;

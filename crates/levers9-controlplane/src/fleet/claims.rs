@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use levers9_state::keys;
 
-use super::records::state;
+use super::records::ContainerState;
 use super::scheduler::BACKLOG;
 use super::Fleet;
 use crate::error::ApiError;
@@ -72,7 +72,7 @@ pub async fn recover(fleet: &Fleet) -> Result<usize, ApiError> {
         let (mut pending, mut settled) = (Vec::new(), Vec::new());
         for (bytes, record) in held.into_iter().zip(records) {
             match record? {
-                Some(c) if c.state == state::PENDING => pending.push(bytes),
+                Some(c) if c.state == ContainerState::Pending => pending.push(bytes),
                 _ => settled.push(bytes),
             }
         }

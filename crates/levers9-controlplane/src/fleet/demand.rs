@@ -25,7 +25,7 @@ use levers9_config::{PoolConfig, PoolScaling};
 use levers9_state::{keys, Write};
 
 use super::placement::Ask;
-use super::records::{state, ContainerRecord};
+use super::records::{ContainerRecord, ContainerState};
 use super::Fleet;
 use crate::error::ApiError;
 
@@ -136,7 +136,7 @@ pub async fn read(
     let mut waiting = 0;
     for id in fleet.state().set_members(&set).await? {
         match fleet.container(&id).await? {
-            Some(c) if c.state == state::PENDING => waiting += 1,
+            Some(c) if c.state == ContainerState::Pending => waiting += 1,
             _ => {
                 fleet.state().set_remove(&set, &id).await?;
             }

@@ -454,7 +454,7 @@ impl Fleet {
             if !c.worker_id.is_empty() {
                 let set = keys::worker_containers(&c.worker_id);
                 let member = c.id.clone();
-                writes.push(if records::state::is_final(&c.state) {
+                writes.push(if c.state.is_final() {
                     Write::SetRemove { set, member }
                 } else {
                     Write::SetAdd { set, member }

@@ -5,7 +5,7 @@
 
 use tokio::sync::watch;
 
-use super::records::state;
+use super::records::ContainerState;
 use super::Fleet;
 use crate::error::ApiError;
 
@@ -61,10 +61,10 @@ async fn sweep(fleet: &Fleet) -> Result<(), ApiError> {
             let Some(mut container) = fleet.container(&container_id).await? else {
                 continue;
             };
-            if state::is_final(&container.state) {
+            if container.state.is_final() {
                 continue;
             }
-            container.state = state::LOST.to_owned();
+            container.state = ContainerState::Lost;
             container.message = reason.clone();
             fleet.put_container(&container).await?;
             fleet.publish_end(&container.id).await?;

@@ -36,24 +36,67 @@ pub struct WorkerRecord {
     pub token_id: String,
 }
 
-/// The states of a container, as users see them.
-pub mod state {
+/// Where a container stands, as users see it. Stored (and shown) as its
+/// lower-case name, the text [`ContainerState::as_str`] gives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContainerState {
     /// Waiting for a worker with room.
-    pub const PENDING: &str = "pending";
+    #[default]
+    Pending,
     /// Placed on a worker, not yet running.
-    pub const SCHEDULED: &str = "scheduled";
+    Scheduled,
     /// Running.
-    pub const RUNNING: &str = "running";
+    Running,
     /// Ended by itself or by a stop; exit_code says how.
-    pub const EXITED: &str = "exited";
+    Exited,
     /// Never ran: image pull or runtime start failed, or no worker could take it.
-    pub const FAILED: &str = "failed";
+    Failed,
     /// Its worker stopped heartbeating.
-    pub const LOST: &str = "lost";
+    Lost,
+}
 
-    /// Whether a container in `state` will change no more.
-    pub fn is_final(state: &str) -> bool {
-        matches!(state, EXITED | FAILED | LOST)
+impl ContainerState {
+    /// Every state, in the order a container usually meets them.
+    const ALL: [ContainerState; 6] = [
+        ContainerState::Pending,
+        ContainerState::Scheduled,
+        ContainerState::Running,
+        ContainerState::Exited,
+        ContainerState::Failed,
+        ContainerState::Lost,
+    ];
+
+    /// As stored, and as the API and workers name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContainerState::Pending => "pending",
+            ContainerState::Scheduled => "scheduled",
+            ContainerState::Running => "running",
+            ContainerState::Exited => "exited",
+            ContainerState::Failed => "failed",
+            ContainerState::Lost => "lost",
+        }
+    }
+
+    /// The state a text names (a worker's event, an API value); None for
+    /// any other text.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|state| state.as_str() == text)
+    }
+
+    /// Whether a container in this state will change no more.
+    pub fn is_final(self) -> bool {
+        match self {
+            ContainerState::Pending | ContainerState::Scheduled | ContainerState::Running => false,
+            ContainerState::Exited | ContainerState::Failed | ContainerState::Lost => true,
+        }
+    }
+}
+
+impl std::fmt::Display for ContainerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -77,8 +120,8 @@ pub struct ContainerRecord {
     pub cpu_millicores: u64,
     /// Memory reserved.
     pub memory_mib: u64,
-    /// One of [`state`].
-    pub state: String,
+    /// Where it stands.
+    pub state: ContainerState,
     /// The worker it was placed on, once placed.
     pub worker_id: String,
     /// Exit code once exited.
@@ -134,7 +177,7 @@ impl ContainerRecord {
             id: format!("c-{}", uuid::Uuid::now_v7().simple()),
             workspace_id: workspace_id.into(),
             image: image.into(),
-            state: state::PENDING.to_owned(),
+            state: ContainerState::Pending,
             created_at: Utc::now(),
             ..Self::default()
         }
@@ -217,4 +260,41 @@ pub fn encode<T: Serialize>(record: &T) -> Vec<u8> {
 /// Decodes a record written by [`encode`].
 pub fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| ApiError::Corrupt(format!("{what}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_stores_its_state_as_the_name_users_see() {
+        for state in ContainerState::ALL {
+            let record = ContainerRecord {
+                state,
+                ..ContainerRecord::default()
+            };
+            let json: serde_json::Value = serde_json::from_slice(&encode(&record)).unwrap();
+            assert_eq!(json["state"], state.as_str());
+            assert_eq!(ContainerState::parse(state.as_str()), Some(state));
+            let back: ContainerRecord = decode("container", &encode(&record)).unwrap();
+            assert_eq!(back.state, state);
+        }
+        assert_eq!(ContainerState::parse("stopped"), None);
+    }
+
+    #[test]
+    fn only_exited_failed_and_lost_are_final() {
+        let finals: Vec<ContainerState> = ContainerState::ALL
+            .into_iter()
+            .filter(|s| s.is_final())
+            .collect();
+        assert_eq!(
+            finals,
+            [
+                ContainerState::Exited,
+                ContainerState::Failed,
+                ContainerState::Lost
+            ]
+        );
+    }
 }

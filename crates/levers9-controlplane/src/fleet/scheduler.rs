@@ -43,7 +43,7 @@ use levers9_state::{keys, Reservation, Write};
 use tokio::sync::watch;
 
 use super::placement::{self, Ask, Decision, Offer};
-use super::records::{state, ContainerRecord};
+use super::records::{ContainerRecord, ContainerState};
 use super::{claims, inbox, view, Fleet, FreeCapacity};
 use crate::error::ApiError;
 
@@ -289,7 +289,7 @@ impl Scheduler {
         let mut seen = HashSet::with_capacity(ids.len());
         for ((id, record), withdrawn) in ids.into_iter().zip(records).zip(marks) {
             match record {
-                Ok(Some(c)) if c.state == state::PENDING && seen.insert(id.clone()) => {
+                Ok(Some(c)) if c.state == ContainerState::Pending && seen.insert(id.clone()) => {
                     match withdrawn {
                         Some(reason) => self.fail(c, reason, pass).await,
                         None => pending.push(c),
@@ -404,7 +404,7 @@ impl Scheduler {
                         self.offers[i].take(&d.ask, d.gpu_type.as_deref());
                     }
                     let mut container = d.container;
-                    container.state = state::SCHEDULED.to_owned();
+                    container.state = ContainerState::Scheduled;
                     container.pool = d.pool;
                     container.worker_id = d.worker_id;
                     placed.push(container);
@@ -520,7 +520,7 @@ pub async fn fail(
     reason: String,
 ) -> Result<(), ApiError> {
     tracing::info!(container_id = %container.id, %reason, "container cannot be placed");
-    container.state = state::FAILED.to_owned();
+    container.state = ContainerState::Failed;
     container.message = reason;
     fleet.put_container(container).await?;
     fleet.publish_end(&container.id).await

@@ -15,7 +15,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::spec::{Canonical, Step};
 use super::ImageBuilds;
 use crate::error::ApiError;
-use crate::fleet::records::ContainerRecord;
+use crate::fleet::records::{ContainerRecord, ContainerState};
 use crate::fleet::scheduler::{send_stop, BACKLOG};
 use crate::Shared;
 
@@ -351,7 +351,10 @@ impl Watch {
         canonical: &Canonical,
         ended: &levers9_api::v1::Container,
     ) -> BuildEvent {
-        if let (Some(digest), 0, "exited") = (&self.image, ended.exit_code, ended.state.as_str()) {
+        let state = ContainerState::parse(&ended.state);
+        if let (Some(digest), 0, Some(ContainerState::Exited)) =
+            (&self.image, ended.exit_code, state)
+        {
             return done(id, images.reference(digest), false);
         }
         let why = if let Some((step, code)) = self.failed_step {

@@ -23,7 +23,7 @@ use tonic::{Request, Response, Status, Streaming};
 use super::convert;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::fleet::records::{state, ContainerRecord};
+use crate::fleet::records::{ContainerRecord, ContainerState};
 use crate::fleet::scheduler::{send_stop, BACKLOG};
 use crate::fleet::{attach, Fleet, END_MARKER};
 use crate::Shared;
@@ -219,10 +219,12 @@ impl ContainerService for ContainerApi {
         let caller = self.caller(request.metadata()).await?;
         let mut container = self.own(&caller, &request.get_ref().container_id).await?;
         let fleet = &self.shared.fleet;
-        match container.state.as_str() {
-            state::PENDING => container = stop_pending(fleet, container).await?,
-            s if state::is_final(s) => {}
-            _ => send_stop(fleet, &container.worker_id, &container.id).await?,
+        match container.state {
+            ContainerState::Pending => container = stop_pending(fleet, container).await?,
+            ContainerState::Exited | ContainerState::Failed | ContainerState::Lost => {}
+            ContainerState::Scheduled | ContainerState::Running => {
+                send_stop(fleet, &container.worker_id, &container.id).await?;
+            }
         }
         Ok(Response::new(StopContainerResponse {
             container: Some(convert::container(&container)),
@@ -295,12 +297,15 @@ async fn stop_pending(
             .container(&request.id)
             .await?
             .unwrap_or_else(|| request.clone());
-        match current.state.as_str() {
-            state::PENDING if Instant::now() < deadline => {
+        match current.state {
+            ContainerState::Pending if Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            s if s == state::PENDING || state::is_final(s) => return Ok(current),
-            _ => {
+            ContainerState::Pending
+            | ContainerState::Exited
+            | ContainerState::Failed
+            | ContainerState::Lost => return Ok(current),
+            ContainerState::Scheduled | ContainerState::Running => {
                 send_stop(fleet, &current.worker_id, &current.id).await?;
                 return Ok(current);
             }
@@ -323,7 +328,7 @@ pub(crate) async fn follow_logs(
         return;
     }
     let ended_already =
-        matches!(fleet.container(&container_id).await, Ok(Some(c)) if state::is_final(&c.state));
+        matches!(fleet.container(&container_id).await, Ok(Some(c)) if c.state.is_final());
     if let (Some(mut live), false) = (live, ended_already) {
         while let Some(message) = live.next().await {
             if message == END_MARKER {
@@ -338,7 +343,7 @@ pub(crate) async fn follow_logs(
         return;
     }
     if let Ok(Some(container)) = fleet.container(&container_id).await {
-        if state::is_final(&container.state) {
+        if container.state.is_final() {
             let _ = tx
                 .send(Ok(ContainerLogEvent {
                     kind: Some(container_log_event::Kind::Exited(convert::container(

@@ -56,7 +56,7 @@ pub(super) fn container(c: &ContainerRecord) -> v1::Container {
         image: c.image.clone(),
         pool: c.pool.clone(),
         worker_id: c.worker_id.clone(),
-        state: c.state.clone(),
+        state: c.state.as_str().to_owned(),
         exit_code: c.exit_code,
         oom_killed: c.oom_killed,
         message: c.message.clone(),

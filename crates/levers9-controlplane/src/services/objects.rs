@@ -21,7 +21,6 @@ use levers9_store::TokenType;
 use tonic::metadata::MetadataMap;
 
 use crate::error::ApiError;
-use crate::fleet::records::state;
 use crate::Shared;
 
 const MAX_NAME_LEN: usize = 64;
@@ -235,7 +234,7 @@ pub(crate) async fn workspace_of(
         .container(container_id)
         .await?
         .ok_or_else(not_its_own)?;
-    if [state::EXITED, state::FAILED, state::LOST].contains(&container.state.as_str()) {
+    if container.state.is_final() {
         return Err(not_its_own());
     }
     let worker = shared.fleet.worker(&container.worker_id).await?;

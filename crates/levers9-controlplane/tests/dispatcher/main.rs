@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use levers9_api::v1::{controlplane_message, run_event, StubConfig};
 use levers9_controlplane::fleet::inbox;
-use levers9_controlplane::fleet::records::state;
+use levers9_controlplane::fleet::records::ContainerState;
 use levers9_controlplane::fleet::scheduler::BACKLOG;
 use levers9_controlplane::functions::{DispatchEvent, InputEnd};
 use levers9_state::HotState;
@@ -227,7 +227,7 @@ async fn a_container_that_cannot_start_fails_the_queue_with_the_reason() {
         .await
         .expect("get")
         .expect("record");
-    container.state = state::FAILED.into();
+    container.state = ContainerState::Failed;
     container.message = "cannot pull image registry.test/python:3.11: not found".into();
     rig.fleet.put_container(&container).await.expect("put");
     rig.fleet.publish_end(&container_id).await.expect("end");

@@ -12,7 +12,7 @@ use levers9_api::v1::{
     controlplane_message, run_event, CancelInput, ControlplaneMessage, RunEvent, StubConfig,
     TaskInput, TaskOutcome,
 };
-use levers9_controlplane::fleet::records::state;
+use levers9_controlplane::fleet::records::ContainerState;
 use levers9_controlplane::fleet::scheduler::BACKLOG;
 use levers9_controlplane::fleet::{inbox, Fleet, SecretOpener};
 use levers9_controlplane::functions::spec::StubSpec;
@@ -203,7 +203,7 @@ impl Rig {
             .await
             .expect("get")
             .expect("record");
-        container.state = state::RUNNING.into();
+        container.state = ContainerState::Running;
         container.worker_id = WORKER.into();
         self.fleet.put_container(&container).await.expect("put");
         id
@@ -244,23 +244,31 @@ impl Rig {
 
     /// Plays the worker reporting that a container exited with `code`.
     pub async fn exited(&self, container_id: &str, code: i32) {
-        self.ended(container_id, state::EXITED, code, "").await;
+        self.ended(container_id, ContainerState::Exited, code, "")
+            .await;
     }
 
     /// Plays the reaper declaring WORKER lost with the container on it.
     pub async fn lost(&self, container_id: &str) {
         let reason = "worker w1 (node-1) stopped sending heartbeats for 30 s and was declared lost";
-        self.ended(container_id, state::LOST, 0, reason).await;
+        self.ended(container_id, ContainerState::Lost, 0, reason)
+            .await;
     }
 
-    pub async fn ended(&self, container_id: &str, final_state: &str, code: i32, message: &str) {
+    pub async fn ended(
+        &self,
+        container_id: &str,
+        final_state: ContainerState,
+        code: i32,
+        message: &str,
+    ) {
         let mut ended = self
             .fleet
             .container(container_id)
             .await
             .expect("get")
             .expect("record");
-        ended.state = final_state.into();
+        ended.state = final_state;
         ended.exit_code = code;
         ended.message = message.into();
         self.fleet.put_container(&ended).await.expect("put");

@@ -11,7 +11,7 @@ use levers9_store::FinalState;
 
 use super::{Dispatcher, Held, Recorded};
 use crate::error::ApiError;
-use crate::fleet::records::state as container_state;
+use crate::fleet::records::ContainerState;
 
 /// Times one task runs again because the worker running it was lost (a
 /// reclaimed spot node, an evicted pod, a stream gone past its grace),
@@ -28,9 +28,9 @@ impl Dispatcher {
         let container = self.parts.fleet.container(container_id).await?;
         let worker_lost = container
             .as_ref()
-            .is_some_and(|c| c.state == container_state::LOST);
+            .is_some_and(|c| c.state == ContainerState::Lost);
         let reason = match container {
-            Some(c) if c.state == container_state::EXITED && c.message.is_empty() => {
+            Some(c) if c.state == ContainerState::Exited && c.message.is_empty() => {
                 format!("its container exited with code {}", c.exit_code)
             }
             Some(c) if !c.message.is_empty() => c.message,

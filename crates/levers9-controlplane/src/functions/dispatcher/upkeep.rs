@@ -10,7 +10,7 @@ use levers9_store::{FinalState, TaskRecord, TaskState};
 
 use super::{Dispatcher, Recorded, RECOVER_LIMIT};
 use crate::error::ApiError;
-use crate::fleet::records::state as container_state;
+use crate::fleet::records::ContainerState;
 use crate::fleet::scheduler::send_stop;
 use crate::functions::Ticket;
 
@@ -89,7 +89,7 @@ impl Dispatcher {
             let waiting: Vec<String> = ids
                 .into_iter()
                 .zip(records)
-                .filter(|(_, r)| matches!(r, Ok(Some(c)) if c.state == container_state::PENDING))
+                .filter(|(_, r)| matches!(r, Ok(Some(c)) if c.state == ContainerState::Pending))
                 .map(|(id, _)| id)
                 .collect();
             if !waiting.is_empty() {

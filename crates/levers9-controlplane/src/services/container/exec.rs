@@ -31,7 +31,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Status, Streaming};
 
 use crate::error::ApiError;
-use crate::fleet::records::{state, ContainerRecord};
+use crate::fleet::records::{ContainerRecord, ContainerState};
 use crate::fleet::Fleet;
 
 /// Stdin chunks sent ahead of what the command took; the worker's
@@ -78,16 +78,21 @@ pub(super) async fn read_start(
 /// Refuses an exec in a container that does not run now.
 pub(super) fn require_running(container: &ContainerRecord) -> Result<(), ApiError> {
     let id = &container.id;
-    match container.state.as_str() {
-        state::RUNNING => Ok(()),
-        s if state::is_final(s) => Err(ApiError::FailedPrecondition(format!(
-            "container {id} is not running (it is {s}): an exec needs a running container; \
+    let s = container.state;
+    match s {
+        ContainerState::Running => Ok(()),
+        ContainerState::Exited | ContainerState::Failed | ContainerState::Lost => {
+            Err(ApiError::FailedPrecondition(format!(
+                "container {id} is not running (it is {s}): an exec needs a running container; \
              start a new one (levers9 container run, or Sandbox.create)"
-        ))),
-        s => Err(ApiError::FailedPrecondition(format!(
-            "container {id} is not running yet (it is {s}): wait until levers9 container get \
+            )))
+        }
+        ContainerState::Pending | ContainerState::Scheduled => {
+            Err(ApiError::FailedPrecondition(format!(
+                "container {id} is not running yet (it is {s}): wait until levers9 container get \
              {id} shows it running"
-        ))),
+            )))
+        }
     }
 }
 
@@ -296,7 +301,7 @@ impl Relay {
         }
         let running = matches!(
             self.fleet.container(&self.container_id).await?,
-            Some(c) if c.worker_id == self.worker_id && !state::is_final(&c.state)
+            Some(c) if c.worker_id == self.worker_id && !c.state.is_final()
         );
         if running {
             return Ok(());
