@@ -46,7 +46,7 @@ pub struct NewTask {
 /// An attempt of a task starting, for [`FunctionStore::move_tasks`](crate::FunctionStore::move_tasks).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskStart {
-    /// The task.
+    /// Id of the task to start; a task already final is left as it is.
     pub task_id: String,
     /// Its attempt number (1 for the first).
     pub attempt: u32,
@@ -61,7 +61,7 @@ pub struct TaskStart {
 /// A task ending, for [`FunctionStore::move_tasks`](crate::FunctionStore::move_tasks).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskEnd {
-    /// The task.
+    /// Id of the task that ended; a task already final is left as it is.
     pub task_id: String,
     /// How it ended.
     pub state: FinalState,
@@ -75,7 +75,8 @@ pub struct TaskEnd {
 /// [`FunctionStore::move_tasks`](crate::FunctionStore::move_tasks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskRetry<'a> {
-    /// The task.
+    /// Id of the task sent back; its open attempt is closed as retried (as
+    /// lost, for a requeue), and a task already final is left as it is.
     pub task_id: &'a str,
     /// Why its attempt failed.
     pub message: &'a str,

@@ -33,7 +33,8 @@ pub struct LogRecord {
     pub stub_id: String,
     /// stdout, stderr, or [`TRUNCATED_STREAM`].
     pub stream: String,
-    /// The bytes.
+    /// The bytes as printed, the last chunk kept cut at the task's limit; on a
+    /// [`TRUNCATED_STREAM`] row, the notice that says so.
     pub data: Vec<u8>,
     /// When the controlplane received it.
     pub at: DateTime<Utc>,

@@ -69,7 +69,8 @@ pub struct NewMachine {
     pub id: String,
     /// The maker's workspace.
     pub workspace_id: String,
-    /// Its pool.
+    /// The pool it joins, from the config or made at run time; the controlplane
+    /// checks that it exists, the store does not.
     pub pool: String,
     /// SHA-256 of the join token; the token itself is never stored.
     pub join_hash: Vec<u8>,
@@ -96,7 +97,8 @@ impl fmt::Debug for NewMachine {
 pub struct JoinRedemption {
     /// SHA-256 of the join token presented.
     pub join_hash: Vec<u8>,
-    /// Now.
+    /// When the agent presents the token: it is expired if its expiry is not
+    /// after this, and this is stored as when it was used.
     pub at: DateTime<Utc>,
     /// The host name the agent reports.
     pub hostname: String,

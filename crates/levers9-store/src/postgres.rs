@@ -31,11 +31,12 @@ pub struct PostgresStore {
 pub struct PostgresSettings<'a> {
     /// Host name or address.
     pub host: &'a str,
-    /// Port.
+    /// TCP port (5432 unless the config says otherwise).
     pub port: u16,
-    /// Database name.
+    /// The database to use; it must exist: connecting creates or migrates the
+    /// schema in it.
     pub database: &'a str,
-    /// User.
+    /// The role to log in as; it must be allowed to create the schema's tables.
     pub user: &'a str,
     /// Password; empty for none.
     pub password: &'a str,

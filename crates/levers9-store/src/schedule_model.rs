@@ -29,7 +29,7 @@ pub struct ScheduleRecord {
     pub id: String,
     /// The workspace that owns it.
     pub workspace_id: String,
-    /// The app.
+    /// The name of the deployed app whose current deploy named it.
     pub app_name: String,
     /// The function within the app.
     pub function_name: String,
@@ -53,12 +53,13 @@ pub struct ScheduleRecord {
 /// [`FunctionStore::fire_schedule`](crate::FunctionStore::fire_schedule).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScheduleFire {
-    /// The schedule.
+    /// Id of the schedule that fired (see [`NewSchedule::id`]).
     pub schedule_id: String,
     /// The `next_tick` the firer read: the fire takes effect only if the
     /// row still has it, so of two firers of one tick one wins.
     pub expected_next_tick: i64,
-    /// The tick fired.
+    /// The tick that fired, in seconds since the epoch; stored as the
+    /// schedule's `last_tick`.
     pub tick: i64,
     /// The tick after it.
     pub next_tick: i64,

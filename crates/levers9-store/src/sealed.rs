@@ -23,7 +23,8 @@ pub enum SealedKind {
 }
 
 impl SealedKind {
-    /// The stored name.
+    /// The kind as the `kind` column and the seal's associated data spell it:
+    /// `secret` or `storage`.
     pub fn as_str(self) -> &'static str {
         match self {
             SealedKind::Secret => "secret",
@@ -45,9 +46,10 @@ impl SealedKind {
 /// Which row a sealed value is: also what its seal is bound to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SealedId {
-    /// Its kind.
+    /// Secret or storage credentials; the same name may be used by both.
     pub kind: SealedKind,
-    /// Its workspace.
+    /// The workspace that owns it; part of what the seal is bound to, so a
+    /// ciphertext copied to another workspace's row does not open.
     pub workspace_id: String,
     /// Its name within the workspace and kind.
     pub name: String,
@@ -165,7 +167,7 @@ impl InfoRow {
     }
 }
 
-/// A whole row.
+/// A row with its ciphertext, for reads that open the value.
 #[derive(FromRow)]
 struct ValueRow {
     #[sqlx(flatten)]

@@ -142,7 +142,7 @@ impl From<FinalState> for AttemptOutcome {
 pub struct UnknownState {
     /// What the text was to name ("task state", "attempt outcome").
     what: &'static str,
-    /// The text.
+    /// The text as read, which matched none of `expected`.
     value: String,
     /// Every text that would have been understood.
     expected: Vec<&'static str>,
