@@ -10,30 +10,33 @@ use std::time::Duration;
 pub enum Write {
     /// [`crate::HotState::set_with_ttl`].
     Set {
-        /// The key.
+        /// A name from [`crate::keys`], e.g. `container:<id>`; what it held is
+        /// replaced.
         key: String,
-        /// Its value.
+        /// The bytes stored, opaque here (the writer's own encoding).
         value: Vec<u8>,
-        /// When it expires.
+        /// How long it lives, counted from this write.
         ttl: Duration,
     },
     /// [`crate::HotState::set_add`].
     SetAdd {
-        /// The set.
+        /// A set's name from [`crate::keys`], e.g. `workspace-containers:<id>`;
+        /// made by its first member.
         set: String,
-        /// The member added.
+        /// The member added, usually an id; adding one already there changes
+        /// nothing.
         member: String,
     },
     /// [`crate::HotState::set_remove`].
     SetRemove {
-        /// The set.
+        /// A set's name from [`crate::keys`]; emptied, it no longer exists.
         set: String,
-        /// The member removed.
+        /// The member removed; one not there is no error.
         member: String,
     },
     /// [`crate::HotState::push`].
     Push {
-        /// The queue.
+        /// A queue's name from [`crate::keys`], e.g. `worker-inbox:<id>`.
         queue: String,
         /// The item appended to its tail.
         value: Vec<u8>,
@@ -44,7 +47,8 @@ pub enum Write {
 /// record and the amounts to take from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reserve<'a> {
-    /// The capacity record.
+    /// The record's name, e.g. a worker's ([`crate::keys::worker`]); a record
+    /// that does not exist refuses the reservation.
     pub key: &'a str,
     /// Counter and amount, as [`crate::HotState::try_reserve`] takes them.
     pub amounts: &'a [(&'a str, i64)],

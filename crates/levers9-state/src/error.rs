@@ -25,7 +25,7 @@ pub enum StateError {
     NegativeAmount {
         /// The counter the amount was for.
         counter: String,
-        /// The amount given.
+        /// The amount given, below zero.
         amount: i64,
     },
 }

@@ -66,7 +66,7 @@ fn forget_if_idle(queues: &mut HashMap<String, Queue>, name: &str) {
 }
 
 impl MemoryState {
-    /// An empty state.
+    /// An empty state, shared only with its clones.
     pub fn new() -> Self {
         Self::default()
     }
