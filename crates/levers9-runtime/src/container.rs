@@ -59,7 +59,8 @@ pub struct Container {
 }
 
 impl Container {
-    /// Its id.
+    /// The id it was started under ([`crate::ContainerSpec::id`]); the runtime
+    /// and its cgroups know it by it.
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -70,7 +71,8 @@ impl Container {
         self.pid
     }
 
-    /// Its output.
+    /// Its stdout and stderr: the last `log_buffer_bytes` kept
+    /// ([`crate::RuntimeConfig`]) and a live feed.
     pub fn logs(&self) -> &LogHandle {
         &self.logs
     }

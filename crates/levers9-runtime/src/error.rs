@@ -30,25 +30,29 @@ pub enum RuntimeError {
     /// A runtime command exited unsuccessfully.
     #[error("`{command}` failed ({status}): {stderr}")]
     Command {
-        /// The command line.
+        /// The command line as run, the binary and its arguments joined by
+        /// spaces (for the message, not to run again).
         command: String,
-        /// Its exit status.
+        /// Its exit status as the OS words it, e.g. `exit status: 1`.
         status: String,
-        /// Its trimmed stderr.
+        /// Its stderr, trimmed; only the last 4 KiB (after a `…`) when longer.
         stderr: String,
     },
     /// A runtime command did not finish in time (it was killed).
     #[error("`{command}` timed out after {timeout:?}")]
     Timeout {
-        /// The command line.
+        /// The command line as run, or `stopping <id>` when a container
+        /// outlived its stop.
         command: String,
-        /// The limit.
+        /// How long it was given: the command or start timeout of
+        /// [`crate::RuntimeConfig`], or for a stop its grace plus the command
+        /// timeout.
         timeout: Duration,
     },
     /// The runtime exited before the container's process existed.
     #[error("container {id} failed to start ({status}): {stderr}")]
     StartFailed {
-        /// The container.
+        /// The id it was to start under ([`crate::ContainerSpec::id`]).
         id: String,
         /// The runtime's exit status.
         status: String,

@@ -88,7 +88,8 @@ pub struct ContainerSpec {
     /// rootfs, unless the root is read-only: then the tmpfs is as large as
     /// the memory limit.
     pub tmp_mib: Option<u64>,
-    /// Network namespace.
+    /// Which network it has: none (the default), or an existing network
+    /// namespace it joins.
     pub network: Network,
     /// Hardening: seccomp, capabilities, read-only root, user namespace.
     pub security: SecurityProfile,
@@ -271,7 +272,8 @@ impl RuntimeConfig {
     }
 }
 
-/// A container runtime.
+/// Runs containers from a [`ContainerSpec`]: start, stop, clean up, exec,
+/// usage. [`Runc`] and [`Runsc`] implement it (the worker's tests have a fake).
 #[async_trait]
 pub trait Runtime: Send + Sync {
     /// What this runtime offers.

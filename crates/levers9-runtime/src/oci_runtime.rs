@@ -75,7 +75,8 @@ impl<F: Flavor> OciRuntime<F> {
         }
     }
 
-    /// Its configuration.
+    /// The configuration it was made with: binary, state dir, cgroup prefix,
+    /// timeouts.
     pub fn config(&self) -> &RuntimeConfig {
         &self.inner.config
     }

@@ -8,7 +8,8 @@ use crate::{Capabilities, ContainerSpec, RuntimeConfig};
 #[derive(Debug, Clone, Default)]
 pub struct RuncFlavor;
 
-/// The runc runtime.
+/// Containers under runc: namespaces, cgroups and seccomp of the host kernel,
+/// no sandbox.
 pub type Runc = OciRuntime<RuncFlavor>;
 
 impl Runc {

@@ -47,7 +47,9 @@ impl Default for RunscFlavor {
     }
 }
 
-/// The runsc runtime.
+/// Containers under runsc (gVisor): the user's code runs against a user-space
+/// kernel, on the ptrace platform unless [`RunscFlavor::platform`] says
+/// otherwise.
 pub type Runsc = OciRuntime<RunscFlavor>;
 
 impl Runsc {
