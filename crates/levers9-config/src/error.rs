@@ -7,7 +7,7 @@ pub enum ConfigError {
     /// The config file could not be read.
     #[error("cannot read config file {file}: {source}")]
     Read {
-        /// The file.
+        /// The config file, as given (`--config` or `LEVERS9_CONFIG`).
         file: PathBuf,
         /// The I/O error.
         source: std::io::Error,
@@ -15,7 +15,7 @@ pub enum ConfigError {
     /// The config file has an unknown key, a wrong type or bad YAML.
     #[error("config file {file}: key `{key}`: {message}")]
     File {
-        /// The file.
+        /// The config file, as given (`--config` or `LEVERS9_CONFIG`).
         file: PathBuf,
         /// The dotted key path, e.g. `database.postgres.port`.
         key: String,
@@ -35,7 +35,8 @@ pub enum ConfigError {
     /// The layers loaded but the result is not usable.
     #[error("invalid config: key `{key}`: {message}")]
     Invalid {
-        /// The key.
+        /// The dotted key path at fault, e.g. `worker.pools`; the message names
+        /// any key under it.
         key: &'static str,
         /// What is wrong and what to do.
         message: String,

@@ -45,7 +45,9 @@ pub struct PoolKubernetes {
     pub token_file: String,
     /// The namespace of the worker Jobs.
     pub namespace: String,
-    /// The worker image.
+    /// Reference of the image the worker Jobs' pods run, e.g. `levers9/worker`
+    /// built from `docker/worker.Dockerfile`: its entry point must be the
+    /// `levers9` binary, as the pod's arguments start with `worker`. Required.
     pub worker_image: String,
     /// The controlplane's gRPC address as the workers there reach it.
     pub controlplane_address: String,

@@ -19,13 +19,15 @@ use crate::shipped::{SHIPPED_ENCRYPTION_KEY, SHIPPED_POSTGRES_PASSWORD};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Config {
-    /// The controlplane process.
+    /// `controlplane.*`: its listeners, TLS, authentication, data directory,
+    /// key rotation, result and object limits, and the agent binaries.
     pub controlplane: ControlplaneConfig,
     /// Durable records (Postgres or embedded SQLite) and hot state (Redis or in-process).
     pub database: DatabaseConfig,
     /// Workers.
     pub worker: WorkerConfig,
-    /// The image service.
+    /// `imageService.*`: the runner base image, local image storage and image
+    /// builds.
     pub image_service: ImageServiceConfig,
     /// Object storage and volumes.
     pub storage: StorageConfig,

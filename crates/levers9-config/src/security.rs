@@ -22,7 +22,8 @@ pub struct ContainerSecurityConfig {
     /// The hardened seccomp rules, on top of the baseline filter every
     /// container has.
     pub seccomp: Option<SeccompSetting>,
-    /// The capability set.
+    /// Which Linux capabilities the container's processes keep: `default`
+    /// (three) or `minimal` (none).
     pub capabilities: Option<CapabilitiesSetting>,
     /// `no_new_privs` for the container's processes.
     pub no_new_privileges: Option<bool>,
