@@ -18,7 +18,8 @@ pub enum DialError {
     /// The CA file cannot be read.
     #[error("cannot read the controlplane CA file {path}: {source} (LEVERS9_CONTROLPLANE_CA or the context's ca_file)")]
     CaFile {
-        /// The file.
+        /// The CA file as configured (`LEVERS9_CONTROLPLANE_CA` or the
+        /// context's `ca_file`).
         path: PathBuf,
         /// Why.
         source: std::io::Error,
