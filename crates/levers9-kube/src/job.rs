@@ -70,7 +70,8 @@ pub struct WorkerJob<'a> {
     /// Whether the pod requests the pool's resources
     /// (`worker.jobResourcesEnforced`; always for attached clusters).
     pub request_resources: bool,
-    /// The worker image.
+    /// Reference of the image the pod runs; its entry point must be the
+    /// `levers9` binary, as the pod's arguments start with `worker`.
     pub image: &'a str,
     /// The controlplane's gRPC address as workers reach it.
     pub controlplane: &'a str,

@@ -44,9 +44,9 @@ pub enum KubeError {
     Jobs {
         /// list, create or delete.
         verb: &'static str,
-        /// The pool.
+        /// The pool's name (a key of `worker.pools`).
         pool: String,
-        /// The namespace.
+        /// Where the pool's Jobs are (its `kubernetes.namespace`).
         namespace: String,
         /// The API's answer.
         #[source]
@@ -58,7 +58,7 @@ pub enum KubeError {
          use https://HOST[:PORT]"
     )]
     ApiServer {
-        /// The pool.
+        /// The pool's name (a key of `worker.pools`).
         pool: String,
         /// What was configured.
         api_server: String,
@@ -70,7 +70,7 @@ pub enum KubeError {
          worker.pools.{pool}.kubernetes.apiServer and tokenFile (docs/gke.md)"
     )]
     InCluster {
-        /// The pool.
+        /// The pool's name (a key of `worker.pools`).
         pool: String,
         /// Why.
         #[source]
@@ -79,7 +79,7 @@ pub enum KubeError {
     /// The client could not be built (CA file, TLS setup).
     #[error("cannot make a Kubernetes client for pool {pool}: {source}")]
     Client {
-        /// The pool.
+        /// The pool's name (a key of `worker.pools`).
         pool: String,
         /// Why.
         #[source]
@@ -88,9 +88,10 @@ pub enum KubeError {
     /// Applying one of an attached cluster's manifests failed.
     #[error("cannot apply {kind} {name}: {source}")]
     Apply {
-        /// Its kind.
+        /// The manifest's Kubernetes kind, e.g. `Deployment` (`object` for a
+        /// kind not known when compiling).
         kind: &'static str,
-        /// Its name.
+        /// The manifest's `metadata.name`; empty if it has none.
         name: String,
         /// The API's answer.
         #[source]
@@ -107,7 +108,7 @@ pub enum KubeError {
         verb: &'static str,
         /// The Secret.
         name: String,
-        /// Its namespace.
+        /// The namespace of the Secret, the pool's `kubernetes.namespace`.
         namespace: String,
         /// The API's answer (never the token: it is only in the request).
         #[source]
