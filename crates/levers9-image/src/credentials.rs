@@ -48,7 +48,8 @@ pub enum RegistryCredentials {
     },
     /// A ready-made bearer token.
     Bearer {
-        /// The token.
+        /// Sent as is in `Authorization: Bearer`; from an entry's
+        /// `registrytoken`.
         token: String,
     },
 }
@@ -91,7 +92,7 @@ pub enum CredentialsError {
     /// The file could not be read.
     #[error("cannot read registry credentials file {path}: {source}")]
     Read {
-        /// The file.
+        /// The credentials file's path, as given.
         path: String,
         /// Why.
         source: std::io::Error,
@@ -117,7 +118,8 @@ pub enum CredentialsError {
     /// No token could be had from ECR for an ECR registry.
     #[error("cannot get a token for ECR registry {registry}: {reason}")]
     Ecr {
-        /// The registry host.
+        /// The ECR registry host, lowercased, e.g.
+        /// `<account>.dkr.ecr.<region>.amazonaws.com`.
         registry: String,
         /// Why.
         reason: String,

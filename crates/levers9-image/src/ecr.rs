@@ -105,7 +105,7 @@ pub trait Clock: Send + Sync {
     fn now(&self) -> SystemTime;
 }
 
-/// The system clock.
+/// The [`Clock`] of [`SystemTime::now`], for everything but tests.
 pub struct SystemClock;
 
 impl Clock for SystemClock {

@@ -39,7 +39,7 @@ pub enum ImageError {
         "image {reference} not found in registry {registry}: check the name and that it was pushed"
     )]
     NotFound {
-        /// The image reference.
+        /// As the caller wrote it, or `…@sha256:…` once its tag was resolved.
         reference: String,
         /// The registry that was asked.
         registry: String,
@@ -50,7 +50,7 @@ pub enum ImageError {
         "registry {registry} refused access to {reference}: check the credentials configured for {registry}"
     )]
     Unauthorized {
-        /// The image reference.
+        /// As the caller wrote it, or `…@sha256:…` once its tag was resolved.
         reference: String,
         /// The registry that refused.
         registry: String,
@@ -60,9 +60,9 @@ pub enum ImageError {
     /// that cannot be fetched).
     #[error("cannot pull {reference}: {reason}")]
     Credentials {
-        /// The image reference.
+        /// As the caller wrote it, or `…@sha256:…` once its tag was resolved.
         reference: String,
-        /// The registry.
+        /// The registry as the reference names it, e.g. `docker.io`.
         registry: String,
         /// Why (never a secret).
         reason: String,
@@ -73,7 +73,7 @@ pub enum ImageError {
         "blob {digest} of {reference} does not match its digest: the registry served corrupt or tampered data"
     )]
     Corrupt {
-        /// The image reference.
+        /// As the caller wrote it, or `…@sha256:…` once its tag was resolved.
         reference: String,
         /// The digest the blob should have had.
         digest: Digest,
@@ -84,7 +84,7 @@ pub enum ImageError {
         "{what} of {reference} from registry {registry} timed out after {seconds}s: check that the registry is reachable and responsive"
     )]
     Timeout {
-        /// The image reference.
+        /// As the caller wrote it, or `…@sha256:…` once its tag was resolved.
         reference: String,
         /// The registry that was asked.
         registry: String,
@@ -99,20 +99,20 @@ pub enum ImageError {
         "fetching the {what} of {reference} from registry {registry} failed: {message}; check that the registry is reachable"
     )]
     Registry {
-        /// The image reference.
+        /// As the caller wrote it, or `…@sha256:…` once its tag was resolved.
         reference: String,
         /// The registry that was asked.
         registry: String,
         /// What was being fetched.
         what: String,
-        /// The underlying error.
+        /// oci-client's error as text (network, HTTP status or protocol).
         message: String,
     },
 
     /// The image exists but cannot be run here (media type, platform, ...).
     #[error("image {reference} cannot be used: {reason}")]
     UnsupportedImage {
-        /// The image reference.
+        /// As the caller wrote it, or `…@sha256:…` once its tag was resolved.
         reference: String,
         /// Why.
         reason: String,
@@ -123,7 +123,7 @@ pub enum ImageError {
         "layer {digest} of {reference} is unsafe or malformed: {reason}; the image cannot be used and must be rebuilt"
     )]
     InvalidLayer {
-        /// The image reference.
+        /// As the caller wrote it, or `…@sha256:…` once its tag was resolved.
         reference: String,
         /// The layer's digest.
         digest: Digest,
@@ -136,7 +136,7 @@ pub enum ImageError {
     Io {
         /// What was being done, e.g. "could not create directory".
         action: &'static str,
-        /// The path involved.
+        /// The file or directory `action` was done to.
         path: PathBuf,
         /// The OS error.
         #[source]
@@ -148,9 +148,9 @@ pub enum ImageError {
         "could not mount the root filesystem of container {container_id} at {}: {reason}", path.display()
     )]
     Mount {
-        /// The container.
+        /// The id of the container the root file system is for.
         container_id: String,
-        /// The mount point.
+        /// `containers/<id>/merged` under the cache root.
         path: PathBuf,
         /// Why.
         reason: String,
@@ -161,9 +161,9 @@ pub enum ImageError {
         "could not unmount the root filesystem of container {container_id} at {}: {reason}", path.display()
     )]
     Unmount {
-        /// The container.
+        /// The id of the container the root file system was for.
         container_id: String,
-        /// The mount point.
+        /// `containers/<id>/merged` under the cache root.
         path: PathBuf,
         /// Why.
         reason: String,
@@ -174,7 +174,7 @@ pub enum ImageError {
         "image {reference} has {layers} layers, too many for one overlay mount (the mount options would take {length} bytes, the kernel allows {limit}): flatten the image or use a shorter cache root"
     )]
     TooManyLayers {
-        /// The image reference.
+        /// As the caller wrote it, or `…@sha256:…` once its tag was resolved.
         reference: String,
         /// How many layers it has.
         layers: usize,
@@ -191,7 +191,8 @@ pub enum ImageError {
     /// `prepare_rootfs` was called twice for one container id.
     #[error("container {id} already has a root filesystem: release it first")]
     ContainerExists {
-        /// The container id.
+        /// The id given again while the root file system prepared for it is
+        /// still there.
         id: String,
     },
 
@@ -232,7 +233,7 @@ pub enum ImageError {
         "the image cache at {} is in use by another process: give each worker its own cache directory", path.display()
     )]
     CacheLocked {
-        /// The cache root.
+        /// The cache root, whose lock file another process holds locked.
         path: PathBuf,
     },
 }

@@ -62,7 +62,7 @@ pub struct Pushed {
     pub tag_ref: String,
     /// `registry/repo@sha256:…`
     pub digest_ref: String,
-    /// The manifest digest.
+    /// `sha256:…` of the manifest as pushed (what `digest_ref` names).
     pub digest: String,
     /// The layer blob digests, bottom first.
     pub layers: Vec<String>,
