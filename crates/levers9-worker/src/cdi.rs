@@ -25,7 +25,7 @@ pub enum CdiError {
     /// A spec file cannot be read or parsed.
     #[error("CDI spec {path}: {message}")]
     Spec {
-        /// The file.
+        /// The spec file (`.json`, `.yaml` or `.yml` in a CDI spec directory).
         path: PathBuf,
         /// What is wrong with it.
         message: String,
@@ -36,9 +36,10 @@ pub enum CdiError {
          with `nvidia-ctk cdi generate --output={path}` or fix the worker's --gpu ids"
     )]
     UnknownDevice {
-        /// The spec file.
+        /// The spec file consulted: the last one for `kind`, later directories
+        /// winning.
         path: PathBuf,
-        /// The kind.
+        /// The CDI kind, e.g. [`NVIDIA_GPU_KIND`].
         kind: String,
         /// The device asked for.
         name: String,
@@ -48,7 +49,8 @@ pub enum CdiError {
     /// A device node cannot be examined on the host.
     #[error("CDI device node {path}: {message}")]
     DeviceNode {
-        /// The host path.
+        /// The node's path on the host: the spec's `hostPath`, or its `path`
+        /// when it has none.
         path: String,
         /// Why.
         message: String,

@@ -27,7 +27,7 @@ pub enum Call {
     Start(Box<ContainerSpec>),
     /// [`Runtime::stop`].
     Stop {
-        /// The container.
+        /// The id given to [`Runtime::stop`].
         id: String,
         /// Its grace between SIGTERM and SIGKILL.
         grace: Duration,

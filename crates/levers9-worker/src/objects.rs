@@ -109,7 +109,8 @@ pub enum ObjectError {
     /// The digest is not one the cache can name a file after.
     #[error("{0:?} is not an object digest: expected sha256:<64 hex digits>")]
     BadDigest(String),
-    /// The source failed.
+    /// The [`ObjectSource`] did not hand the bytes over (or the worker shut
+    /// down first); the text says why.
     #[error("{0}")]
     Fetch(String),
     /// The bytes are not the object asked for.

@@ -49,7 +49,8 @@ pub enum FromRunner {
         /// The exception, as Python prints its last line.
         #[serde(default)]
         message: String,
-        /// The whole traceback.
+        /// The whole traceback, as `traceback.format_exc()` prints it; with the
+        /// message it goes to the container's exit event, not the worker's log.
         #[serde(default)]
         traceback: String,
     },
@@ -63,7 +64,8 @@ pub enum FromRunner {
     },
     /// A task ended; the body is the cloudpickled value or exception.
     Result {
-        /// The task.
+        /// The task of the input it answers; a result for a task not running
+        /// here (timed out, or never sent) is ignored.
         task_id: String,
         /// How it ended.
         state: ResultState,
@@ -81,7 +83,8 @@ pub enum FromRunner {
     /// cloudpickled item. The runner sends items only while fewer than its
     /// window are unacknowledged, so the worker keeps no queue of them.
     Item {
-        /// The task.
+        /// The task that yielded it; the item is dropped if that task is not
+        /// running here.
         task_id: String,
         /// From 0 within the task.
         index: u64,
@@ -89,7 +92,8 @@ pub enum FromRunner {
     /// A cancel came for a task the runner has already started: a thread
     /// cannot be interrupted, so it runs on.
     CancelRefused {
-        /// The task.
+        /// The task whose cancel was refused; if it still runs, its container
+        /// is stopped instead.
         task_id: String,
     },
     /// A kind this worker does not know: a newer SDK talking to an older

@@ -24,9 +24,11 @@ const RET_LOG: &str = "0x7ffc0000";
 pub struct AuditRecord {
     /// Host pid of the caller.
     pub pid: u32,
-    /// Its command name.
+    /// The caller's command name as the record gives it (`comm=`, quotes
+    /// removed); empty if it has none.
     pub comm: String,
-    /// The syscall number.
+    /// The syscall's number on the caller's architecture (`syscall=`), not its
+    /// name.
     pub syscall: u32,
 }
 

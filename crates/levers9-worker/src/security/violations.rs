@@ -34,7 +34,7 @@ impl Check {
 /// Whom a violation is about.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Subject {
-    /// The container.
+    /// The id of the container it happened in; logged, not a metric label.
     pub container_id: String,
     /// Its stub, empty for a plain container.
     pub stub_id: String,
