@@ -50,7 +50,7 @@ pub enum StartError {
     Bind {
         /// gRPC or HTTP.
         what: &'static str,
-        /// The address.
+        /// `host:port`: `controlplane.bindAddress` and the listener's port.
         addr: String,
         /// Why.
         source: std::io::Error,

@@ -47,7 +47,8 @@ pub enum TlsError {
     File {
         /// certFile or keyFile.
         key: &'static str,
-        /// The path.
+        /// The file as configured (`controlplane.tls.certFile` or `keyFile`, or
+        /// their environment variables).
         path: String,
         /// What is wrong with it.
         message: String,

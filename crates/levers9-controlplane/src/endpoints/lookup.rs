@@ -34,7 +34,8 @@ pub(super) enum Pinned {
     Found(Resolved),
     /// That version of the app serving the name now did not serve it.
     Missing {
-        /// The endpoint now.
+        /// The endpoint as the app serving the name now set it: the caller is
+        /// authorized against it before being told the version is missing.
         current: Resolved,
         /// The versions of its app that served it, ascending.
         versions: Vec<u32>,

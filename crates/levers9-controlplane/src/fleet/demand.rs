@@ -61,7 +61,8 @@ pub struct Demand {
     pub present: u32,
     /// Those running at least one container.
     pub busy: u32,
-    /// The bounds used.
+    /// The pool's `scaling` (`minWorkers`, `maxWorkers`, `requestsPerWorker`)
+    /// that `wanted` was worked out with.
     pub scaling: PoolScaling,
     /// Workers wanted, by [the rule](self).
     pub wanted: u32,

@@ -64,7 +64,8 @@ impl Inbox {
         }
     }
 
-    /// The next request.
+    /// The next message for the worker, told on this replica or moved over from
+    /// its hot-state queue.
     pub async fn next(&mut self) -> Option<ControlplaneMessage> {
         self.rx.recv().await
     }

@@ -281,7 +281,7 @@ impl Fleet {
             .await
     }
 
-    /// The cordoned workers.
+    /// The ids of the cordoned workers: nothing new is placed on them.
     pub async fn cordoned(&self) -> Result<Vec<String>, ApiError> {
         Ok(self.state.set_members(view::CORDONED).await?)
     }
@@ -339,7 +339,8 @@ impl Fleet {
         Ok(())
     }
 
-    /// A worker record.
+    /// The worker's record; `None` when the hot state has none (never
+    /// registered, or expired).
     pub async fn worker(&self, id: &str) -> Result<Option<WorkerRecord>, ApiError> {
         match self.state.get(&keys::worker(id)).await? {
             Some(bytes) => Ok(Some(decode("worker record", &bytes)?)),
@@ -464,7 +465,8 @@ impl Fleet {
         Ok(self.state.write_batch(&writes).await?)
     }
 
-    /// A container record.
+    /// The container's record; `None` when the hot state has none (never
+    /// requested, or expired).
     pub async fn container(&self, id: &str) -> Result<Option<ContainerRecord>, ApiError> {
         match self.state.get(&keys::container(id)).await? {
             Some(bytes) => Ok(Some(decode("container record", &bytes)?)),

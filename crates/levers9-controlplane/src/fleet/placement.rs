@@ -16,11 +16,11 @@ use levers9_config::PoolConfig;
 /// A live, schedulable worker and what it has.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Offer {
-    /// The worker.
+    /// The worker's id: where the request goes if this offer is picked.
     pub worker_id: String,
-    /// Its pool.
+    /// Its pool, which a request naming a pool must match.
     pub pool: String,
-    /// Total CPU millicores and memory MiB.
+    /// Total CPU millicores.
     pub total_cpu: i64,
     /// Total memory MiB.
     pub total_memory: i64,
@@ -122,7 +122,7 @@ impl Pools {
         self
     }
 
-    /// A configured pool.
+    /// The pool `name` of `worker.pools`; `None` for a pool made at run time.
     pub fn get(&self, name: &str) -> Option<&PoolConfig> {
         self.configured.get(name)
     }

@@ -17,7 +17,7 @@ pub struct WorkerRecord {
     pub id: String,
     /// The pool it serves.
     pub pool: String,
-    /// Its host name.
+    /// The host name the worker reported when it registered, for people.
     pub hostname: String,
     /// runc or gvisor.
     pub runtime: String,
@@ -104,13 +104,14 @@ impl std::fmt::Display for ContainerState {
 /// [`ContainerRecord::pending`], so a new field gets its default in one place.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContainerRecord {
-    /// Its id.
+    /// `c-` and a uuid v7 without dashes ([`ContainerRecord::pending`]); the
+    /// runtime's container id too.
     pub id: String,
     /// Whose it is.
     pub workspace_id: String,
-    /// The image reference.
+    /// Reference of the image its worker pulls and runs it from.
     pub image: String,
-    /// The command.
+    /// The command and its arguments; empty runs the image's own.
     pub args: Vec<String>,
     /// Environment variables.
     pub env: BTreeMap<String, String>,

@@ -47,7 +47,8 @@ use super::records::{ContainerRecord, ContainerState};
 use super::{claims, inbox, view, Fleet, FreeCapacity};
 use crate::error::ApiError;
 
-/// The backlog queue.
+/// The hot-state queue of container ids waiting to be placed; the schedulers
+/// claim from it, and put back what found no room.
 pub const BACKLOG: &str = "backlog";
 /// How long a request may wait for room before it fails.
 pub const PLACEMENT_DEADLINE: Duration = Duration::from_secs(300);

@@ -64,21 +64,25 @@ pub enum DispatchEvent {
     Submitted {
         /// Whose stub.
         workspace_id: String,
-        /// The stub.
+        /// The stub they run; if it no longer exists, each of them ends in
+        /// error.
         stub_id: String,
-        /// The tasks.
+        /// Their tickets, queued behind the stub's earlier tasks in this order.
         tasks: Vec<Ticket>,
     },
     /// A container's runner is ready for inputs.
     RunnerReady {
-        /// The container.
+        /// The container whose runner connected and loaded the function; one
+        /// the leading dispatcher did not start (from before a takeover) is
+        /// stopped.
         container_id: String,
     },
     /// A container finished an input (the outcome is stored already).
     Finished {
-        /// The container.
+        /// Where the input ran; its slot there is free again.
         container_id: String,
-        /// The task.
+        /// The task whose input ended; nothing is recorded for one the
+        /// dispatcher no longer holds (cancelled, or ended already).
         task_id: String,
         /// How the input ended.
         state: InputEnd,
@@ -90,18 +94,22 @@ pub enum DispatchEvent {
     },
     /// A container reached a final state.
     ContainerEnded {
-        /// The container.
+        /// The container; the inputs it held run again (after a drain, or a
+        /// lost worker) or end in error, and if it never started, the stub's
+        /// queue fails when nothing else can take it.
         container_id: String,
     },
     /// A caller cancelled a task.
     Cancel {
-        /// The task.
+        /// The task; a queued one leaves the queue, a sent one is dropped by
+        /// its worker, or its container is stopped if it already runs.
         task_id: String,
     },
     /// A worker started draining (its containers take no new inputs and
     /// stop once idle), or stopped.
     Drain {
-        /// The worker.
+        /// The worker whose function containers take no new inputs (or take
+        /// them again).
         worker_id: String,
         /// Whether it drains from now on.
         draining: bool,
@@ -111,7 +119,7 @@ pub enum DispatchEvent {
 /// Where a task's events go.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ticket {
-    /// The task.
+    /// The task's id, the key the dispatcher holds the ticket under.
     pub task_id: String,
     /// The caller's channel (`reply:<this>`).
     pub reply: String,

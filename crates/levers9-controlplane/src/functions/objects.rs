@@ -55,7 +55,8 @@ pub enum ObjectStorageError {
     /// The S3 endpoint did not answer, or answered with an error.
     #[error("cannot reach the object storage at {endpoint}: {detail}; check storage.workspace")]
     Unreachable {
-        /// The endpoint.
+        /// The S3 endpoint: `storage.workspace.endpoint`, or
+        /// `https://s3.<region>.amazonaws.com` when that is empty.
         endpoint: String,
         /// What failed (keys removed).
         detail: String,
@@ -66,9 +67,9 @@ pub enum ObjectStorageError {
          storage.workspace.accessKeyId and storage.workspace.secretAccessKey"
     )]
     Refused {
-        /// The endpoint.
+        /// As in [`ObjectStorageError::Unreachable`].
         endpoint: String,
-        /// The bucket.
+        /// `storage.workspace.bucket`.
         bucket: String,
         /// What the server said (keys removed).
         detail: String,
@@ -79,9 +80,9 @@ pub enum ObjectStorageError {
          storage.workspace.bucket"
     )]
     NoBucket {
-        /// The endpoint.
+        /// As in [`ObjectStorageError::Unreachable`].
         endpoint: String,
-        /// The bucket.
+        /// `storage.workspace.bucket`.
         bucket: String,
     },
     /// `storage.workspace` cannot be turned into a client.

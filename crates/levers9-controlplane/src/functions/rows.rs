@@ -63,7 +63,9 @@ impl RowWriter {
         Self { tx }
     }
 
-    /// An attempt started.
+    /// An attempt started, written without waiting: batched with other writes,
+    /// and held a moment for its task's end so a short call's start and end
+    /// share one transaction.
     pub fn start(&self, task_id: &str, attempt: u32, container_id: &str, worker_id: &str) {
         self.send(Write::Start(TaskStart {
             task_id: task_id.to_owned(),

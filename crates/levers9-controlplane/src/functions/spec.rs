@@ -174,7 +174,7 @@ impl StubSpec {
         })
     }
 
-    /// The stored form.
+    /// The spec as JSON, as the stub row's `config_json` keeps it.
     pub fn to_json(&self) -> String {
         // A plain struct of strings and numbers: serialising cannot fail.
         serde_json::to_string(self).unwrap_or_default()

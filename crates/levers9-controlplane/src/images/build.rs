@@ -38,7 +38,8 @@ pub enum BuildEvent {
 
 /// What the caller needs to start (or join) a build.
 pub struct BuildRequest {
-    /// The resolved spec.
+    /// The spec with its base image pinned to a digest; its id names the image
+    /// built.
     pub canonical: Canonical,
     /// Ignore built images and steps.
     pub force: bool,

@@ -36,7 +36,7 @@ pub enum Step {
     },
     /// A workspace object (a zip of local files) copied to `dest`.
     Files {
-        /// The object.
+        /// Digest of the zip (`sha256:…`), an object of the build's workspace.
         digest: String,
         /// Where in the image.
         dest: String,
@@ -53,7 +53,9 @@ pub struct SpecRequest {
     /// A reference; short names resolve against
     /// `imageService.runner.baseImageRegistry`.
     pub base_image: String,
-    /// The steps.
+    /// What to add to the base image, in order; each prefix of them is built
+    /// and pushed as an image of its own, so specs that share a prefix share
+    /// its build.
     pub steps: Vec<Step>,
 }
 
@@ -65,7 +67,7 @@ pub struct Canonical {
     pub base: String,
     /// As asked for (may be empty).
     pub python_version: String,
-    /// The steps.
+    /// As asked for, in order: part of what the id hashes.
     pub steps: Vec<Step>,
 }
 

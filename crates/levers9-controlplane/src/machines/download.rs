@@ -19,7 +19,8 @@ use axum::Router;
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
-/// The route prefix.
+/// Where agent binaries are downloaded on the HTTP port:
+/// `/agent/levers9-<os>-<arch>`.
 pub const ROUTE: &str = "/agent";
 
 /// Where agent binaries come from.
@@ -107,7 +108,8 @@ struct Downloads {
     building: Mutex<()>,
 }
 
-/// The download route.
+/// The router of `GET /agent/{file}`, serving `levers9-<os>-<arch>` from the
+/// configured binaries (or a dev build with `?dev=true`).
 pub fn router(binaries: AgentBinaries) -> Router {
     let state = Arc::new(Downloads {
         binaries,

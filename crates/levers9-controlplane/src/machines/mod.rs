@@ -25,7 +25,8 @@ pub const MAX_JOIN_TTL_SECONDS: u32 = 7 * 24 * 3600;
 /// A pool as users see it: from the config or made at run time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolView {
-    /// Its name.
+    /// Its name: a key of `worker.pools` or a pool made with `levers9 pool
+    /// create`; unique across both.
     pub name: String,
     /// `config` or `runtime`.
     pub source: &'static str,
@@ -112,7 +113,7 @@ pub enum WorkerBinding {
     Machine {
         /// Its id, also its worker's.
         id: String,
-        /// Its pool.
+        /// Its pool: the only one its worker may register in.
         pool: String,
     },
 }

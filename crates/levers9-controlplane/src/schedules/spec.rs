@@ -48,7 +48,8 @@ impl From<ScheduleSpecError> for ApiError {
     }
 }
 
-/// A parsed schedule.
+/// A schedule checked and parsed: from the API at deploy, or from its stored
+/// `cron:`/`period:` text.
 #[derive(Debug, Clone)]
 pub enum ScheduleSpec {
     /// At the times a cron expression matches.
@@ -104,7 +105,8 @@ impl ScheduleSpec {
         })
     }
 
-    /// A period schedule.
+    /// A schedule firing every `seconds`, from 1 to a year (a typo of a few
+    /// zeros is refused).
     pub fn period(seconds: u64) -> Result<Self, ScheduleSpecError> {
         if seconds == 0 || seconds > MAX_PERIOD_SECONDS {
             return Err(ScheduleSpecError::Period(seconds));

@@ -17,7 +17,8 @@ use super::spec::ScheduleSpec;
 /// What a due schedule does now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Plan {
-    /// The tick fired.
+    /// The tick to fire now, in seconds since the epoch: the latest due one
+    /// (earlier missed ones are counted in `skipped`, not fired).
     pub tick: i64,
     /// The tick after it (`i64::MAX`: never, past the year 9999).
     pub next_tick: i64,

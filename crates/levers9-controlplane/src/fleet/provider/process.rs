@@ -86,13 +86,13 @@ pub enum ProcessError {
          token; bootstrap it first (levers9 controlplane bootstrap, or levers9 up)"
     )]
     NoWorkspace {
-        /// The pool.
+        /// The pool's name (a key of `worker.pools`).
         pool: String,
     },
     /// The record store refused the token.
     #[error("cannot keep the token of a worker of pool {pool}: {source}")]
     Token {
-        /// The pool.
+        /// The pool's name (a key of `worker.pools`).
         pool: String,
         /// The store's answer.
         #[source]
@@ -101,7 +101,7 @@ pub enum ProcessError {
     /// The worker's state directory, config or log could not be written.
     #[error("cannot prepare {path} for a worker of pool {pool}: {source}")]
     Prepare {
-        /// The pool.
+        /// The pool's name (a key of `worker.pools`).
         pool: String,
         /// What was being written.
         path: PathBuf,
@@ -115,9 +115,10 @@ pub enum ProcessError {
          worker.pools.{pool}.process.binary to the levers9 executable)"
     )]
     Spawn {
-        /// The pool.
+        /// The pool's name (a key of `worker.pools`).
         pool: String,
-        /// The executable.
+        /// `worker.pools.<pool>.process.binary`, or this controlplane's own
+        /// executable when that is empty.
         binary: PathBuf,
         /// Why.
         #[source]

@@ -30,7 +30,7 @@ pub enum KeepError {
     /// The token could not be checked or stored.
     #[error("cannot check or store pool {pool}'s worker token: {source}")]
     Store {
-        /// The pool.
+        /// The pool's name (a key of `worker.pools`).
         pool: String,
         /// Why.
         #[source]
@@ -88,7 +88,7 @@ pub struct MintedWorker {
 pub struct WorkerCredential {
     /// Its workspace, the install's first.
     pub workspace_id: String,
-    /// Its id.
+    /// The id of its token row, by which it is revoked.
     pub token_id: String,
 }
 

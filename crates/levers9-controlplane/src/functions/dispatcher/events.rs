@@ -27,7 +27,8 @@ impl Events {
         }
     }
 
-    /// The next event.
+    /// The next event, told on this replica or forwarded from the hot state's
+    /// queue.
     pub(super) async fn next(&mut self) -> Option<DispatchEvent> {
         self.events.recv().await
     }
