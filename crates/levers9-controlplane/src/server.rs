@@ -81,7 +81,8 @@ pub enum StartError {
     Metrics(#[from] prometheus::Error),
 }
 
-/// A running controlplane.
+/// A controlplane serving on both listeners, as [`start`] returns it;
+/// [`RunningControlplane::stop`] ends it.
 pub struct RunningControlplane {
     /// Where gRPC listens.
     pub grpc_addr: SocketAddr,

@@ -10,7 +10,8 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::error::ApiError;
 
-/// A registered worker.
+/// A worker as it registered, kept in the hot state under `worker:<id>` so any
+/// replica can read it; whether it is alive is a separate key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkerRecord {
     /// Chosen by the worker, stable across its reconnects.
