@@ -1,6 +1,6 @@
 # levers9: the two commands a newcomer needs are `make quickstart` and `make test`.
 
-.PHONY: build test quickstart bench bench-containers bench-functions bench-endpoints bench-websocket bench-maps bench-peers bench-scheduling bench-memory lint
+.PHONY: build test quickstart bench bench-containers bench-functions bench-endpoints bench-websocket bench-maps bench-peers bench-scheduling bench-memory lint fuzz
 
 build:
 	cargo build --release -p levers9-cli
@@ -22,6 +22,11 @@ bench-containers:
 
 bench-scheduling:
 	scripts/test-servers.sh cargo run --release -p levers9-bench -- scheduling
+
+# Every fuzz target in fuzz/ for LEVERS9_FUZZ_SECONDS each (default 60);
+# needs cargo-fuzz (cargo install cargo-fuzz --locked), not run in CI.
+fuzz:
+	scripts/fuzz.sh
 
 lint:
 	cargo fmt --all -- --check

@@ -168,19 +168,25 @@ where
     F: FnOnce(tonic::Request<Req>) -> Fut,
     Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
 {
-    let message = if body.iter().all(u8::is_ascii_whitespace) {
-        Req::default()
-    } else {
-        match serde_json::from_slice(body) {
-            Ok(message) => message,
-            Err(error) => {
-                return error_response(&Status::from(ApiError::InvalidArgument(format!(
-                    "the request body is not valid JSON for this call: {error}"
-                ))))
-            }
-        }
-    };
-    call(headers, message, handler).await
+    match message_of(body) {
+        Ok(message) => call(headers, message, handler).await,
+        Err(status) => error_response(&status),
+    }
+}
+
+/// The request a JSON body stands for: all defaults when it is empty,
+/// INVALID_ARGUMENT when it is not JSON of the request's shape. Public for
+/// the fuzz targets in `fuzz/` only.
+#[doc(hidden)]
+pub fn message_of<Req: DeserializeOwned + Default>(body: &[u8]) -> Result<Req, Status> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Req::default());
+    }
+    serde_json::from_slice(body).map_err(|error| {
+        Status::from(ApiError::InvalidArgument(format!(
+            "the request body is not valid JSON for this call: {error}"
+        )))
+    })
 }
 
 /// Runs the gRPC handler with the headers as metadata and maps its answer.
@@ -198,7 +204,11 @@ where
     }
 }
 
-fn metadata_from_headers(headers: &HeaderMap) -> MetadataMap {
+/// The gRPC metadata of a REST request: `Authorization`, and each
+/// `Grpc-Metadata-<Name>` header as `<name>`; headers that make no valid
+/// ASCII metadata are left out. Public for the fuzz targets in `fuzz/` only.
+#[doc(hidden)]
+pub fn metadata_from_headers(headers: &HeaderMap) -> MetadataMap {
     let mut metadata = MetadataMap::new();
     for (name, value) in headers {
         let name = name.as_str();

@@ -84,3 +84,10 @@ pub use image::{Image, ImageConfig, Layer};
 pub use overlay::is_mounted;
 pub use reference::{is_loopback_host, Digest, ImageReference};
 pub use store::{ImageStore, ImageStoreConfig, Rootfs};
+
+/// The layer unpacker, for the fuzz targets in `fuzz/` (not an API: the
+/// store is how layers are unpacked).
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::unpack::{unpack_layer, UnpackError};
+}

@@ -272,11 +272,21 @@ fn is_tag(tag: &str) -> bool {
 }
 
 /// Registry and repository of a valid name: the first part is the registry
-/// if it has a `.` or a `:` or is `localhost`, Docker Hub otherwise, whose
-/// one-part names are under `library/`.
+/// if it has a `.`, a `:` or capitals (a repository has none) or is
+/// `localhost`, Docker Hub otherwise, whose one-part names are under
+/// `library/`.
 fn split_domain(name: &str) -> (String, String) {
+    // Capitals too, as the distribution project splits: oci-spec does not
+    // (a FIXME there), and took `Team/app` for the Docker Hub repository
+    // `Team/app`, which pinned to a digest did not parse back (found by the
+    // image_reference fuzz target).
+    let is_registry = |first: &str| {
+        first.contains(['.', ':'])
+            || first == "localhost"
+            || first.bytes().any(|b| b.is_ascii_uppercase())
+    };
     let (registry, repository) = match name.split_once('/') {
-        Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" => (first, rest),
+        Some((first, rest)) if is_registry(first) => (first, rest),
         _ => (DOCKER_HUB, name),
     };
     let registry = if registry == "index.docker.io" {
@@ -371,7 +381,6 @@ mod tests {
             "index.docker.io/busybox".to_owned(),
             "localhost/x".to_owned(),
             "localhost:5000/a/b:v_1.2-rc".to_owned(),
-            "Uppercase/lowercase:tag".to_owned(),
             "127.0.0.1:5000/levers9/python:3.11".to_owned(),
             "a/b__c/d---e/f.g/h_i".to_owned(),
             format!("x:{}", "t".repeat(128)),
@@ -409,6 +418,34 @@ mod tests {
         // Where they differ: a tag is ASCII (regex's Unicode `\w` took any letter).
         assert!(oci_client::Reference::try_from("x:tagé").is_ok());
         assert!(ImageReference::parse("x:tagé").is_err());
+        // And a first part with capitals is a registry, as the distribution
+        // project has it (oci-spec: the Docker Hub repository Uppercase/lowercase).
+        let r = ImageReference::parse("Uppercase/lowercase:tag").unwrap();
+        assert_eq!((r.registry(), r.repository()), ("Uppercase", "lowercase"));
+    }
+
+    #[test]
+    fn a_reference_pinned_to_a_digest_parses_back() {
+        let d = Digest::parse(&format!("sha256:{}", "0".repeat(64))).unwrap();
+        // "Tbusm/app:vy" is what the image_reference fuzz target found: it
+        // was read as docker.io/Tbusm/app, whose pinned form did not parse.
+        for input in [
+            "Tbusm/app:vy",
+            "busybox",
+            "localhost:5000/a/b:v1",
+            "Reg.Example.com/a",
+        ] {
+            let r = ImageReference::parse(input).unwrap();
+            let pinned = r.with_digest(&d);
+            let again = ImageReference::parse(&pinned.to_string())
+                .unwrap_or_else(|e| panic!("{input:?} pinned as {pinned}: {e}"));
+            assert_eq!(again, pinned, "{input:?}");
+            assert_eq!(
+                (again.registry(), again.repository()),
+                (r.registry(), r.repository()),
+                "{input:?}"
+            );
+        }
     }
 
     #[test]

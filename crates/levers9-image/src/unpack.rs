@@ -37,13 +37,16 @@ const OPAQUE_XATTR: &str = "trusted.overlay.opaque";
 
 /// Why a layer could not be unpacked.
 #[derive(Debug)]
-pub(crate) enum UnpackError {
+pub enum UnpackError {
     /// The archive is malformed or unsafe.
     Invalid(String),
     /// A local file-system operation failed.
     Io {
+        /// What was being done, e.g. "could not create directory".
         action: &'static str,
+        /// What it was done to.
         path: PathBuf,
+        /// Why it failed.
         source: io::Error,
     },
 }
@@ -74,7 +77,7 @@ impl<R: Read> Read for HashingReader<R> {
 /// Unpacks the layer blob at `blob` into the existing empty directory
 /// `dest`, checking the uncompressed content against `diff_id`. Returns the
 /// disk space used by `dest` in bytes.
-pub(crate) fn unpack_layer(blob: &Path, dest: &Path, diff_id: &Digest) -> Result<u64, UnpackError> {
+pub fn unpack_layer(blob: &Path, dest: &Path, diff_id: &Digest) -> Result<u64, UnpackError> {
     let mut file = fs::File::open(blob).map_err(io_err("could not open", blob))?;
     let mut magic = [0u8; 4];
     let n = read_up_to(&mut file, &mut magic).map_err(io_err("could not read", blob))?;

@@ -35,6 +35,14 @@ pub use auth::{ServerAuth, CREDENTIAL_VARIABLE};
 pub use named::NamedForwarder;
 pub use wire::{MAX_BODY_BYTES, MAX_HEADER_BYTES};
 
+/// The parsers of what the runner sends, for the fuzz targets in `fuzz/`
+/// (not an API: the runner's only way in is the socket).
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use super::named::{pack as pack_object_body, unpack as unpack_object_body};
+    pub use super::wire::{encode, read_frame, FrameError, FromRunner};
+}
+
 /// The socket's name in the container's run directory.
 pub const SOCKET_NAME: &str = "server.sock";
 /// `sun_path` holds 108 bytes, the terminating NUL included.
@@ -66,7 +74,8 @@ pub enum BindError {
         /// The worker's state directory, what to shorten.
         state_dir: PathBuf,
     },
-    /// The filesystem refused.
+    /// The socket or its run directory could not be made (permissions, a
+    /// full disk).
     #[error("cannot create the container server socket {path}: {source}")]
     Io {
         /// What was being created.
@@ -81,7 +90,7 @@ pub enum BindError {
 pub struct InitError {
     /// The exception's last line.
     pub message: String,
-    /// The whole traceback.
+    /// The traceback as Python formats it, which the caller's error shows.
     pub traceback: String,
 }
 

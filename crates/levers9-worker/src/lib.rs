@@ -32,6 +32,8 @@ use levers9_runtime::{Runc, Runsc, Runtime, RuntimeConfig};
 use tokio::sync::watch;
 
 pub use capacity::{detect_capacity, detect_gpus, Capacity};
+#[doc(hidden)]
+pub use container_server::fuzzing;
 pub use container_server::{
     BindError, ContainerServer, InitError, RunnerOutcome, ServerAuth, StopContainer,
     CREDENTIAL_VARIABLE, MAX_BODY_BYTES, MAX_HEADER_BYTES,
@@ -140,9 +142,9 @@ pub enum WorkerError {
     /// The metrics address could not be bound.
     #[error("cannot serve metrics on {address}: {source}")]
     Metrics {
-        /// The address.
+        /// The `--metrics-address` it was given.
         address: SocketAddr,
-        /// Why not.
+        /// Why the bind failed (in use, not a local address).
         source: std::io::Error,
     },
     /// Leftovers of a previous run could not be removed.

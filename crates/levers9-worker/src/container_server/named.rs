@@ -282,7 +282,7 @@ impl Shared {
 }
 
 /// The byte strings of a body; None if it is cut short.
-fn unpack(body: &[u8]) -> Option<Vec<Vec<u8>>> {
+pub fn unpack(body: &[u8]) -> Option<Vec<Vec<u8>>> {
     let mut parts = Vec::new();
     let mut rest = body;
     while !rest.is_empty() {
@@ -298,7 +298,8 @@ fn unpack(body: &[u8]) -> Option<Vec<Vec<u8>>> {
     Some(parts)
 }
 
-fn pack(parts: &[Vec<u8>]) -> Vec<u8> {
+/// A body of byte strings, as [`unpack`] reads it.
+pub fn pack(parts: &[Vec<u8>]) -> Vec<u8> {
     let mut body = Vec::with_capacity(parts.iter().map(|p| p.len() + 4).sum());
     for part in parts {
         // Parts come from gRPC messages decoded under a 256 MiB limit.
