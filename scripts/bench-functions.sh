@@ -5,17 +5,22 @@
 # given, e.g. bench/functions/endpoints.py). Run it through
 # scripts/test-servers.sh, which starts the servers. LEVERS9_BENCH_PROFILE=debug
 # uses a debug build (to check that a bench runs; its figures are not the
-# release build's).
+# release build's). LEVERS9_BENCH_BIN=/path/to/levers9 runs that binary
+# instead of building one (scripts/bench-ab.sh: another commit's build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${LEVERS9_BENCH_PROFILE:-release}
-if [ "$profile" = release ]; then
-  cargo build --release --locked -p levers9-cli >&2
+if [ -n "${LEVERS9_BENCH_BIN:-}" ]; then
+  bin=$LEVERS9_BENCH_BIN
 else
-  cargo build --locked -p levers9-cli >&2
+  if [ "$profile" = release ]; then
+    cargo build --release --locked -p levers9-cli >&2
+  else
+    cargo build --locked -p levers9-cli >&2
+  fi
+  bin=$PWD/target/$profile/levers9
 fi
 python=$(scripts/python-test-env.sh)
-bin=$PWD/target/$profile/levers9
 work=$(mktemp -d /tmp/l9bench.XXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work" 2>/dev/null || echo "bench: left $work (a container mount was still busy)" >&2; }
@@ -58,5 +63,5 @@ LEVERS9_TOKEN=$token "$bin" worker --pool default --runtime runc --worker-id ben
   --controlplane "127.0.0.1:$grpc_port" --state-dir "$work/worker" >"$work/worker.log" 2>&1 &
 pids+=($!)
 sleep 2
-LEVERS9_BENCH_RAW_BUNDLE=$work/bundle LEVERS9_BENCH_HTTP=http://127.0.0.1:$http_port \
+LEVERS9_BENCH_RAW_BUNDLE=$work/bundle LEVERS9_BENCH_WORKER_LOG=$work/worker.log LEVERS9_BENCH_HTTP=http://127.0.0.1:$http_port \
   "$python" "${1:-bench/functions/bench.py}"

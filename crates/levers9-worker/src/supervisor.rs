@@ -437,13 +437,14 @@ impl Supervisor {
             memory_mib: request.memory_mib,
             ..Resources::default()
         };
+        let spec_ms = began.elapsed().as_millis();
         let container = self
             .runtime
             .start(&spec)
             .await
             .map_err(|e| format!("cannot start the container: {e}"))?;
         // Where a container's start goes, for whoever tunes it.
-        tracing::debug!(container_id = %id, pulled_ms, rootfs_ms, started_ms = began.elapsed().as_millis(), "container started");
+        tracing::debug!(container_id = %id, pulled_ms, rootfs_ms, spec_ms, started_ms = began.elapsed().as_millis(), "container started");
         self.report(message(worker_message::Kind::Event(event(&id, "running"))))
             .await;
         let forward = tokio::spawn(forward_output(

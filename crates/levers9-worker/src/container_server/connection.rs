@@ -175,6 +175,9 @@ pub(super) async fn accept_loop(shared: Arc<Shared>, listener: UnixListener) {
             tracing::warn!(container_id = %shared.container_id, "refused a second connection to the container server: one runner per container");
             continue;
         }
+        // Where a function container's start goes: the runner connects
+        // once Python is up and the runner's own modules are imported.
+        tracing::debug!(container_id = %shared.container_id, "the function runner connected");
         let (tx, rx) = mpsc::unbounded_channel();
         state.connection = Connection::Open {
             writer: tx,
