@@ -118,14 +118,10 @@ async fn a_start_failure_is_reported_with_its_reason_and_frees_everything() {
     h.runtime.fail_start("c1", "cannot open /dev/nvidia0");
     h.supervisor.run(with_gpus("c1", 2));
 
-    let failed = h.event().await;
+    let (id, message) = h.failure().await;
     assert_eq!(
-        (failed.container_id.as_str(), failed.state.as_str()),
-        ("c1", "failed")
-    );
-    assert_eq!(
-        failed.message,
-        "cannot start the container: container c1 failed to start (exit status: 1): cannot open /dev/nvidia0"
+        (id.as_str(), message.as_str()),
+        ("c1", "cannot start the container: container c1 failed to start (exit status: 1): cannot open /dev/nvidia0")
     );
     assert!(h.held().is_empty());
     assert!(h.prepared().is_empty(), "root file system not released");
@@ -147,14 +143,13 @@ async fn gpus_go_to_one_container_at_a_time_and_come_back_at_its_exit() {
     assert_eq!(env_of(&h.spec_of("c2"), "NVIDIA_VISIBLE_DEVICES"), ["1"]);
 
     h.supervisor.run(with_gpus("c3", 1));
-    let refused = h.event().await;
+    let (id, message) = h.failure().await;
     assert_eq!(
-        (refused.container_id.as_str(), refused.state.as_str()),
-        ("c3", "failed")
-    );
-    assert_eq!(
-        refused.message,
-        "not enough GPUs available: asked for 1 h100, 0 free on this worker"
+        (id.as_str(), message.as_str()),
+        (
+            "c3",
+            "not enough GPUs available: asked for 1 h100, 0 free on this worker"
+        )
     );
     assert!(
         h.runtime.started().iter().all(|spec| spec.id != "c3"),
@@ -175,19 +170,18 @@ async fn what_fails_before_the_start_never_reaches_the_runtime() {
     let mut missing = with_gpus("c1", 2);
     missing.image = "127.0.0.1:5000/levers9/missing:1".into();
     h.supervisor.run(missing);
-    let failed = h.event().await;
-    assert_eq!(failed.state, "failed");
+    let (_, message) = h.failure().await;
     assert_eq!(
-        failed.message,
+        message,
         "cannot pull image 127.0.0.1:5000/levers9/missing:1: image 127.0.0.1:5000/levers9/missing:1 not found in registry 127.0.0.1:5000: check the name and that it was pushed"
     );
 
     let mut bare = with_gpus("c2", 2);
     bare.image = NO_COMMAND.into();
     h.supervisor.run(bare);
-    let failed = h.event().await;
+    let (_, failed) = h.failure().await;
     assert_eq!(
-        failed.message,
+        failed,
         format!("image {NO_COMMAND} has no command and none was given: pass one after --")
     );
 
@@ -199,9 +193,9 @@ async fn what_fails_before_the_start_never_reaches_the_runtime() {
         ..ObjectMount::default()
     }];
     h.supervisor.run(object);
-    let failed = h.event().await;
+    let (_, failed) = h.failure().await;
     assert_eq!(
-        failed.message,
+        failed,
         format!("cannot fetch object {digest}: object {digest} is not stored")
     );
 
@@ -211,11 +205,10 @@ async fn what_fails_before_the_start_never_reaches_the_runtime() {
         mount_path: "/data".into(),
     }];
     h.supervisor.run(volume);
-    let failed = h.event().await;
+    let (_, failed) = h.failure().await;
     assert!(
-        failed.message.starts_with("cannot mount volume \"nope\": "),
-        "{}",
-        failed.message
+        failed.starts_with("cannot mount volume \"nope\": "),
+        "{failed}"
     );
 
     assert!(h.runtime.calls().is_empty(), "{:?}", h.runtime.calls());
@@ -253,14 +246,13 @@ async fn a_lost_exit_is_a_failure_that_frees_the_container() {
     let mut h = harness();
     h.start(with_gpus("c1", 2)).await;
     h.runtime.lose("c1");
-    let failed = h.event().await;
+    let (id, message) = h.failure().await;
     assert_eq!(
-        (failed.container_id.as_str(), failed.state.as_str()),
-        ("c1", "failed")
-    );
-    assert_eq!(
-        failed.message,
-        "lost track of the container: the exit of container c1 was lost"
+        (id.as_str(), message.as_str()),
+        (
+            "c1",
+            "lost track of the container: the exit of container c1 was lost"
+        )
     );
     assert!(h.held().is_empty());
     assert!(h.prepared().is_empty());
@@ -403,7 +395,7 @@ async fn a_function_container_that_fails_to_start_leaves_no_server() {
     let mut function = request("f1");
     function.container_server = true;
     h.supervisor.run(function);
-    assert_eq!(h.event().await.state, "failed");
+    h.failure().await;
     assert!(!h.run_dir("f1").exists(), "the server's directory is left");
     h.supervisor.task_input(TaskInput {
         container_id: "f1".into(),

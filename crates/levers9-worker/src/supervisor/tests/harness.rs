@@ -182,6 +182,13 @@ impl Harness {
         }
     }
 
+    /// The next report, a container's failure: its id and message.
+    pub(super) async fn failure(&mut self) -> (String, String) {
+        let event = self.event().await;
+        assert_eq!(event.state, "failed", "expected a failure, got {event:?}");
+        (event.container_id, event.message)
+    }
+
     /// The next report, output.
     pub(super) async fn log(&mut self) -> LogChunk {
         match self.next().await {
