@@ -8,8 +8,8 @@ use crate::{Capabilities, ContainerSpec, RuntimeConfig};
 #[derive(Debug, Clone, Default)]
 pub struct RuncFlavor;
 
-/// Containers under runc: namespaces, cgroups and seccomp of the host kernel,
-/// no sandbox.
+/// Containers under runc: namespaces, cgroups and seccomp, on the host's
+/// kernel (no kernel of their own, as under gVisor).
 pub type Runc = OciRuntime<RuncFlavor>;
 
 impl Runc {
