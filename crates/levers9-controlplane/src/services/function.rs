@@ -18,7 +18,7 @@ use levers9_api::v1::{
     WaitTaskRequest,
 };
 use levers9_state::keys;
-use levers9_store::{FinalState, NewTask, StubRecord, TaskRecord, TokenType};
+use levers9_store::{FinalState, StubRecord, TaskRecord, TokenType};
 use prost::Message;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -29,6 +29,7 @@ use super::deployment;
 use super::run_driver::{check_call_kind, RunDriver};
 use super::schedule;
 use super::stub;
+use super::task_submit::new_task_id;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::functions::objects::digest_hex;
@@ -168,74 +169,6 @@ impl FunctionApi {
             events.boxed(),
         ))
     }
-
-    /// Stores tasks for inputs and tells the dispatcher; the tickets say
-    /// where their events go.
-    pub(super) async fn submit(
-        &self,
-        stub: &StubRecord,
-        inputs: Vec<(Ticket, Vec<u8>)>,
-    ) -> Result<(), ApiError> {
-        let now = chrono::Utc::now();
-        let rows: Vec<NewTask> = inputs
-            .iter()
-            .map(|(ticket, _)| NewTask {
-                id: ticket.task_id.clone(),
-                workspace_id: stub.workspace_id.clone(),
-                stub_id: stub.id.clone(),
-                function_name: stub.function_name.clone(),
-                created_at: now,
-            })
-            .collect();
-        let tasks = self.shared.fleet.tasks();
-        let puts = inputs
-            .iter()
-            .map(|(ticket, payload)| tasks.put_input(ticket, payload));
-        // Neither needs the other: the dispatcher hears of the tasks only
-        // once both are done.
-        let (inserted, put) = futures::join!(
-            self.shared.functions.insert_tasks(&rows),
-            futures::future::join_all(puts)
-        );
-        inserted?;
-        for result in put {
-            result?;
-        }
-        tasks
-            .tell(&DispatchEvent::Submitted {
-                workspace_id: stub.workspace_id.clone(),
-                stub_id: stub.id.clone(),
-                tasks: inputs.into_iter().map(|(ticket, _)| ticket).collect(),
-            })
-            .await
-    }
-
-    /// The final outcome of a task that ended as `end` says (the notice of
-    /// its end, or its row): the stored one with the payload, or `end`
-    /// itself once that expired.
-    pub(super) async fn final_outcome(&self, end: &TaskOutcome) -> Result<TaskOutcome, ApiError> {
-        let outcome = self.shared.fleet.tasks().outcome(&end.task_id).await?;
-        Ok(match outcome {
-            Some(mut outcome) if outcome.state.parse::<FinalState>().is_ok() => {
-                outcome.index = end.index;
-                outcome
-            }
-            _ if end.state == FinalState::Complete.as_str() => TaskOutcome {
-                index: end.index,
-                task_id: end.task_id.clone(),
-                state: FinalState::Error.as_str().to_owned(),
-                message: "the task completed, but its result expired: results are kept for \
-                          controlplane.taskResultTtlSeconds"
-                    .into(),
-                ..TaskOutcome::default()
-            },
-            _ => end.clone(),
-        })
-    }
-}
-
-pub(super) fn new_task_id() -> String {
-    format!("t-{}", uuid::Uuid::now_v7().simple())
 }
 
 pub(super) fn event(kind: run_event::Kind) -> Result<RunEvent, Status> {

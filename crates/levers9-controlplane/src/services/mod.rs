@@ -17,6 +17,7 @@ mod run_driver;
 mod schedule;
 mod secret;
 mod stub;
+mod task_submit;
 mod token;
 mod volume;
 mod worker;

@@ -15,7 +15,8 @@ use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
-use super::function::{event, new_task_id, EventStream, FunctionApi};
+use super::function::{event, EventStream, FunctionApi};
+use super::task_submit::new_task_id;
 use crate::error::ApiError;
 use crate::functions::spec::StubSpec;
 use crate::functions::{DispatchEvent, Ticket};
