@@ -13,8 +13,7 @@ use std::time::Duration;
 use chrono::Utc;
 use levers9_api::v1::{
     controlplane_message, run_event, worker_message, ContainerEvent, ControlplaneMessage, LogChunk,
-    Register, Registered, RunContainer, TaskInput, TaskOutcome, TaskOutputEvent, TaskResult,
-    WorkerMessage,
+    Register, Registered, TaskInput, TaskOutcome, TaskOutputEvent, TaskResult, WorkerMessage,
 };
 use levers9_state::keys;
 use levers9_sync::Lock;
@@ -33,6 +32,7 @@ use crate::machines::WorkerBinding;
 use levers9_store::{FinalState, TokenType};
 
 pub(crate) mod execs;
+mod handoff;
 mod items;
 
 /// How long a new stream may take to send its Register.
@@ -410,9 +410,9 @@ async fn pump_inbox(
         // secrets and payload attached below for this stream alone.
         let original = message.clone();
         if let Some(controlplane_message::Kind::Run(run)) = &mut message.kind {
-            if !open_secrets(&fleet, &worker_id, run).await
-                || !open_volume_storage(&fleet, &worker_id, run).await
-                || !open_registry_auth(&fleet, &worker_id, run).await
+            if !handoff::open_secrets(&fleet, &worker_id, run).await
+                || !handoff::open_volume_storage(&fleet, &worker_id, run).await
+                || !handoff::open_registry_auth(&fleet, &worker_id, run).await
             {
                 continue;
             }
@@ -470,96 +470,6 @@ async fn attach_input(fleet: &Fleet, stream: &StreamState, input: &mut TaskInput
             }
             false
         }
-    }
-}
-
-/// Adds the opened secrets of a run request to its environment, just before
-/// it goes to the worker: they are never stored opened. On failure the
-/// container fails with the reason, its capacity is released, and false is
-/// returned.
-async fn open_secrets(fleet: &Fleet, worker_id: &str, run: &mut RunContainer) -> bool {
-    let names = std::mem::take(&mut run.secret_names);
-    if names.is_empty() {
-        return true;
-    }
-    match fleet.secrets().open(&run.workspace_id, &names).await {
-        Ok(opened) => {
-            run.env.extend(opened);
-            true
-        }
-        Err(reason) => {
-            fail_unsent(fleet, worker_id, run, reason).await;
-            false
-        }
-    }
-}
-
-/// The builder's variable for its registry credentials (docker config JSON),
-/// which it takes out of its environment before any build step runs.
-const REGISTRY_AUTH_ENV: &str = "LEVERS9_REGISTRY_AUTH";
-
-/// Adds the credentials of the registries a run request names (an image
-/// build's) to its environment, just before it goes to the worker: they are
-/// never stored with the container. On failure (an ECR token that cannot be
-/// had) the container fails with the reason and false is returned.
-async fn open_registry_auth(fleet: &Fleet, worker_id: &str, run: &mut RunContainer) -> bool {
-    let hosts = std::mem::take(&mut run.registry_auth_hosts);
-    if hosts.is_empty() {
-        return true;
-    }
-    match fleet.registry_keychain().docker_config_for(&hosts).await {
-        Ok(auth) => {
-            if let Some(auth) = auth {
-                run.env.insert(REGISTRY_AUTH_ENV.to_owned(), auth);
-            }
-            true
-        }
-        Err(error) => {
-            let reason = format!("cannot get the registry credentials for this build: {error}");
-            fail_unsent(fleet, worker_id, run, reason).await;
-            false
-        }
-    }
-}
-
-/// Adds the workspace's own storage credentials to a run request with
-/// volumes, just before it goes to the worker, which mounts the
-/// workspace's file system with them. A workspace without credentials
-/// keeps the shared file system. On failure the container fails with the
-/// reason and false is returned.
-async fn open_volume_storage(fleet: &Fleet, worker_id: &str, run: &mut RunContainer) -> bool {
-    if run.volumes.is_empty() || !fleet.workspace_volume_storage() {
-        return true;
-    }
-    let secrets = fleet.secrets();
-    match crate::sealing::open_storage(secrets.sealed.as_ref(), &secrets.keyring, &run.workspace_id)
-        .await
-    {
-        Ok(credentials) => {
-            run.volume_storage = credentials.map(|(credentials, _)| credentials);
-            true
-        }
-        Err(error) => {
-            let reason = format!("cannot mount the workspace's volumes: {error}");
-            fail_unsent(fleet, worker_id, run, reason).await;
-            false
-        }
-    }
-}
-
-/// Fails a container whose run request cannot be sent, and releases its
-/// capacity.
-async fn fail_unsent(fleet: &Fleet, worker_id: &str, run: &RunContainer, reason: String) {
-    let result = async {
-        if let Some(mut container) = fleet.container(&run.container_id).await? {
-            fleet.release(worker_id, &container).await?;
-            super::scheduler::fail(fleet, &mut container, reason).await?;
-        }
-        Ok::<(), ApiError>(())
-    }
-    .await;
-    if let Err(error) = result {
-        tracing::error!(%error, container_id = %run.container_id, "cannot fail a container whose run request cannot be sent");
     }
 }
 
