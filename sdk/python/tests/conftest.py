@@ -25,12 +25,12 @@ def clean_env(monkeypatch, tmp_path):
 def fake(clean_env):
     """A fake FunctionService on localhost, with the environment pointing at it."""
     pytest.importorskip("grpc")
-    from fake_controlplane import TOKEN, start_server
+    from fake_controlplane import start_server
 
     server, service, port = start_server()
     clean_env.setenv("LEVERS9_CONTROLPLANE_HOST", "127.0.0.1")
     clean_env.setenv("LEVERS9_CONTROLPLANE_PORT", str(port))
-    clean_env.setenv("LEVERS9_TOKEN", TOKEN)
+    clean_env.setenv("LEVERS9_TOKEN", service.token)
     yield service
     server.stop(grace=None)
 

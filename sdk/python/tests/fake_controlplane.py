@@ -40,6 +40,9 @@ class FakeState(Exception):
 
 class FakeFunctionService(function_pb2_grpc.FunctionServiceServicer):
     def __init__(self):
+        # A token of its own: the SDK keeps stub ids per address and token,
+        # and two fakes in one run can be given the same port.
+        self.token = f"{TOKEN}-{uuid.uuid4().hex[:8]}"
         self.objects = {}
         self.head_calls = 0
         self.put_calls = 0
@@ -55,7 +58,7 @@ class FakeFunctionService(function_pb2_grpc.FunctionServiceServicer):
 
     def _authorize(self, context):
         metadata = dict(context.invocation_metadata())
-        if metadata.get("authorization") != f"Bearer {TOKEN}":
+        if metadata.get("authorization") != f"Bearer {self.token}":
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "the token is not valid")
 
     def _function(self, stub):
