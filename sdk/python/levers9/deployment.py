@@ -16,9 +16,9 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from .client import Client, get_client
-from .cls import Cls, MethodCalls
-from .endpoint import Endpoint
-from .function import Function, _RemoteCalls
+from .classes import Cls, MethodCalls
+from .endpoints import Endpoint
+from .functions import Function, _RemoteCalls
 from .schedule import to_proto as schedule_proto
 from .v1 import function_pb2 as pb
 

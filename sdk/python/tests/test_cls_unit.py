@@ -113,7 +113,7 @@ def test_remote_calls_need_an_instance_and_a_method():
 
 
 def test_a_generator_call_names_its_method_as_items():
-    from levers9.cls import Items
+    from levers9.classes import Items
 
     # What the runner tells the two kinds of call apart by: a str subclass,
     # so code that reads the name as a string still works.

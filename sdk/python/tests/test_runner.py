@@ -414,7 +414,7 @@ def test_an_input_naming_no_method_of_the_class_fails_saying_which_there_are(mak
 
 
 def test_a_class_with_a_generator_method_streams_it_and_still_returns_from_the_others(make_worker, tmp_path):
-    from levers9.cls import Items
+    from levers9.classes import Items
     from test_runner_generators import items_then_result
 
     worker = _class_worker(make_worker, "Counter", ((2, str(tmp_path / "m")), {}))

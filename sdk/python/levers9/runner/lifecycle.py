@@ -33,7 +33,7 @@ def entered(cls, args: tuple, kwargs: dict):
     """An instance of the ``@cls`` `cls` made with the parameters, its
     ``@enter`` methods run in definition order; EnterError names the one
     that failed."""
-    from ..cls import ENTER, marked
+    from ..classes import ENTER, marked
 
     user_cls = cls.user_cls
     try:
@@ -56,8 +56,8 @@ def _one_line(e: BaseException) -> str:
 
 def streams(args: tuple) -> bool:
     """Whether a class's input (its method first in `args`) asks for the
-    method's items: a ``.remote_gen`` call names it as `levers9.cls.Items`."""
-    from ..cls import Items
+    method's items: a ``.remote_gen`` call names it as `levers9.classes.Items`."""
+    from ..classes import Items
 
     return bool(args) and isinstance(args[0], Items)
 
@@ -66,7 +66,7 @@ class Lifecycle:
     """The container's one instance of a ``@cls`` class."""
 
     def __init__(self, cls, encoded_parameters: str):
-        from ..cls import EXIT, METHOD, marked, yields
+        from ..classes import EXIT, METHOD, marked, yields
 
         name = cls.user_cls.__qualname__
         if not encoded_parameters:
@@ -102,7 +102,7 @@ class Lifecycle:
                 f"{self._cls.user_cls.__qualname__} has no @method {method!r} (its @methods: "
                 f"{', '.join(self._methods) or 'none'}): mark it with @levers9.method"
             )
-        from ..cls import check_call_kind
+        from ..classes import check_call_kind
 
         # The caller's SDK checked this too, unless it called a looked-up class.
         check_call_kind(marker.fn, streams((method,)))

@@ -103,8 +103,8 @@ def connect(path: str) -> Connection:
 def load_function(code_dir: str, module_path: str, qualname: str) -> Callable:
     """The plain function to call, unwrapped from its levers9 Function; for
     a ``@cls`` class, its `lifecycle.Lifecycle`, not yet entered."""
-    from ..cls import Cls
-    from ..function import Function
+    from ..classes import Cls
+    from ..functions import Function
 
     module = load_file(os.path.join(code_dir, module_path))
     target = find_attribute(module, qualname)

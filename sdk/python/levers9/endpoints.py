@@ -12,7 +12,7 @@ After ``levers9 deploy app.py`` the controlplane's HTTP listener serves it at
 the keyword arguments) or ``GET`` with query parameters (strings); the value
 comes back as JSON. See docs/endpoints.md.
 
-Like `levers9.function`, this module must not import grpc or protobuf: the
+Like `levers9.functions`, this module must not import grpc or protobuf: the
 runner imports the user's module, and with it this decorator.
 """
 
@@ -22,7 +22,7 @@ import inspect
 import re
 from typing import Optional
 
-from .function import Function, function
+from .functions import Function, function
 
 _NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$")
 

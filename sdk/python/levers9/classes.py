@@ -42,7 +42,7 @@ import itertools
 import threading
 from typing import Dict, Optional, Tuple
 
-from .function import _RemoteCalls
+from .functions import _RemoteCalls
 from .resources import FunctionConfig, build_config
 
 ENTER = "enter"
