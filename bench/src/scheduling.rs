@@ -12,11 +12,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use levers9_controlplane::fleet::placement::{self, Ask, Offer};
 use levers9_controlplane::fleet::records::{ContainerRecord, WorkerRecord};
-use levers9_controlplane::fleet::scheduler::{Scheduler, BACKLOG};
-use levers9_controlplane::fleet::{view, Fleet, SecretOpener, CPU, MEMORY};
+use levers9_controlplane::fleet::{Fleet, SecretOpener, CPU, MEMORY};
 use levers9_controlplane::functions::TaskState;
+use levers9_controlplane::scheduler::placement::{self, Ask, Offer};
+use levers9_controlplane::scheduler::view;
+use levers9_controlplane::scheduler::{Scheduler, BACKLOG};
 use levers9_seal::{Key, Keyring};
 use levers9_state::{HotState, RedisState, Write};
 use tokio::sync::watch;

@@ -14,6 +14,7 @@ pub mod machines;
 pub mod metrics;
 pub mod registry;
 pub mod rest;
+pub mod scheduler;
 pub mod schedules;
 pub mod sealing;
 pub mod server;

@@ -347,7 +347,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     let routed = stopped.clone();
     tasks.extend([
         tokio::spawn(async move { router.route(routed).await }),
-        tokio::spawn(crate::fleet::scheduler::run(
+        tokio::spawn(crate::scheduler::run(
             shared.fleet.clone(),
             replica_id.clone(),
             stopped.clone(),

@@ -9,12 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_api::v1::{controlplane_message, ControlplaneMessage};
-use levers9_controlplane::fleet::claims;
-use levers9_controlplane::fleet::placement::Offer;
 use levers9_controlplane::fleet::records::{ContainerRecord, ContainerState, WorkerRecord};
-use levers9_controlplane::fleet::scheduler::{Outcome, Scheduler, BACKLOG};
-use levers9_controlplane::fleet::{inbox, view, Fleet, SecretOpener, CPU, MEMORY};
+use levers9_controlplane::fleet::{inbox, Fleet, SecretOpener, CPU, MEMORY};
 use levers9_controlplane::functions::TaskState;
+use levers9_controlplane::scheduler::claims;
+use levers9_controlplane::scheduler::placement::Offer;
+use levers9_controlplane::scheduler::view;
+use levers9_controlplane::scheduler::{Outcome, Scheduler, BACKLOG};
 use levers9_seal::{Key, Keyring};
 use levers9_state::{keys, HotState, MemoryState};
 use prost::Message;

@@ -23,12 +23,12 @@ use tonic::{Status, Streaming};
 
 use super::inbox::Inbox;
 use super::records::{ContainerState, WorkerRecord};
-use super::scheduler::BACKLOG;
 use super::Fleet;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::functions::{DispatchEvent, InputEnd, Ticket};
 use crate::machines::WorkerBinding;
+use crate::scheduler::BACKLOG;
 use levers9_store::{FinalState, TokenType};
 
 pub(crate) mod execs;

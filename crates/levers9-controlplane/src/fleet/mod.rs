@@ -13,19 +13,13 @@
 //! - kv `container:<id>`: [`ContainerRecord`]; log and channel
 //!   `container:<id>`: its output and events;
 //! - kv `withdrawn:<id>`: why a request was withdrawn before it was placed
-//!   ([`withdrawals`]).
+//!   (`scheduler::withdrawals`).
 
 pub mod attach;
-pub mod claims;
-pub mod demand;
 pub mod inbox;
-pub mod placement;
 pub mod provider;
 pub mod reaper;
 pub mod records;
-pub mod scheduler;
-pub mod view;
-mod withdrawals;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -40,6 +34,7 @@ use levers9_store::{MachineStore, SealedId, SealedKind, SealedStore};
 
 use crate::error::ApiError;
 use crate::functions::{DispatchEvent, TaskState};
+use crate::scheduler::{demand, placement, view};
 use records::{decode, encode, ContainerRecord, WorkerRecord};
 
 /// How long records outlive their last change: long enough to list and read

@@ -1,13 +1,14 @@
 //! Declares workers lost when they stop heartbeating, and the containers
 //! they held lost with them; puts back in the backlog the requests of
-//! scheduler replicas that stopped ([`super::claims::recover`]). One
-//! replica at a time does it, under a lease.
+//! scheduler replicas that stopped ([`claims::recover`]). One replica at a
+//! time does it, under a lease.
 
 use tokio::sync::watch;
 
 use super::records::ContainerState;
 use super::Fleet;
 use crate::error::ApiError;
+use crate::scheduler::claims;
 
 const LEASE: &str = "worker-reaper";
 
@@ -32,7 +33,7 @@ pub async fn run(fleet: Fleet, holder: String, mut stopped: watch::Receiver<bool
                 if let Err(error) = sweep(&fleet).await {
                     tracing::warn!(%error, "cannot check workers for heartbeats");
                 }
-                if let Err(error) = super::claims::recover(&fleet).await {
+                if let Err(error) = claims::recover(&fleet).await {
                     tracing::warn!(%error, "cannot check stopped replicas for requests they held");
                 }
             }

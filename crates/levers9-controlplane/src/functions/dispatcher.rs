@@ -52,8 +52,8 @@ use super::rows::RowWriter;
 use super::spec::{self, StubSpec};
 use super::{DispatchEvent, InputEnd, TaskState, Ticket};
 use crate::error::ApiError;
-use crate::fleet::scheduler::{send_stop, BACKLOG};
 use crate::fleet::Fleet;
+use crate::scheduler::{send_stop, BACKLOG};
 
 const LEASE: &str = "function-dispatcher";
 const LEASE_TTL: Duration = Duration::from_secs(10);

@@ -16,7 +16,7 @@ use super::spec::{Canonical, Step};
 use super::ImageBuilds;
 use crate::error::ApiError;
 use crate::fleet::records::{ContainerRecord, ContainerState};
-use crate::fleet::scheduler::{send_stop, BACKLOG};
+use crate::scheduler::{send_stop, BACKLOG};
 use crate::Shared;
 
 const SDK_DIR: &str = "/levers9/sdk";

@@ -11,7 +11,7 @@ use levers9_store::TokenType;
 use tonic::{Request, Response, Status};
 
 use crate::error::ApiError;
-use crate::fleet::demand;
+use crate::scheduler::demand;
 use crate::Shared;
 
 /// The ClusterService implementation.

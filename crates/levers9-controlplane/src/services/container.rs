@@ -24,8 +24,8 @@ use super::convert;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::fleet::records::{ContainerRecord, ContainerState};
-use crate::fleet::scheduler::{send_stop, BACKLOG};
 use crate::fleet::{attach, Fleet, END_MARKER};
+use crate::scheduler::{send_stop, BACKLOG};
 use crate::Shared;
 
 const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];

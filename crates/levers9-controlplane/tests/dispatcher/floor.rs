@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use levers9_api::v1::StubConfig;
 use levers9_controlplane::fleet::inbox;
-use levers9_controlplane::fleet::scheduler::BACKLOG;
 use levers9_controlplane::functions::InputEnd;
+use levers9_controlplane::scheduler::BACKLOG;
 use levers9_state::HotState;
 use levers9_store::FinalState;
 

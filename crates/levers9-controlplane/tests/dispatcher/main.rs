@@ -11,8 +11,8 @@ use std::time::Duration;
 use levers9_api::v1::{controlplane_message, run_event, StubConfig};
 use levers9_controlplane::fleet::inbox;
 use levers9_controlplane::fleet::records::ContainerState;
-use levers9_controlplane::fleet::scheduler::BACKLOG;
 use levers9_controlplane::functions::{DispatchEvent, InputEnd};
+use levers9_controlplane::scheduler::BACKLOG;
 use levers9_state::HotState;
 use levers9_store::{AttemptOutcome, FinalState, FunctionStore};
 

@@ -13,10 +13,10 @@ use levers9_api::v1::{
     TaskInput, TaskOutcome,
 };
 use levers9_controlplane::fleet::records::ContainerState;
-use levers9_controlplane::fleet::scheduler::BACKLOG;
 use levers9_controlplane::fleet::{inbox, Fleet, SecretOpener};
 use levers9_controlplane::functions::spec::StubSpec;
 use levers9_controlplane::functions::{dispatcher, DispatchEvent, InputEnd, TaskState, Ticket};
+use levers9_controlplane::scheduler::BACKLOG;
 use levers9_seal::{Key, Keyring};
 use levers9_state::{HotState, MemoryState};
 use levers9_store::{

@@ -96,7 +96,7 @@ async fn fail_unsent(fleet: &Fleet, worker_id: &str, run: &RunContainer, reason:
     let result = async {
         if let Some(mut container) = fleet.container(&run.container_id).await? {
             fleet.release(worker_id, &container).await?;
-            crate::fleet::scheduler::fail(fleet, &mut container, reason).await?;
+            crate::scheduler::fail(fleet, &mut container, reason).await?;
         }
         Ok::<(), ApiError>(())
     }

@@ -2,7 +2,7 @@
 //! of `provider: kubernetes` pools (on the cluster their
 //! `worker.pools.<name>.kubernetes` keys name) and worker processes of
 //! `provider: process` pools (on this machine, [`process`]). Each such
-//! pool is kept at the workers wanted ([`super::demand`]) by one loop,
+//! pool is kept at the workers wanted (`scheduler::demand`) by one loop,
 //! written once over [`WorkerProvider`], run by one replica at a time under
 //! a lease. An attached cluster does the same from inside the cluster, with
 //! no key on the controlplane (`levers9 cluster agent`).
@@ -22,7 +22,8 @@ use levers9_state::keys;
 use levers9_store::RecordStore;
 use tokio::sync::watch;
 
-use super::{demand, Fleet};
+use super::Fleet;
+use crate::scheduler::demand;
 
 /// How often each pool is reconciled.
 pub const PERIOD: Duration = Duration::from_secs(10);

@@ -11,8 +11,8 @@ use levers9_store::{FinalState, TaskRecord, TaskState};
 use super::{Dispatcher, Recorded, RECOVER_LIMIT};
 use crate::error::ApiError;
 use crate::fleet::records::ContainerState;
-use crate::fleet::scheduler::send_stop;
 use crate::functions::Ticket;
+use crate::scheduler::send_stop;
 
 /// How long a request of a stub with nothing queued may wait for a worker
 /// before it is withdrawn.

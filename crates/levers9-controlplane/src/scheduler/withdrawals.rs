@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use levers9_state::{keys, Write};
 
-use super::scheduler::PLACEMENT_DEADLINE;
-use super::Fleet;
+use super::PLACEMENT_DEADLINE;
 use crate::error::ApiError;
+use crate::fleet::Fleet;
 
 impl Fleet {
     /// Marks requests withdrawn, for `reason` (which their records will

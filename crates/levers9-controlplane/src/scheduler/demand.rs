@@ -25,9 +25,9 @@ use levers9_config::{PoolConfig, PoolScaling};
 use levers9_state::{keys, Write};
 
 use super::placement::Ask;
-use super::records::{ContainerRecord, ContainerState};
-use super::Fleet;
 use crate::error::ApiError;
+use crate::fleet::records::{ContainerRecord, ContainerState};
+use crate::fleet::Fleet;
 
 /// How long an attached cluster's pool stays known after its agent last
 /// asked: a few of the agents' 10 s rounds.

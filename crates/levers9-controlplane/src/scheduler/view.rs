@@ -14,9 +14,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::placement::Offer;
-use super::records::WorkerRecord;
-use super::{Fleet, FreeCapacity, CPU, MEMORY};
 use crate::error::ApiError;
+use crate::fleet::records::WorkerRecord;
+use crate::fleet::{gpu_counter, Fleet, FreeCapacity, CPU, MEMORY};
 
 /// How often the picture is read again.
 pub const REFRESH: Duration = Duration::from_millis(500);
@@ -38,7 +38,7 @@ pub fn offer(worker: &WorkerRecord, free: &FreeCapacity) -> Offer {
         total_memory: i64::try_from(worker.memory_mib).unwrap_or(i64::MAX),
         free_gpus: total_gpus
             .iter()
-            .map(|(t, _)| (t.clone(), free.get(&super::gpu_counter(t))))
+            .map(|(t, _)| (t.clone(), free.get(&gpu_counter(t))))
             .collect(),
         total_gpus,
         free_cpu: free.get(CPU),
@@ -54,7 +54,7 @@ pub fn correct(offer: &mut Offer, free: Option<FreeCapacity>) {
     offer.free_cpu = free.get(CPU);
     offer.free_memory = free.get(MEMORY);
     for (gpu_type, n) in &mut offer.free_gpus {
-        *n = free.get(&super::gpu_counter(gpu_type));
+        *n = free.get(&gpu_counter(gpu_type));
     }
 }
 

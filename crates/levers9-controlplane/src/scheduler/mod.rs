@@ -23,7 +23,7 @@
 //! - A request taken is not lost with its replica: each batch is claimed
 //!   (moved from the backlog to the replica's claims list in one step) and
 //!   settled when done; a dead replica's pending requests go back to the
-//!   backlog ([`super::claims`]).
+//!   backlog ([`claims`]).
 //! - No worker is overcommitted, whatever the replicas' pictures say: each
 //!   reservation of a batch is checked and taken atomically in the hot
 //!   state, and a refused one reports what the worker really has.
@@ -42,10 +42,16 @@ use levers9_api::v1::{controlplane_message, ControlplaneMessage, StopContainer};
 use levers9_state::{keys, Reservation, Write};
 use tokio::sync::watch;
 
-use super::placement::{self, Ask, Decision, Offer};
-use super::records::{ContainerRecord, ContainerState};
-use super::{claims, inbox, view, Fleet, FreeCapacity};
 use crate::error::ApiError;
+use crate::fleet::records::{ContainerRecord, ContainerState};
+use crate::fleet::{inbox, Fleet, FreeCapacity};
+use placement::{Ask, Decision, Offer};
+
+pub mod claims;
+pub(crate) mod demand;
+pub mod placement;
+pub mod view;
+mod withdrawals;
 
 /// The hot-state queue of container ids waiting to be placed; the schedulers
 /// claim from it, and put back what found no room.
@@ -463,7 +469,7 @@ impl Scheduler {
     /// failed past the deadline.
     async fn no_room(&self, ask: &Ask, container: ContainerRecord, pass: &mut Pass) {
         pass.waiting
-            .extend(super::demand::waiting_write(&self.fleet, ask, &container));
+            .extend(demand::waiting_write(&self.fleet, ask, &container));
         let waited = Utc::now() - container.created_at;
         if waited.to_std().unwrap_or_default() <= PLACEMENT_DEADLINE {
             pass.back.push(container.id);

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use levers9_state::keys;
 
-use super::records::ContainerState;
-use super::scheduler::BACKLOG;
-use super::Fleet;
+use super::BACKLOG;
 use crate::error::ApiError;
+use crate::fleet::records::ContainerState;
+use crate::fleet::Fleet;
 
 /// The set of replicas that have run a scheduler.
 const SCHEDULERS: &str = "schedulers";
