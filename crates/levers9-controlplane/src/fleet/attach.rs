@@ -28,7 +28,7 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::functions::{DispatchEvent, InputEnd, Ticket};
 use crate::machines::WorkerBinding;
-use crate::scheduler::BACKLOG;
+use crate::scheduler;
 use levers9_store::{FinalState, TokenType};
 
 pub(crate) mod execs;
@@ -490,8 +490,7 @@ async fn requeue_unacked(fleet: &Fleet, worker: &WorkerRecord, unacked: &Unacked
                 .await?;
             container.state = ContainerState::Pending;
             container.worker_id.clear();
-            fleet.put_container(&container).await?;
-            fleet.state().push(BACKLOG, container.id.as_bytes()).await?;
+            scheduler::enqueue(fleet, &container).await?;
             Ok(())
         }
         .await;

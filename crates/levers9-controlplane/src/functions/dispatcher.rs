@@ -53,7 +53,7 @@ use super::spec::{self, StubSpec};
 use super::{DispatchEvent, InputEnd, TaskState, Ticket};
 use crate::error::ApiError;
 use crate::fleet::Fleet;
-use crate::scheduler::{send_stop, BACKLOG};
+use crate::scheduler::{self, send_stop};
 
 const LEASE: &str = "function-dispatcher";
 const LEASE_TTL: Duration = Duration::from_secs(10);
@@ -435,12 +435,7 @@ impl Dispatcher {
             return Ok(());
         };
         let container = spec::container(&stub.record, &stub.spec);
-        self.parts.fleet.put_container(&container).await?;
-        self.parts
-            .fleet
-            .state()
-            .push(BACKLOG, container.id.as_bytes())
-            .await?;
+        scheduler::enqueue(&self.parts.fleet, &container).await?;
         tracing::info!(container_id = %container.id, stub_id, function = %stub.record.function_name, "function container requested");
         stub.starting.insert(container.id.clone(), Instant::now());
         self.container_stub.insert(container.id, stub_id.to_owned());

@@ -16,7 +16,7 @@ use super::spec::{Canonical, Step};
 use super::ImageBuilds;
 use crate::error::ApiError;
 use crate::fleet::records::{ContainerRecord, ContainerState};
-use crate::scheduler::{send_stop, BACKLOG};
+use crate::scheduler::{self, send_stop};
 use crate::Shared;
 
 const SDK_DIR: &str = "/levers9/sdk";
@@ -141,8 +141,7 @@ pub(super) async fn run(
         .state()
         .subscribe(&keys::container(&container.id))
         .await?;
-    fleet.put_container(&container).await?;
-    fleet.state().push(BACKLOG, container.id.as_bytes()).await?;
+    scheduler::enqueue(fleet, &container).await?;
     tracing::info!(image_id = %id, container_id = %container.id, from, "image build started");
     let (tx, mut rx) = mpsc::channel(256);
     tokio::spawn(crate::services::follow_logs(

@@ -520,6 +520,15 @@ fn ask(c: &ContainerRecord) -> Ask {
     }
 }
 
+/// Asks for a place for `container`, a pending request: stores its record,
+/// then puts its id at the back of the backlog. The record goes first
+/// because a replica that claims an id without a record drops it.
+pub(crate) async fn enqueue(fleet: &Fleet, container: &ContainerRecord) -> Result<(), ApiError> {
+    fleet.put_container(container).await?;
+    fleet.state().push(BACKLOG, container.id.as_bytes()).await?;
+    Ok(())
+}
+
 /// Marks a container failed for `reason` and tells followers.
 pub async fn fail(
     fleet: &Fleet,

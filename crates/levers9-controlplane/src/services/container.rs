@@ -25,7 +25,7 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::fleet::records::{ContainerRecord, ContainerState};
 use crate::fleet::{attach, Fleet, END_MARKER};
-use crate::scheduler::{send_stop, BACKLOG};
+use crate::scheduler::{self, send_stop};
 use crate::Shared;
 
 const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
@@ -174,12 +174,7 @@ impl ContainerService for ContainerApi {
             gpu_types: body.gpu_types,
             ..ContainerRecord::pending(caller.workspace.id.clone(), image)
         };
-        fleet.put_container(&container).await?;
-        fleet
-            .state()
-            .push(BACKLOG, container.id.as_bytes())
-            .await
-            .map_err(ApiError::from)?;
+        scheduler::enqueue(fleet, &container).await?;
         tracing::info!(container_id = %container.id, workspace_id = %caller.workspace.id, image = %container.image, pool = %container.pool, "container requested");
         Ok(Response::new(RunContainerResponse {
             container: Some(convert::container(&container)),
