@@ -57,7 +57,7 @@ mod withdrawals;
 /// claim from it, and put back what found no room.
 pub const BACKLOG: &str = "backlog";
 /// How long a request may wait for room before it fails.
-pub const PLACEMENT_DEADLINE: Duration = Duration::from_secs(300);
+pub(crate) const PLACEMENT_DEADLINE: Duration = Duration::from_secs(300);
 /// How long a request that found no room waits before it is tried again.
 const RETRY_DELAY: Duration = Duration::from_millis(200);
 /// How long one pop of the backlog waits.
@@ -83,7 +83,7 @@ pub struct Outcome {
 
 /// Places backlog requests until `stopped` turns true, as replica
 /// `replica`.
-pub async fn run(fleet: Fleet, replica: String, stopped: watch::Receiver<bool>) {
+pub(crate) async fn run(fleet: Fleet, replica: String, stopped: watch::Receiver<bool>) {
     let (tx, mut picture) = watch::channel(Arc::new(Vec::new()));
     tokio::spawn(view::run(fleet.clone(), tx, stopped.clone()));
     // Decide nothing on an empty picture: wait for the first reading.
@@ -124,7 +124,7 @@ pub async fn run(fleet: Fleet, replica: String, stopped: watch::Receiver<bool>) 
 
 /// Orders requests round-robin by workspace, each workspace's in the
 /// order they came.
-pub fn fair_order(requests: Vec<ContainerRecord>) -> Vec<ContainerRecord> {
+fn fair_order(requests: Vec<ContainerRecord>) -> Vec<ContainerRecord> {
     let mut by_workspace: BTreeMap<String, VecDeque<ContainerRecord>> = BTreeMap::new();
     let mut first_seen = Vec::new();
     for request in requests {
@@ -530,7 +530,7 @@ pub(crate) async fn enqueue(fleet: &Fleet, container: &ContainerRecord) -> Resul
 }
 
 /// Marks a container failed for `reason` and tells followers.
-pub async fn fail(
+pub(crate) async fn fail(
     fleet: &Fleet,
     container: &mut ContainerRecord,
     reason: String,
@@ -543,7 +543,11 @@ pub async fn fail(
 }
 
 /// Puts a stop request in the inbox of a container's worker.
-pub async fn send_stop(fleet: &Fleet, worker_id: &str, container_id: &str) -> Result<(), ApiError> {
+pub(crate) async fn send_stop(
+    fleet: &Fleet,
+    worker_id: &str,
+    container_id: &str,
+) -> Result<(), ApiError> {
     let message = ControlplaneMessage {
         kind: Some(controlplane_message::Kind::Stop(StopContainer {
             request_id: uuid::Uuid::now_v7().to_string(),

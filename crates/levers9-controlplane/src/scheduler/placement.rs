@@ -44,7 +44,7 @@ impl Offer {
     }
 
     /// Takes a placed request's share from what this offer has free.
-    pub fn take(&mut self, ask: &Ask, gpu_type: Option<&str>) {
+    pub(crate) fn take(&mut self, ask: &Ask, gpu_type: Option<&str>) {
         self.free_cpu -= ask.cpu;
         self.free_memory -= ask.memory;
         if let Some(t) = gpu_type {
@@ -109,7 +109,10 @@ impl Pools {
     /// The pools of `worker.pools`; `job_resources_enforced` is
     /// `worker.jobResourcesEnforced`, named in the advice when a GPU pool's
     /// workers see no GPU.
-    pub fn new(configured: BTreeMap<String, PoolConfig>, job_resources_enforced: bool) -> Self {
+    pub(crate) fn new(
+        configured: BTreeMap<String, PoolConfig>,
+        job_resources_enforced: bool,
+    ) -> Self {
         Self {
             configured,
             job_resources_enforced,
@@ -117,23 +120,23 @@ impl Pools {
     }
 
     /// The same pools with `worker.jobResourcesEnforced` set to `enforced`.
-    pub fn enforce_job_resources(mut self, enforced: bool) -> Self {
+    pub(crate) fn enforce_job_resources(mut self, enforced: bool) -> Self {
         self.job_resources_enforced = enforced;
         self
     }
 
     /// The pool `name` of `worker.pools`; `None` for a pool made at run time.
-    pub fn get(&self, name: &str) -> Option<&PoolConfig> {
+    pub(crate) fn get(&self, name: &str) -> Option<&PoolConfig> {
         self.configured.get(name)
     }
 
     /// Every configured pool, by name.
-    pub fn configured(&self) -> impl Iterator<Item = (&String, &PoolConfig)> {
+    pub(crate) fn configured(&self) -> impl Iterator<Item = (&String, &PoolConfig)> {
         self.configured.iter()
     }
 
     /// Whether `name` is configured.
-    pub fn contains(&self, name: &str) -> bool {
+    pub(crate) fn contains(&self, name: &str) -> bool {
         self.configured.contains_key(name)
     }
 

@@ -19,10 +19,10 @@ use crate::fleet::records::WorkerRecord;
 use crate::fleet::{gpu_counter, Fleet, FreeCapacity, CPU, MEMORY};
 
 /// How often the picture is read again.
-pub const REFRESH: Duration = Duration::from_millis(500);
+const REFRESH: Duration = Duration::from_millis(500);
 
 /// The set of cordoned workers (no new placements).
-pub const CORDONED: &str = "cordoned-workers";
+pub(crate) const CORDONED: &str = "cordoned-workers";
 
 /// An offer built from a worker's record and free counters.
 pub fn offer(worker: &WorkerRecord, free: &FreeCapacity) -> Offer {
@@ -49,7 +49,7 @@ pub fn offer(worker: &WorkerRecord, free: &FreeCapacity) -> Offer {
 /// Sets an offer's free counters to what its worker has, as a refused
 /// reservation reported them; None when the worker's capacity record is
 /// gone, so nothing goes there until the next reading.
-pub fn correct(offer: &mut Offer, free: Option<FreeCapacity>) {
+pub(crate) fn correct(offer: &mut Offer, free: Option<FreeCapacity>) {
     let free = free.unwrap_or_default();
     offer.free_cpu = free.get(CPU);
     offer.free_memory = free.get(MEMORY);
@@ -59,7 +59,7 @@ pub fn correct(offer: &mut Offer, free: Option<FreeCapacity>) {
 }
 
 /// Reads the picture every [`REFRESH`] until `stopped`, publishing each.
-pub async fn run(
+pub(crate) async fn run(
     fleet: Fleet,
     tx: watch::Sender<Arc<Vec<Offer>>>,
     mut stopped: watch::Receiver<bool>,
