@@ -2,6 +2,7 @@
 //! forward output, report the exit, clean up. Function containers also get
 //! a container server and their objects (see `function`).
 
+mod compiled;
 mod function;
 mod images;
 #[cfg(test)]
@@ -100,6 +101,8 @@ pub struct Supervisor {
     named: Option<Arc<NamedForwarder>>,
     /// Commands run in its containers for their callers.
     execs: crate::exec::Execs,
+    /// Objects' Python modules compiled for their images.
+    compiled: Arc<compiled::Compiled>,
 }
 
 fn event(container_id: &str, state: &str) -> ContainerEvent {
@@ -159,6 +162,7 @@ impl Supervisor {
             volumes: SwappableVolumes::new(options.volumes),
             cdi_spec_dirs: Arc::new(options.cdi_spec_dirs),
             named: options.named,
+            compiled: Arc::default(),
         };
         (supervisor, receiver)
     }
@@ -371,7 +375,8 @@ impl Supervisor {
             function::volume_mounts(&volumes, request, storage),
         );
         let image = image.map_err(|e| format!("cannot pull image {}: {e}", request.image))?;
-        let object_mounts = object_mounts?;
+        let mut object_mounts = object_mounts?;
+        self.use_compiled(&mut object_mounts, request, &image);
         let volume_mounts = volume_mounts?;
         let pulled_ms = began.elapsed().as_millis();
         let rootfs = self.images.prepare_rootfs(&image, &id).await.map_err(|e| {

@@ -101,3 +101,18 @@ def announce_then_sleep(seconds):
 if __name__ == "__main__":
     # test_remote.py interrupts this caller with Ctrl-C (SIGINT).
     announce_then_sleep.remote(120)
+
+
+def sdk_compiled():
+    """Whether this container loaded the SDK from .pyc files compiled for
+    its Python (left plain: the test wraps it with an env of its own so
+    that each call gets a new stub, and so a new container)."""
+    import importlib.util
+
+    import levers9.functions as sdk
+
+    cached = sdk.__spec__.cached
+    if not cached or not os.path.isfile(cached):
+        return False
+    with open(cached, "rb") as f:
+        return f.read(4) == importlib.util.MAGIC_NUMBER

@@ -32,6 +32,21 @@ def test_remote_returns_the_value():
     assert app.add.remote(1, b=2) == 3
 
 
+@pytest.mark.smoke
+def test_containers_after_the_first_of_an_image_load_the_sdk_compiled_for_it():
+    # The worker compiles the SDK for an image beside the first container
+    # that mounts it; only new containers show it, so each try is a new stub.
+    def fresh_container(n):
+        return levers9.function(env={"SDK_COMPILED_TRY": f"{os.getpid()}-{time.time()}-{n}"})(app.sdk_compiled)
+
+    deadline = time.monotonic() + 60
+    n = 0
+    while not fresh_container(n).remote():
+        assert time.monotonic() < deadline, "no new container loaded the SDK from .pyc files within 60 s"
+        n += 1
+        time.sleep(0.5)
+
+
 def test_map_over_1000_inputs_comes_back_in_order():
     assert list(app.square.map(range(1000))) == [i * i for i in range(1000)]
 

@@ -152,6 +152,10 @@ pub struct ContainerRecord {
     /// Objects mounted read-only: digest, target, whether to unpack.
     #[serde(default)]
     pub objects: Vec<(String, String, bool)>,
+    /// Digests of those objects whose Python modules its worker may
+    /// compile for the image (the SDK's).
+    #[serde(default)]
+    pub compiled_objects: Vec<String>,
     /// Whether it gets a container server (function containers do).
     #[serde(default)]
     pub container_server: bool,
@@ -232,6 +236,7 @@ impl ContainerRecord {
                         digest: digest.clone(),
                         target: target.clone(),
                         unpack: *unpack,
+                        compile: self.compiled_objects.contains(digest),
                     })
                     .collect(),
                 container_server: self.container_server,

@@ -344,6 +344,7 @@ pub fn container(stub: &StubRecord, spec: &StubSpec) -> ContainerRecord {
             (stub.code_digest.clone(), CODE_DIR.to_owned(), true),
             (stub.sdk_digest.clone(), SDK_DIR.to_owned(), true),
         ],
+        compiled_objects: vec![stub.sdk_digest.clone()],
         container_server: true,
         working_dir: CODE_DIR.to_owned(),
         volumes: spec.volumes.clone(),

@@ -1,6 +1,7 @@
 //! The supervisor on a fake runtime and fake images, without root: what
 //! it reports, what it hands the runtime, and what it frees.
 
+mod compiled;
 mod harness;
 
 use std::collections::HashMap;

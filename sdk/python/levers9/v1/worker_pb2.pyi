@@ -214,14 +214,16 @@ class TaskInput(_message.Message):
     def __init__(self, container_id: _Optional[str] = ..., task_id: _Optional[str] = ..., payload: _Optional[bytes] = ..., timeout_ms: _Optional[int] = ..., attempt: _Optional[int] = ...) -> None: ...
 
 class ObjectMount(_message.Message):
-    __slots__ = ("digest", "target", "unpack")
+    __slots__ = ("digest", "target", "unpack", "compile")
     DIGEST_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     UNPACK_FIELD_NUMBER: _ClassVar[int]
+    COMPILE_FIELD_NUMBER: _ClassVar[int]
     digest: str
     target: str
     unpack: bool
-    def __init__(self, digest: _Optional[str] = ..., target: _Optional[str] = ..., unpack: bool = ...) -> None: ...
+    compile: bool
+    def __init__(self, digest: _Optional[str] = ..., target: _Optional[str] = ..., unpack: bool = ..., compile: bool = ...) -> None: ...
 
 class Registered(_message.Message):
     __slots__ = ("heartbeat_interval_ms", "worker_settings_json", "worker_storage_json")
