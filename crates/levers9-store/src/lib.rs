@@ -32,7 +32,7 @@ pub use functions::FunctionStore;
 pub use log_model::{Appended, LogQuery, LogRecord, NewLogChunk, TRUNCATED_STREAM};
 pub use logs::LogStore;
 pub use machines::{
-    machine_state, JoinOutcome, JoinRedemption, MachineRecord, MachineStore, NewMachine, PoolRecord,
+    JoinOutcome, JoinRedemption, MachineRecord, MachineState, MachineStore, NewMachine, PoolRecord,
 };
 pub use model::{NewToken, NewWorkspace, TokenRecord, TokenType, UnknownTokenType, Workspace};
 pub use postgres::{PostgresSettings, PostgresStore};

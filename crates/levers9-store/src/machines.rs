@@ -4,6 +4,7 @@
 //! credential (a worker token) in the same transaction.
 
 use std::fmt;
+use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use sqlx::FromRow;
@@ -13,15 +14,53 @@ use crate::model::{NewToken, TokenType};
 use crate::postgres::PostgresStore;
 use crate::sql::{at_rest, insert_token};
 use crate::sqlite::SqliteStore;
+use crate::task_state::{parse, UnknownState};
 
-/// The states a machine is in, as stored.
-pub mod machine_state {
+/// Where a machine stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MachineState {
     /// Made; its join token not redeemed yet.
-    pub const PENDING: &str = "pending";
+    Pending,
     /// Its agent joined and holds a worker credential.
-    pub const JOINED: &str = "joined";
+    Joined,
     /// Drained: nothing new is placed on its worker.
-    pub const DRAINING: &str = "draining";
+    Draining,
+}
+
+impl MachineState {
+    /// Every state, in the order a machine meets them.
+    pub const ALL: [MachineState; 3] = [
+        MachineState::Pending,
+        MachineState::Joined,
+        MachineState::Draining,
+    ];
+
+    /// As stored, and as the API shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MachineState::Pending => "pending",
+            MachineState::Joined => "joined",
+            MachineState::Draining => "draining",
+        }
+    }
+}
+
+impl FromStr for MachineState {
+    type Err = UnknownState;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        parse("machine state", &Self::ALL, Self::as_str, text)
+    }
+}
+
+/// How a row's text column becomes a state: a text no version of levers9
+/// wrote fails the read, naming the states it could have been.
+impl TryFrom<String> for MachineState {
+    type Error = UnknownState;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        text.parse()
+    }
 }
 
 /// A pool made at run time (`levers9 pool create`).
@@ -46,8 +85,9 @@ pub struct MachineRecord {
     pub workspace_id: String,
     /// The pool it joins.
     pub pool: String,
-    /// One of [`machine_state`].
-    pub state: String,
+    /// Where it stands.
+    #[sqlx(try_from = "String")]
+    pub state: MachineState,
     /// Until then its join token works, once.
     pub join_expires_at: DateTime<Utc>,
     /// When the join token was redeemed.
@@ -158,7 +198,7 @@ pub trait MachineStore: Send + Sync + 'static {
     async fn set_machine_state(
         &self,
         id: &str,
-        state: &str,
+        state: MachineState,
     ) -> Result<Option<MachineRecord>, StoreError>;
     /// Deletes a machine and revokes its credential, in one transaction;
     /// None if there is no such machine.
@@ -241,7 +281,7 @@ macro_rules! machine_store_impl {
                 .bind(&machine.id)
                 .bind(&machine.workspace_id)
                 .bind(&machine.pool)
-                .bind(machine_state::PENDING)
+                .bind(MachineState::Pending.as_str())
                 .bind(&machine.join_hash)
                 .bind(at_rest(machine.join_expires_at))
                 .bind(at_rest(machine.created_at))
@@ -320,7 +360,7 @@ macro_rules! machine_store_impl {
                 ))
                 .bind(&machine.id)
                 .bind(at)
-                .bind(machine_state::JOINED)
+                .bind(MachineState::Joined.as_str())
                 .bind(&redemption.hostname)
                 .bind(&redemption.capacity)
                 .bind(&credential.id)
@@ -338,13 +378,13 @@ macro_rules! machine_store_impl {
             async fn set_machine_state(
                 &self,
                 id: &str,
-                state: &str,
+                state: MachineState,
             ) -> Result<Option<MachineRecord>, StoreError> {
                 Ok(sqlx::query_as(&format!(
                     "UPDATE machines SET state = $2 WHERE id = $1 RETURNING {MACHINE_COLUMNS}"
                 ))
                 .bind(id)
-                .bind(state)
+                .bind(state.as_str())
                 .fetch_optional(&self.$writer)
                 .await?)
             }
@@ -379,3 +419,22 @@ macro_rules! machine_store_impl {
 
 machine_store_impl!(PostgresStore, pool, pool);
 machine_store_impl!(SqliteStore, reader, writer);
+
+#[cfg(test)]
+mod tests {
+    use super::MachineState;
+
+    #[test]
+    fn machine_states_read_back_from_the_texts_the_database_holds() {
+        let texts: Vec<&str> = MachineState::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(texts, ["pending", "joined", "draining"]);
+        for state in MachineState::ALL {
+            assert_eq!(MachineState::try_from(state.as_str().to_owned()), Ok(state));
+        }
+        let err = MachineState::try_from("drained".to_owned()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown machine state \"drained\": expected one of pending, joined, draining"
+        );
+    }
+}

@@ -150,7 +150,7 @@ pub struct UnknownState {
 
 /// The value of `all` whose text is `text`: the single inverse of the
 /// `as_str` of each type.
-fn parse<T: Copy>(
+pub(crate) fn parse<T: Copy>(
     what: &'static str,
     all: &[T],
     as_str: fn(T) -> &'static str,

@@ -11,7 +11,7 @@ use levers9_api::v1::{
     ListPoolsRequest, ListPoolsResponse, Machine, Pool,
 };
 use levers9_store::{
-    machine_state, JoinOutcome, JoinRedemption, MachineRecord, NewMachine, PoolRecord, TokenType,
+    JoinOutcome, JoinRedemption, MachineRecord, MachineState, NewMachine, PoolRecord, TokenType,
 };
 use tonic::{Request, Response, Status};
 
@@ -66,18 +66,19 @@ impl MachineApi {
     }
 
     async fn view(&self, record: MachineRecord, now: DateTime<Utc>) -> Result<Machine, ApiError> {
-        let connected = record.state != machine_state::PENDING
-            && self.shared.fleet.is_alive(&record.id).await?;
-        let state = if record.state == machine_state::PENDING && record.join_expires_at <= now {
-            "expired".to_owned()
+        let pending = record.state == MachineState::Pending;
+        let connected = !pending && self.shared.fleet.is_alive(&record.id).await?;
+        // Not a stored state: a pending machine whose join token ran out.
+        let state = if pending && record.join_expires_at <= now {
+            "expired"
         } else {
-            record.state
+            record.state.as_str()
         };
         Ok(Machine {
             capacity: serde_json::from_str::<Capacity>(&record.capacity).ok(),
             machine_id: record.id,
             pool: record.pool,
-            state,
+            state: state.to_owned(),
             hostname: record.hostname,
             created_at: rfc3339(record.created_at),
             join_expires_at: rfc3339(record.join_expires_at),
@@ -304,7 +305,7 @@ impl MachineService for MachineApi {
         caller.require(ADMIN, "drain machines")?;
         let id = request.into_inner().machine_id;
         let machine = self.machine(&id).await?;
-        if machine.state == machine_state::PENDING {
+        if machine.state == MachineState::Pending {
             return Err(ApiError::FailedPrecondition(format!(
                 "machine {id} has not joined yet: nothing to drain (delete it with \
                  `levers9 machine delete {id}`)"
@@ -313,7 +314,7 @@ impl MachineService for MachineApi {
         }
         self.shared
             .machines
-            .set_machine_state(&id, machine_state::DRAINING)
+            .set_machine_state(&id, MachineState::Draining)
             .await
             .map_err(ApiError::from)?;
         let containers = self.drain_worker(&id).await?;

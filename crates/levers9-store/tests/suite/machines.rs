@@ -3,7 +3,7 @@
 use chrono::Duration;
 use futures::future::join_all;
 use levers9_store::{
-    machine_state, JoinOutcome, JoinRedemption, MachineStore, NewMachine, PoolRecord, RecordStore,
+    JoinOutcome, JoinRedemption, MachineState, MachineStore, NewMachine, PoolRecord, RecordStore,
     StoreError, TokenType,
 };
 use uuid::Uuid;
@@ -67,14 +67,14 @@ pub async fn a_join_token_is_redeemed_once_for_a_bound_worker_credential<
         .insert_machine(machine(&ws, b"join-1", 3600))
         .await
         .unwrap();
-    assert_eq!(made.state, machine_state::PENDING);
+    assert_eq!(made.state, MachineState::Pending);
     assert_eq!(made.token_id, None);
 
     let first = redemption(b"join-1", 10);
     let JoinOutcome::Joined(joined) = store.redeem_join(first.clone()).await.unwrap() else {
         panic!("the first redemption joins");
     };
-    assert_eq!(joined.state, machine_state::JOINED);
+    assert_eq!(joined.state, MachineState::Joined);
     assert_eq!(joined.hostname, "box-1");
     assert_eq!(joined.join_used_at, Some(at(10)));
     assert_eq!(
@@ -154,11 +154,11 @@ pub async fn deleting_a_machine_revokes_its_credential<S: RecordStore + MachineS
     let redeemed = redemption(b"join-4", 1);
     store.redeem_join(redeemed.clone()).await.unwrap();
     let drained = store
-        .set_machine_state(&made.id, machine_state::DRAINING)
+        .set_machine_state(&made.id, MachineState::Draining)
         .await
         .unwrap()
         .expect("the machine exists");
-    assert_eq!(drained.state, machine_state::DRAINING);
+    assert_eq!(drained.state, MachineState::Draining);
     let gone = store.delete_machine(&made.id, at(2)).await.unwrap();
     assert_eq!(gone.map(|m| m.id), Some(made.id.clone()));
     let (token, _) = store
