@@ -1,5 +1,7 @@
 //! One worker's stream, on the replica it dialled: registration, heartbeats,
-//! container events and logs in; run and stop requests out.
+//! container events and logs in; run and stop requests out. Its function
+//! traffic (inputs out; runner ready, output, items, results in) is
+//! `functions::worker_stream`'s.
 //!
 //! Requests for a worker may be placed by any replica: they go to the
 //! worker's inbox queue in the hot state, and the replica holding its stream
@@ -12,8 +14,8 @@ use std::time::Duration;
 
 use chrono::Utc;
 use levers9_api::v1::{
-    controlplane_message, run_event, worker_message, ContainerEvent, ControlplaneMessage, LogChunk,
-    Register, Registered, TaskInput, TaskOutcome, TaskOutputEvent, TaskResult, WorkerMessage,
+    controlplane_message, worker_message, ContainerEvent, ControlplaneMessage, LogChunk, Register,
+    Registered, WorkerMessage,
 };
 use levers9_state::keys;
 use levers9_sync::Lock;
@@ -26,19 +28,16 @@ use super::records::{ContainerState, WorkerRecord};
 use super::Fleet;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::functions::{DispatchEvent, InputEnd, Ticket};
+use crate::functions::worker_stream::StreamTasks;
 use crate::machines::WorkerBinding;
 use crate::scheduler;
-use levers9_store::{FinalState, TokenType};
+use levers9_store::TokenType;
 
 pub(crate) mod execs;
 mod handoff;
-mod items;
 
 /// How long a new stream may take to send its Register.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
-/// Complete results up to this size go to the caller's channel directly.
-const MAX_INLINE_RESULT_BYTES: usize = 1 << 20;
 
 /// A map behind a lock whose every critical section is a single insert,
 /// remove or drain.
@@ -47,15 +46,10 @@ type Locked<V> = Lock<HashMap<String, V>>;
 /// Run requests sent and not yet acknowledged: request id → container id.
 type Unacked = Locked<String>;
 
-/// The tickets of the inputs sent on this stream, by task id, so output
-/// and results find their caller without a hot-state read each.
-type Tickets = Locked<Ticket>;
-
 /// What the inbound and outbound halves of one stream share.
-#[derive(Default)]
 struct StreamState {
     unacked: Unacked,
-    tickets: Tickets,
+    tasks: StreamTasks,
     /// Execs started on this stream and not ended.
     execs: Locked<()>,
 }
@@ -208,7 +202,11 @@ pub async fn serve(
     mut inbound: Streaming<WorkerMessage>,
     outbound: mpsc::Sender<Result<ControlplaneMessage, Status>>,
 ) {
-    let shared = Arc::new(StreamState::default());
+    let shared = Arc::new(StreamState {
+        unacked: Unacked::default(),
+        tasks: StreamTasks::new(fleet.tasks().clone(), fleet.task_logs().clone()),
+        execs: Locked::default(),
+    });
     let (stop_pump, stop) = oneshot::channel();
     let pump = tokio::spawn(pump_inbox(
         fleet.clone(),
@@ -255,35 +253,14 @@ async fn handle(
             stream.unacked.lock().remove(&ack.request_id);
         }
         Some(worker_message::Kind::RunnerReady(ready)) => {
-            fleet
-                .tasks()
-                .tell(&DispatchEvent::RunnerReady {
-                    container_id: ready.container_id,
-                })
-                .await?;
+            stream.tasks.runner_ready(ready.container_id).await?
         }
-        Some(worker_message::Kind::TaskOutput(output)) => {
-            fleet.task_logs().record(&output);
-            let ticket = stream.tickets.lock().get(&output.task_id).cloned();
-            if let Some(ticket) = ticket {
-                let event = run_event::Kind::Output(TaskOutputEvent {
-                    index: ticket.index,
-                    task_id: output.task_id,
-                    stream: output.stream,
-                    data: output.data,
-                });
-                fleet.tasks().publish(&ticket.reply, event).await?;
-            }
-        }
-        Some(worker_message::Kind::TaskResult(result)) => {
-            task_result(fleet, stream, result).await?;
-        }
+        Some(worker_message::Kind::TaskOutput(output)) => stream.tasks.output(output).await?,
+        Some(worker_message::Kind::TaskResult(result)) => stream.tasks.result(result).await?,
         Some(worker_message::Kind::ExecOutput(output)) => {
             execs::forward(fleet, stream, output).await?
         }
-        Some(worker_message::Kind::TaskItem(item)) => {
-            items::forward(fleet, worker, stream, item).await?;
-        }
+        Some(worker_message::Kind::TaskItem(item)) => stream.tasks.item(&worker.id, item).await?,
         Some(worker_message::Kind::Event(event)) => container_event(fleet, worker, event).await?,
         Some(worker_message::Kind::Log(chunk)) => {
             fleet
@@ -329,66 +306,6 @@ async fn container_event(
     Ok(())
 }
 
-/// Stores how an attempt ended and tells the dispatcher.
-async fn task_result(
-    fleet: &Fleet,
-    stream: &StreamState,
-    result: TaskResult,
-) -> Result<(), ApiError> {
-    let ticket = stream.tickets.lock().remove(&result.task_id);
-    let end = InputEnd::parse(&result.state).unwrap_or_else(|| {
-        tracing::warn!(task_id = %result.task_id, state = %result.state, "a worker ended an input in a state no worker sends; taken as an error");
-        InputEnd::Error
-    });
-    let reported = match end {
-        InputEnd::Complete => Some(FinalState::Complete),
-        InputEnd::Error => Some(FinalState::Error),
-        InputEnd::Timeout => Some(FinalState::Timeout),
-        // A lost input runs again; a cancelled one was ended by the
-        // dispatcher when the caller cancelled it: neither is how the task
-        // ended.
-        InputEnd::Lost | InputEnd::Cancelled => None,
-    };
-    let mut delivered = false;
-    if let Some(state) = reported {
-        let outcome = TaskOutcome {
-            index: ticket.as_ref().map_or(0, |t| t.index),
-            task_id: result.task_id.clone(),
-            state: state.as_str().to_owned(),
-            payload: result.payload,
-            traceback: result.traceback,
-            message: result.message.clone(),
-        };
-        // A complete result is final whatever the dispatcher decides, so
-        // the caller gets it now, payload and all, rather than after two
-        // more hops through the dispatcher and a read of what was stored.
-        // Large ones take the long way: Redis drops a subscriber whose
-        // pending messages pass its pub/sub output limit (32 MB).
-        let inline =
-            state == FinalState::Complete && outcome.payload.len() <= MAX_INLINE_RESULT_BYTES;
-        if let Some(ticket) = ticket.filter(|_| inline) {
-            fleet
-                .tasks()
-                .publish(&ticket.reply, run_event::Kind::Result(outcome.clone()))
-                .await?;
-            delivered = true;
-        }
-        // Stored before the dispatcher hears of it: what it does next (the
-        // row, the task's own channel) tells followers to read it.
-        fleet.tasks().put_outcome(&outcome).await?;
-    }
-    fleet
-        .tasks()
-        .tell(&DispatchEvent::Finished {
-            container_id: result.container_id,
-            task_id: result.task_id,
-            state: end,
-            message: result.message,
-            delivered,
-        })
-        .await
-}
-
 /// Moves requests from the worker's inbox to its stream until `stop`.
 async fn pump_inbox(
     fleet: Fleet,
@@ -422,7 +339,7 @@ async fn pump_inbox(
                 .insert(run.request_id.clone(), run.container_id.clone());
         }
         if let Some(controlplane_message::Kind::TaskInput(input)) = &mut message.kind {
-            if !attach_input(&fleet, &stream, input).await {
+            if !stream.tasks.attach_input(input).await {
                 continue;
             }
         }
@@ -434,43 +351,6 @@ async fn pump_inbox(
         }
     }
     inbox.close().await;
-}
-
-/// Adds a task's payload to its input, just before it goes to the worker,
-/// and keeps its ticket for the output and result to come. An input that
-/// is gone (expired, or the task was cancelled meanwhile) is not sent: the
-/// dispatcher is told it was lost, or that it can never run.
-async fn attach_input(fleet: &Fleet, stream: &StreamState, input: &mut TaskInput) -> bool {
-    match fleet.tasks().input(&input.task_id).await {
-        Ok(Some((ticket, payload))) => {
-            input.payload = payload;
-            stream.tickets.lock().insert(input.task_id.clone(), ticket);
-            true
-        }
-        outcome => {
-            let (state, message) = match outcome {
-                Ok(_) => (
-                    InputEnd::Error,
-                    "the task's input expired before it could run".to_owned(),
-                ),
-                Err(error) => (
-                    InputEnd::Lost,
-                    format!("cannot read the task's input: {error}"),
-                ),
-            };
-            let event = DispatchEvent::Finished {
-                container_id: input.container_id.clone(),
-                task_id: input.task_id.clone(),
-                state,
-                message,
-                delivered: false,
-            };
-            if let Err(error) = fleet.tasks().tell(&event).await {
-                tracing::error!(%error, task_id = %input.task_id, "cannot report an input that cannot be sent");
-            }
-            false
-        }
-    }
 }
 
 async fn requeue_unacked(fleet: &Fleet, worker: &WorkerRecord, unacked: &Unacked) {
