@@ -43,6 +43,11 @@ for i in 0 1; do
     git worktree add --quiet --detach "$tree" "$commit"
   fi
   echo "== building $name: ${revs[$i]} ($commit)" >&2
+  # Cargo gives a workspace crate the same build directory in every
+  # worktree, so levers9-api's build script would not rerun for this one:
+  # its rerun-if-changed paths are another worktree's protos, and the
+  # generated code would be that commit's.
+  rm -rf target/release/build/levers9-api-*
   CARGO_TARGET_DIR=$PWD/target cargo build --release --locked -p levers9-cli \
     --manifest-path "$tree/Cargo.toml" >&2
   mkdir -p "$bins/$name"
