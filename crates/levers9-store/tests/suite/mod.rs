@@ -14,6 +14,7 @@ mod logs;
 mod machines;
 mod schedules;
 mod sealed;
+mod task_lifecycle;
 pub use deployments::*;
 pub use endpoints::*;
 pub use functions::*;
@@ -21,6 +22,7 @@ pub use logs::*;
 pub use machines::*;
 pub use schedules::*;
 pub use sealed::*;
+pub use task_lifecycle::*;
 
 /// Generates one `#[tokio::test]` per check, each on a fresh store from `$fresh`,
 /// an async fn returning `(store, guard)` where the guard must outlive the test.
