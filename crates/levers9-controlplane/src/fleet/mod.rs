@@ -17,6 +17,7 @@
 
 pub mod attach;
 pub mod inbox;
+mod output;
 pub mod provider;
 pub mod reaper;
 pub mod records;
@@ -511,28 +512,6 @@ impl Fleet {
             .state
             .set_members(&keys::worker_containers(worker_id))
             .await?)
-    }
-
-    /// Appends a log entry and tells followers.
-    pub async fn append_log(&self, container_id: &str, entry: &[u8]) -> Result<(), ApiError> {
-        let key = keys::container(container_id);
-        self.state
-            .log_append(&key, entry, MAX_LOG_ENTRIES, RECORD_TTL)
-            .await?;
-        self.state.publish(&key, entry).await?;
-        Ok(())
-    }
-
-    /// Tells followers a container reached a final state.
-    pub async fn publish_end(&self, container_id: &str) -> Result<(), ApiError> {
-        let key = keys::container(container_id);
-        self.state.publish(&key, END_MARKER).await?;
-        // The dispatcher ignores containers that serve no stub.
-        self.tasks
-            .tell(&DispatchEvent::ContainerEnded {
-                container_id: container_id.to_owned(),
-            })
-            .await
     }
 }
 

@@ -9,7 +9,6 @@ use levers9_api::v1::{
     build_image_event, container_log_event, BuildImageEvent, BuildProgress, BuiltImage,
     ContainerLogEvent,
 };
-use levers9_state::keys;
 use tokio::sync::{broadcast, mpsc};
 
 use super::spec::{Canonical, Step};
@@ -137,10 +136,7 @@ pub(super) async fn run(
             ))
         })?;
     let fleet = &shared.fleet;
-    let live = fleet
-        .state()
-        .subscribe(&keys::container(&container.id))
-        .await?;
+    let live = fleet.follow_container(&container.id).await?;
     scheduler::enqueue(fleet, &container).await?;
     tracing::info!(image_id = %id, container_id = %container.id, from, "image build started");
     let (tx, mut rx) = mpsc::channel(256);

@@ -14,7 +14,6 @@ use levers9_api::v1::{
     ListContainersResponse, RunContainerRequest, RunContainerResponse, StopContainerRequest,
     StopContainerResponse, StreamContainerLogsRequest,
 };
-use levers9_state::keys;
 use levers9_store::{SealedId, SealedKind, TokenType};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -236,17 +235,10 @@ impl ContainerService for ContainerApi {
         let body = request.into_inner();
         self.own(&caller, &body.container_id).await?;
         let fleet = self.shared.fleet.clone();
-        let key = keys::container(&body.container_id);
         // Subscribe before reading what is stored, so nothing falls between
         // the two; sequence numbers drop what arrives twice.
         let live = if body.follow {
-            Some(
-                fleet
-                    .state()
-                    .subscribe(&key)
-                    .await
-                    .map_err(ApiError::from)?,
-            )
+            Some(fleet.follow_container(&body.container_id).await?)
         } else {
             None
         };
@@ -317,9 +309,8 @@ pub(crate) async fn follow_logs(
     live: Option<futures::stream::BoxStream<'static, Vec<u8>>>,
     tx: mpsc::Sender<Result<ContainerLogEvent, Status>>,
 ) {
-    let key = keys::container(&container_id);
     let mut last_seq = 0;
-    if !send_stored(&fleet, &key, &mut last_seq, &tx).await {
+    if !send_stored(&fleet, &container_id, &mut last_seq, &tx).await {
         return;
     }
     let ended_already =
@@ -334,7 +325,7 @@ pub(crate) async fn follow_logs(
             }
         }
     }
-    if !send_stored(&fleet, &key, &mut last_seq, &tx).await {
+    if !send_stored(&fleet, &container_id, &mut last_seq, &tx).await {
         return;
     }
     if let Ok(Some(container)) = fleet.container(&container_id).await {
@@ -353,11 +344,11 @@ pub(crate) async fn follow_logs(
 /// Sends the stored entries not sent yet; false when the reader is gone.
 async fn send_stored(
     fleet: &Fleet,
-    key: &str,
+    container_id: &str,
     last_seq: &mut u64,
     tx: &mpsc::Sender<Result<ContainerLogEvent, Status>>,
 ) -> bool {
-    match fleet.state().log_range(key).await {
+    match fleet.container_log(container_id).await {
         Ok(entries) => {
             for entry in entries {
                 if !send_new(&entry, last_seq, tx).await {
@@ -367,7 +358,7 @@ async fn send_stored(
             true
         }
         Err(error) => {
-            let _ = tx.send(Err(ApiError::from(error).into())).await;
+            let _ = tx.send(Err(error.into())).await;
             false
         }
     }

@@ -24,7 +24,6 @@ use levers9_api::v1::{
     controlplane_message, exec_event, exec_input, exec_output, exec_request, ControlplaneMessage,
     ExecEvent, ExecExit, ExecInput, ExecOutput, ExecRequest, ExecStart, ExecStartRequest,
 };
-use levers9_state::keys;
 use prost::Message;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -106,10 +105,7 @@ pub(super) async fn open(
     let exec_id = uuid::Uuid::new_v4().simple().to_string();
     // Subscribed before the start goes out: nothing the worker says is
     // missed.
-    let outputs = fleet
-        .state()
-        .subscribe(&keys::exec_output(&exec_id))
-        .await?;
+    let outputs = fleet.follow_exec(&exec_id).await?;
     let relay = Relay {
         fleet,
         worker_id: container.worker_id.clone(),
