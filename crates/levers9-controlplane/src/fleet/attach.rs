@@ -365,7 +365,7 @@ async fn requeue_unacked(fleet: &Fleet, worker: &WorkerRecord, unacked: &Unacked
             }
             fleet.release(&worker.id, &container).await?;
             fleet
-                .state()
+                .state
                 .set_remove(&keys::worker_containers(&worker.id), &container.id)
                 .await?;
             container.state = ContainerState::Pending;

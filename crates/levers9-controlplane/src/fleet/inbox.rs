@@ -96,7 +96,7 @@ impl Inbox {
 
 async fn give_back(fleet: &Fleet, worker_id: &str, message: &ControlplaneMessage) {
     if let Err(error) = fleet
-        .state()
+        .state
         .push(&queue(worker_id), &message.encode_to_vec())
         .await
     {
@@ -136,7 +136,7 @@ pub async fn send_many(
             });
         }
     }
-    fleet.state().write_batch(&queued).await?;
+    fleet.state.write_batch(&queued).await?;
     Ok(())
 }
 
@@ -146,7 +146,7 @@ pub async fn send_many(
 async fn forward_queue(fleet: Fleet, worker_id: String, tx: Sender) {
     let queue = queue(&worker_id);
     while !tx.is_closed() {
-        let bytes = match fleet.state().pop(&queue, INBOX_WAIT).await {
+        let bytes = match fleet.state.pop(&queue, INBOX_WAIT).await {
             Ok(Some(bytes)) => bytes,
             Ok(None) => continue,
             Err(error) => {

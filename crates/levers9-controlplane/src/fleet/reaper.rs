@@ -21,11 +21,11 @@ pub async fn run(fleet: Fleet, holder: String, mut stopped: watch::Receiver<bool
             _ = tokio::time::sleep(period) => false,
         };
         if stop {
-            let _ = fleet.state().release_lease(LEASE, &holder).await;
+            let _ = fleet.state.release_lease(LEASE, &holder).await;
             return;
         }
         match fleet
-            .state()
+            .state
             .acquire_lease(LEASE, &holder, fleet.heartbeat_ttl())
             .await
         {
@@ -49,7 +49,7 @@ async fn sweep(fleet: &Fleet) -> Result<(), ApiError> {
             continue;
         }
         let Some(worker) = fleet.worker(&worker_id).await? else {
-            fleet.state().set_remove("workers", &worker_id).await?;
+            fleet.state.set_remove("workers", &worker_id).await?;
             continue;
         };
         let reason = format!(

@@ -32,7 +32,7 @@ pub(super) async fn forward(
         stream.execs.lock().remove(&output.exec_id);
     }
     fleet
-        .state()
+        .state
         .publish(&keys::exec_output(&output.exec_id), &output.encode_to_vec())
         .await?;
     Ok(())
@@ -51,7 +51,7 @@ pub(super) async fn worker_gone(fleet: &Fleet, worker_id: &str, stream: &StreamS
             })),
         };
         if let Err(error) = fleet
-            .state()
+            .state
             .publish(&keys::exec_output(&exec_id), &exit.encode_to_vec())
             .await
         {

@@ -125,14 +125,10 @@ async fn reconcile_pool<P, E, F>(
             if let Some(provider) = &provider {
                 provider.stop().await;
             }
-            let _ = fleet.state().release_lease(&lease, &holder).await;
+            let _ = fleet.state.release_lease(&lease, &holder).await;
             return;
         }
-        match fleet
-            .state()
-            .acquire_lease(&lease, &holder, PERIOD * 3)
-            .await
-        {
+        match fleet.state.acquire_lease(&lease, &holder, PERIOD * 3).await {
             Ok(true) => {}
             Ok(false) => {
                 // Another replica runs the pool: what only this one can
