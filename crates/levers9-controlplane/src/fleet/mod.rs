@@ -7,13 +7,13 @@
 //! - capacity `worker:<id>`: free `cpu` and `memory` counters;
 //! - sets `workers`, `pool:<name>`, `worker-containers:<id>`,
 //!   `workspace-containers:<id>`, `cordoned-workers`;
-//! - queues `backlog` (container ids waiting for a place) and
-//!   `worker-inbox:<id>` (requests for the replica holding that worker's
-//!   stream);
+//! - queue `worker-inbox:<id>` (requests for the replica holding that
+//!   worker's stream);
 //! - kv `container:<id>`: [`ContainerRecord`]; log and channel
-//!   `container:<id>`: its output and events;
-//! - kv `withdrawn:<id>`: why a request was withdrawn before it was placed
-//!   (`scheduler::withdrawals`).
+//!   `container:<id>`: its output and events.
+//!
+//! The requests waiting for a place are the scheduler's
+//! ([`crate::scheduler`]).
 
 pub mod attach;
 pub mod inbox;

@@ -32,6 +32,12 @@
 //!   must wait go to the back of the backlog.
 //! - A request placed is recorded (`scheduled`, with its worker) before its
 //!   run request reaches the worker.
+//!
+//! # Keys
+//! Queue [`BACKLOG`]; per replica, list `backlog-claims:<replica>` and kv
+//! `scheduler-alive:<replica>`, in set `schedulers` ([`claims`]); kv
+//! `withdrawn:<id>` (`withdrawals`); per pool, set `pool-waiting:<pool>`
+//! and kv `cluster-agent:<pool>` (`demand`).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
