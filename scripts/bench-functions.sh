@@ -7,6 +7,8 @@
 # uses a debug build (to check that a bench runs; its figures are not the
 # release build's). LEVERS9_BENCH_BIN=/path/to/levers9 runs that binary
 # instead of building one (scripts/bench-ab.sh: another commit's build).
+# LEVERS9_BENCH_LOGS=DIR keeps the controlplane's and worker's logs there
+# (cp.log, worker.log), which are otherwise removed with the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${LEVERS9_BENCH_PROFILE:-release}
@@ -23,7 +25,13 @@ fi
 python=$(scripts/python-test-env.sh)
 work=$(mktemp -d /tmp/l9bench.XXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work" 2>/dev/null || echo "bench: left $work (a container mount was still busy)" >&2; }
+keep_logs() {
+  if [ -n "${LEVERS9_BENCH_LOGS:-}" ]; then
+    mkdir -p "$LEVERS9_BENCH_LOGS"
+    cp "$work"/*.log "$LEVERS9_BENCH_LOGS"/ 2>/dev/null || true
+  fi
+}
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; keep_logs; rm -rf "$work" 2>/dev/null || echo "bench: left $work (a container mount was still busy)" >&2; }
 trap cleanup EXIT
 
 image=$(scripts/push-python-image.sh "$LEVERS9_TEST_REGISTRY/levers9/python:3.11")
