@@ -9,6 +9,9 @@ Python image); the worker must log at debug (LEVERS9_LOG above), as its
 "container started" and "the function runner connected" lines are read
 from its log (LEVERS9_BENCH_WORKER_LOG, which the script sets).
 
+LEVERS9_BENCH_RUNTIME=gvisor runs the worker on gVisor and the raw runs
+with runsc (default runc).
+
 Each of LEVERS9_BENCH_COLD_CALLS (default 10) rounds makes one untimed and
 one timed cold call (a new stub, so a new container; image and code
 cached), then one untimed and one timed raw `runc run` of the same image
@@ -50,6 +53,11 @@ from datetime import datetime  # noqa: E402
 from levers9 import function  # noqa: E402
 
 ROUNDS = int(os.environ.get("LEVERS9_BENCH_COLD_CALLS", "10"))
+# The worker's runtime (scripts/bench-functions.sh passes it on), and the
+# raw run it is compared with: the same runtime on the same bundle.
+RUNTIME = os.environ.get("LEVERS9_BENCH_RUNTIME", "runc")
+RAW_RUNTIMES = {"runc": ["runc"], "gvisor": ["runsc", "--rootless=false", "--network=none"]}
+RAW = f"raw {RAW_RUNTIMES[RUNTIME][0]} run python3 -c pass"
 # How long the worker has to write its lines about a container after the
 # call returned (they are written before, but the file is read at once).
 LOG_SETTLE_S = 0.2
@@ -84,9 +92,10 @@ def cold_call(tag):
     return seen
 
 
-def raw_runc(bundle, tag):
+def raw_run(bundle, tag):
     began = time.perf_counter()
-    subprocess.run(["runc", "run", "-b", bundle, f"l9-cold-raw-{os.getpid()}-{tag}"], check=True, stdout=subprocess.DEVNULL)
+    command = RAW_RUNTIMES[RUNTIME] + ["run", "--bundle", bundle, f"l9-cold-raw-{os.getpid()}-{tag}"]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return (time.perf_counter() - began) * 1000
 
 
@@ -155,8 +164,8 @@ def main():
     for n in range(ROUNDS):
         cold_call(f"untimed-{n}")
         calls.append(cold_call(f"timed-{n}"))
-        raw_runc(bundle, f"untimed-{n}")
-        raws.append(raw_runc(bundle, f"timed-{n}"))
+        raw_run(bundle, f"untimed-{n}")
+        raws.append(raw_run(bundle, f"timed-{n}"))
     time.sleep(LOG_SETTLE_S)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     rows = [steps(call, worker_events(log, call["container_id"])) for call in calls]
@@ -164,15 +173,15 @@ def main():
     print("|---|" + "---|" * ROUNDS)
     for name in rows[0]:
         print(f"| {name} | " + " | ".join(f"{row[name]:.1f}" for row in rows) + " |")
-    print("| raw runc run python3 -c pass | " + " | ".join(f"{r:.1f}" for r in raws) + " |")
+    print(f"| {RAW} | " + " | ".join(f"{r:.1f}" for r in raws) + " |")
     print(f"\nmedians over {ROUNDS} rounds, ms:\n")
     print("| step | p50 | range |")
     print("|---|---|---|")
     for name in rows[0]:
         print(summary(name, [row[name] for row in rows]))
-    print(summary("raw runc run python3 -c pass", raws))
+    print(summary(RAW, raws))
     excess = [row["total: cold call to result"] - raw for row, raw in zip(rows, raws)]
-    print(summary("cold call − raw runc, same round", excess))
+    print(summary(f"cold call − raw {RAW_RUNTIMES[RUNTIME][0]}, same round", excess))
 
 
 if __name__ == "__main__":
