@@ -123,6 +123,16 @@ fn concurrency(request: &RunContainer) -> usize {
         .unwrap_or(1)
 }
 
+/// The environment `image`'s config sets, as name and value.
+fn image_env(image: &levers9_image::Image) -> impl Iterator<Item = (String, String)> + '_ {
+    image
+        .config
+        .env
+        .iter()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+}
+
 fn message(kind: worker_message::Kind) -> WorkerMessage {
     WorkerMessage { kind: Some(kind) }
 }
@@ -398,12 +408,7 @@ impl Supervisor {
             ));
         }
         let mut spec = ContainerSpec::new(&id, &rootfs.path, args);
-        spec.env = image
-            .config
-            .env
-            .iter()
-            .filter_map(|kv| kv.split_once('='))
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        spec.env = image_env(&image)
             .filter(|(k, _)| !request.env.contains_key(k))
             .chain(request.env.clone())
             .collect();

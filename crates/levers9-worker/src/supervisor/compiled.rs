@@ -162,13 +162,7 @@ impl Supervisor {
             .map(str::to_owned)
             .collect();
         let mut spec = ContainerSpec::new(&id, &rootfs.path, args);
-        spec.env = image
-            .config
-            .env
-            .iter()
-            .filter_map(|kv| kv.split_once('='))
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
+        spec.env = super::image_env(image).collect();
         spec.mounts.push(BindMount {
             source: staging.to_owned(),
             destination: target.to_owned(),
