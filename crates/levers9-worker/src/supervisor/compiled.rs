@@ -55,6 +55,14 @@ fn pair_key(object_dir: &Path, image: &Image) -> Option<String> {
     Some(format!("{object}-{}", image.digest.hex()))
 }
 
+/// The compile container's id for the pair `key`: runtime ids are at most
+/// 64 characters, so a part of each digest, enough that two pairs compiled
+/// at once (one SDK, two images) never share one.
+pub(super) fn compile_id(key: &str) -> String {
+    let (object, image) = key.split_once('-').unwrap_or((key, ""));
+    format!("pyc-{object:.28}-{image:.28}")
+}
+
 impl Supervisor {
     fn compiled_root(&self) -> PathBuf {
         self.state_dir.join("compiled")
@@ -149,8 +157,7 @@ impl Supervisor {
     ) -> Result<(), String> {
         let (from, to) = (plain.to_owned(), staging.to_owned());
         blocking(move || writable_copy(&from, &to)).await?;
-        // Runtime ids are at most 64 characters.
-        let id = format!("pyc-{}", &key[..key.len().min(56)]);
+        let id = compile_id(key);
         let rootfs = self
             .images
             .prepare_rootfs(image, &id)

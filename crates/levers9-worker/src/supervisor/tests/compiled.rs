@@ -10,6 +10,7 @@ use levers9_runtime::{BindMount, ContainerSpec, Exit, Network, SecurityProfile};
 
 use super::harness::{env_of, harness, request, Harness, IMAGE};
 use crate::fake_runtime::Call;
+use crate::supervisor::compiled::compile_id;
 
 const SDK: &str = "/levers9/sdk";
 
@@ -176,4 +177,15 @@ async fn objects_not_marked_compile_are_mounted_as_they_are() {
     assert_eq!(sdk_mount(&h.spec_of("c1")).source, plain);
     h.assert_no_more_reports().await;
     assert!(compiles(&h.runtime.calls()).is_empty());
+}
+
+#[test]
+fn compile_ids_fit_the_runtime_and_tell_two_images_of_one_sdk_apart() {
+    let sdk = "a".repeat(64);
+    let (one, two) = (
+        compile_id(&format!("{sdk}-{}", "1".repeat(64))),
+        compile_id(&format!("{sdk}-{}", "2".repeat(64))),
+    );
+    assert_ne!(one, two);
+    assert!(one.len() <= 64, "{one}");
 }
