@@ -17,7 +17,7 @@ use levers9_controlplane::fleet::{Fleet, SecretOpener, CPU, MEMORY};
 use levers9_controlplane::functions::TaskState;
 use levers9_controlplane::scheduler::placement::{self, Ask, Offer};
 use levers9_controlplane::scheduler::view;
-use levers9_controlplane::scheduler::{Scheduler, BACKLOG};
+use levers9_controlplane::scheduler::{Scheduler, Scheduling, BACKLOG};
 use levers9_seal::{Key, Keyring};
 use levers9_state::{HotState, RedisState, Write};
 use tokio::sync::watch;
@@ -50,12 +50,17 @@ pub async fn run() -> Result<()> {
             },
             TaskState::new(state.clone(), Duration::from_secs(60), "bench"),
         );
-        bench(&fleet, workers, requests).await?;
+        bench(&fleet, state, workers, requests).await?;
     }
     Ok(())
 }
 
-async fn bench(fleet: &Fleet, workers: usize, requests: usize) -> Result<()> {
+async fn bench(
+    fleet: &Fleet,
+    state: Arc<dyn HotState>,
+    workers: usize,
+    requests: usize,
+) -> Result<()> {
     // Room for every request, GPUs (enough for the GPU requests) on one
     // worker in ten, sizes spread so the best fit looks at the whole fleet.
     let per_worker = (requests / workers).max(1) as u64 + 1;
@@ -109,11 +114,12 @@ async fn bench(fleet: &Fleet, workers: usize, requests: usize) -> Result<()> {
             value: c.id.clone().into_bytes(),
         })
         .collect();
-    fleet.state().write_batch(&backlog).await?;
+    state.write_batch(&backlog).await?;
 
     let decisions = decision_times(fleet, &offers, &containers);
     let (_tx, picture) = watch::channel(Arc::new(offers));
-    let mut replica = Scheduler::new(fleet.clone(), picture, "bench");
+    let scheduling = Scheduling::new(fleet.clone(), state);
+    let mut replica = Scheduler::new(scheduling, picture, "bench");
     let mut batches = Vec::new();
     let mut placed = 0;
     let started = Instant::now();

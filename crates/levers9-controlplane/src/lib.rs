@@ -57,6 +57,8 @@ pub struct Shared {
     pub auth: auth::Authenticator,
     /// Workers and containers.
     pub fleet: fleet::Fleet,
+    /// The placing of containers on the fleet.
+    pub scheduling: scheduler::Scheduling,
     /// `worker.imageRegistry`: where image names without a registry live.
     pub image_registry: String,
     /// Local image storage served as a registry (`imageService.localImages`).

@@ -151,35 +151,37 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     let images =
         crate::images::ImageBuilds::new(&config.image_service, &config.worker.image_registry)
             .with_insecure_registries(&config.worker.insecure_registries);
+    let fleet = crate::fleet::Fleet::new(
+        state.clone(),
+        Duration::from_secs(config.worker.heartbeat_ttl_seconds),
+        config.worker.pools.clone(),
+        crate::fleet::SecretOpener {
+            sealed: stores.sealed.clone(),
+            keyring: keyring.clone(),
+        },
+        crate::functions::TaskState::new(
+            state.clone(),
+            Duration::from_secs(config.controlplane.task_result_ttl_seconds),
+            &replica_id,
+        ),
+    )
+    .with_job_resources_enforced(config.worker.job_resources_enforced)
+    .with_worker_config(config.worker.clone())
+    .with_worker_storage(&config.storage.juicefs)
+    .with_registry_keychain(images.keychain().clone())
+    .with_runtime_pools(stores.machines.clone())
+    .with_workspace_volume_storage(volumes.is_juicefs())
+    .with_task_logs(crate::functions::logs::TaskLogs::start(
+        stores.logs.clone(),
+        state.clone(),
+    ));
     let shared = Arc::new(Shared {
         auth: Authenticator::new(store.clone(), cache_ttl),
         store,
         sealed: stores.sealed.clone(),
         keyring: keyring.clone(),
-        fleet: crate::fleet::Fleet::new(
-            state.clone(),
-            Duration::from_secs(config.worker.heartbeat_ttl_seconds),
-            config.worker.pools.clone(),
-            crate::fleet::SecretOpener {
-                sealed: stores.sealed.clone(),
-                keyring: keyring.clone(),
-            },
-            crate::functions::TaskState::new(
-                state.clone(),
-                Duration::from_secs(config.controlplane.task_result_ttl_seconds),
-                &replica_id,
-            ),
-        )
-        .with_job_resources_enforced(config.worker.job_resources_enforced)
-        .with_worker_config(config.worker.clone())
-        .with_worker_storage(&config.storage.juicefs)
-        .with_registry_keychain(images.keychain().clone())
-        .with_runtime_pools(stores.machines.clone())
-        .with_workspace_volume_storage(volumes.is_juicefs())
-        .with_task_logs(crate::functions::logs::TaskLogs::start(
-            stores.logs.clone(),
-            state.clone(),
-        )),
+        scheduling: crate::scheduler::Scheduling::new(fleet.clone(), state.clone()),
+        fleet,
         functions: stores.functions.clone(),
         logs: stores.logs.clone(),
         stubs: crate::functions::stubs::StubCache::default(),
@@ -348,18 +350,18 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     tasks.extend([
         tokio::spawn(async move { router.route(routed).await }),
         tokio::spawn(crate::scheduler::run(
-            shared.fleet.clone(),
+            shared.scheduling.clone(),
             replica_id.clone(),
             stopped.clone(),
         )),
         tokio::spawn(crate::fleet::reaper::run(
-            shared.fleet.clone(),
+            shared.scheduling.clone(),
             replica_id.clone(),
             stopped.clone(),
         )),
         tokio::spawn(crate::fleet::provider::run(
             crate::fleet::provider::Providers {
-                fleet: shared.fleet.clone(),
+                scheduling: shared.scheduling.clone(),
                 store: shared.store.clone(),
                 pools: config.worker.pools.clone(),
                 job_resources_enforced: config.worker.job_resources_enforced,
@@ -385,7 +387,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
             crate::functions::dispatcher::Parts {
                 store: shared.functions.clone(),
                 tasks: shared.fleet.tasks().clone(),
-                fleet: shared.fleet.clone(),
+                scheduling: shared.scheduling.clone(),
             },
             replica_id,
             stopped,

@@ -15,7 +15,7 @@ use levers9_controlplane::functions::TaskState;
 use levers9_controlplane::scheduler::claims;
 use levers9_controlplane::scheduler::placement::Offer;
 use levers9_controlplane::scheduler::view;
-use levers9_controlplane::scheduler::{Outcome, Scheduler, BACKLOG};
+use levers9_controlplane::scheduler::{Outcome, Scheduler, Scheduling, BACKLOG};
 use levers9_seal::{Key, Keyring};
 use levers9_state::{keys, HotState, MemoryState};
 use prost::Message;
@@ -23,6 +23,9 @@ use tokio::sync::watch;
 
 struct Rig {
     fleet: Fleet,
+    scheduling: Scheduling,
+    /// The hot state under both, where the test reads inboxes and claims.
+    state: Arc<dyn HotState>,
     _dir: tempfile::TempDir,
 }
 
@@ -43,7 +46,7 @@ async fn rig(workers: usize, cpus: u64) -> Rig {
             sealed,
             keyring: Keyring::new(Key::from_bytes([7; 32]), Vec::new()),
         },
-        TaskState::new(state, Duration::from_secs(60), "test"),
+        TaskState::new(state.clone(), Duration::from_secs(60), "test"),
     );
     for n in 1..=workers {
         let worker = WorkerRecord {
@@ -68,7 +71,12 @@ async fn rig(workers: usize, cpus: u64) -> Rig {
             .expect("capacity");
         fleet.touch_alive(&worker.id).await.expect("alive");
     }
-    Rig { fleet, _dir: dir }
+    Rig {
+        scheduling: Scheduling::new(fleet.clone(), state.clone()),
+        fleet,
+        state,
+        _dir: dir,
+    }
 }
 
 impl Rig {
@@ -95,7 +103,7 @@ impl Rig {
     }
 
     async fn picture(&self) -> watch::Receiver<Arc<Vec<Offer>>> {
-        let offers = view::read(&self.fleet, &mut HashMap::new())
+        let offers = view::read(&self.scheduling, &mut HashMap::new())
             .await
             .expect("read the fleet");
         // The sender may go: the scheduler keeps deciding on what it has.
@@ -122,8 +130,7 @@ impl Rig {
     /// The containers whose run requests wait in a worker's inbox.
     async fn sent_to(&self, worker: &str) -> Vec<String> {
         let queued = self
-            .fleet
-            .state()
+            .state
             .pop_many(&inbox::queue(worker), 100)
             .await
             .expect("inbox");
@@ -154,7 +161,7 @@ async fn short_room_goes_round_robin_by_workspace_and_the_rest_waits() {
             ("b0", "b"),
         ])
         .await;
-    let mut scheduler = Scheduler::new(rig.fleet.clone(), rig.picture().await, "test");
+    let mut scheduler = Scheduler::new(rig.scheduling.clone(), rig.picture().await, "test");
     let outcome = scheduler.place_batch(ids).await;
     assert_eq!(
         outcome,
@@ -187,8 +194,8 @@ async fn short_room_goes_round_robin_by_workspace_and_the_rest_waits() {
 async fn a_replica_on_a_stale_picture_loses_the_race_and_places_elsewhere() {
     let rig = rig(3, 2).await;
     let stale = rig.picture().await;
-    let mut first = Scheduler::new(rig.fleet.clone(), rig.picture().await, "test");
-    let mut second = Scheduler::new(rig.fleet.clone(), stale, "test");
+    let mut first = Scheduler::new(rig.scheduling.clone(), rig.picture().await, "test");
+    let mut second = Scheduler::new(rig.scheduling.clone(), stale, "test");
     let ids = rig.flood("x", 2).await;
     assert_eq!(first.place_batch(ids).await.placed, 2);
     assert_eq!(rig.sent_to("w1").await, ["x0", "x1"]);
@@ -214,8 +221,8 @@ async fn a_replica_on_a_stale_picture_loses_the_race_and_places_elsewhere() {
 #[tokio::test]
 async fn two_replicas_racing_for_the_same_workers_never_overcommit() {
     let rig = rig(2, 4).await;
-    let mut one = Scheduler::new(rig.fleet.clone(), rig.picture().await, "test");
-    let mut other = Scheduler::new(rig.fleet.clone(), rig.picture().await, "test");
+    let mut one = Scheduler::new(rig.scheduling.clone(), rig.picture().await, "test");
+    let mut other = Scheduler::new(rig.scheduling.clone(), rig.picture().await, "test");
     let (ids_one, ids_other) = (rig.flood("p", 6).await, rig.flood("q", 6).await);
     let (a, b) = tokio::join!(one.place_batch(ids_one), other.place_batch(ids_other));
     assert_eq!(a.placed + b.placed, 8, "{a:?} {b:?}");
@@ -236,7 +243,7 @@ async fn a_request_no_worker_can_take_fails_with_the_reason() {
         ..ContainerRecord::pending("a", "registry.test/app:1")
     };
     rig.fleet.put_container(&big).await.expect("put");
-    let mut scheduler = Scheduler::new(rig.fleet.clone(), rig.picture().await, "test");
+    let mut scheduler = Scheduler::new(rig.scheduling.clone(), rig.picture().await, "test");
     let outcome = scheduler.place_batch(vec!["big".into()]).await;
     assert_eq!(outcome.failed, 1, "{outcome:?}");
     let record = rig.record("big").await;
@@ -253,11 +260,11 @@ async fn a_request_no_worker_can_take_fails_with_the_reason() {
 async fn a_withdrawn_request_fails_with_its_reason_and_takes_no_room() {
     let rig = rig(1, 2).await;
     let ids = rig.flood("x", 2).await;
-    rig.fleet
+    rig.scheduling
         .withdraw(&ids[..1], "not needed any more")
         .await
         .expect("withdraw");
-    let mut scheduler = Scheduler::new(rig.fleet.clone(), rig.picture().await, "test");
+    let mut scheduler = Scheduler::new(rig.scheduling.clone(), rig.picture().await, "test");
     let outcome = scheduler.place_batch(ids).await;
     assert_eq!(
         outcome,
@@ -280,54 +287,50 @@ async fn a_withdrawn_request_fails_with_its_reason_and_takes_no_room() {
 async fn a_replica_that_dies_holding_a_batch_loses_none_of_it() {
     let rig = rig(1, 4).await;
     let push = |ids: Vec<String>| {
-        let fleet = rig.fleet.clone();
+        let state = rig.state.clone();
         async move {
             for id in ids {
-                fleet
-                    .state()
-                    .push(BACKLOG, id.as_bytes())
-                    .await
-                    .expect("push");
+                state.push(BACKLOG, id.as_bytes()).await.expect("push");
             }
         }
     };
     // One replica claims a batch and dies before settling it, having
     // placed one request of it; another is alive and busy with its own.
-    claims::refresh(&rig.fleet, "dead", true)
+    claims::refresh(&rig.scheduling, "dead", true)
         .await
         .expect("alive");
-    claims::refresh(&rig.fleet, "busy", true)
+    claims::refresh(&rig.scheduling, "busy", true)
         .await
         .expect("alive");
     push(rig.flood("d", 3).await).await;
-    let dead = Scheduler::new(rig.fleet.clone(), rig.picture().await, "dead");
+    let dead = Scheduler::new(rig.scheduling.clone(), rig.picture().await, "dead");
     assert_eq!(dead.pop_batch().await.expect("claim"), ["d0", "d1", "d2"]);
     let mut placed = rig.record("d0").await;
     placed.state = ContainerState::Scheduled;
     rig.fleet.put_container(&placed).await.expect("put");
     push(rig.flood("b", 1).await).await;
-    let busy = Scheduler::new(rig.fleet.clone(), rig.picture().await, "busy");
+    let busy = Scheduler::new(rig.scheduling.clone(), rig.picture().await, "busy");
     assert_eq!(busy.pop_batch().await.expect("claim"), ["b0"]);
-    assert_eq!(rig.fleet.state().queue_len(BACKLOG).await.expect("len"), 0);
+    assert_eq!(rig.state.queue_len(BACKLOG).await.expect("len"), 0);
 
     // While the dead replica still counts as alive, nothing moves.
-    assert_eq!(claims::recover(&rig.fleet).await.expect("recover"), 0);
-    claims::forget(&rig.fleet, "dead").await.expect("gone");
-    assert_eq!(claims::recover(&rig.fleet).await.expect("recover"), 2);
+    assert_eq!(claims::recover(&rig.scheduling).await.expect("recover"), 0);
+    claims::forget(&rig.scheduling, "dead").await.expect("gone");
+    assert_eq!(claims::recover(&rig.scheduling).await.expect("recover"), 2);
     let held = |replica: &str| {
-        let fleet = rig.fleet.clone();
+        let state = rig.state.clone();
         let list = keys::backlog_claims(replica);
-        async move { fleet.state().claimed(&list).await.expect("claims") }
+        async move { state.claimed(&list).await.expect("claims") }
     };
     assert!(held("dead").await.is_empty());
     assert_eq!(held("busy").await, [b"b0"]);
 
     // Another replica places what the dead one held, once.
-    let mut live = Scheduler::new(rig.fleet.clone(), rig.picture().await, "live");
+    let mut live = Scheduler::new(rig.scheduling.clone(), rig.picture().await, "live");
     let ids = live.pop_batch().await.expect("claim");
     assert_eq!(ids, ["d1", "d2"]);
     assert_eq!(live.place_batch(ids).await.placed, 2);
     assert!(held("live").await.is_empty());
     assert_eq!(rig.sent_to("w1").await, ["d1", "d2"]);
-    assert_eq!(claims::recover(&rig.fleet).await.expect("recover"), 0);
+    assert_eq!(claims::recover(&rig.scheduling).await.expect("recover"), 0);
 }

@@ -30,7 +30,7 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::functions::worker_stream::StreamTasks;
 use crate::machines::WorkerBinding;
-use crate::scheduler;
+use crate::scheduler::{self, Scheduling};
 use levers9_store::TokenType;
 
 pub(crate) mod execs;
@@ -195,13 +195,15 @@ async fn register_worker(
     Ok(worker)
 }
 
-/// Serves a registered worker's stream until it ends.
+/// Serves a registered worker's stream until it ends; the run requests it
+/// never acknowledged go back to `scheduling` then.
 pub async fn serve(
-    fleet: Fleet,
+    scheduling: Scheduling,
     worker: WorkerRecord,
     mut inbound: Streaming<WorkerMessage>,
     outbound: mpsc::Sender<Result<ControlplaneMessage, Status>>,
 ) {
+    let fleet = scheduling.fleet();
     let shared = Arc::new(StreamState {
         unacked: Unacked::default(),
         tasks: StreamTasks::new(fleet.tasks().clone(), fleet.task_logs().clone()),
@@ -224,15 +226,15 @@ pub async fn serve(
                 break;
             }
         };
-        if let Err(error) = handle(&fleet, &worker, &shared, message).await {
+        if let Err(error) = handle(fleet, &worker, &shared, message).await {
             tracing::warn!(worker_id = %worker.id, %error, "cannot handle a worker message");
         }
     }
     drop(outbound);
     let _ = stop_pump.send(());
     let _ = pump.await;
-    execs::worker_gone(&fleet, &worker.id, &shared).await;
-    requeue_unacked(&fleet, &worker, &shared.unacked).await;
+    execs::worker_gone(fleet, &worker.id, &shared).await;
+    requeue_unacked(&scheduling, &worker, &shared.unacked).await;
     tracing::info!(worker_id = %worker.id, "worker stream closed");
 }
 
@@ -353,7 +355,8 @@ async fn pump_inbox(
     inbox.close().await;
 }
 
-async fn requeue_unacked(fleet: &Fleet, worker: &WorkerRecord, unacked: &Unacked) {
+async fn requeue_unacked(scheduling: &Scheduling, worker: &WorkerRecord, unacked: &Unacked) {
+    let fleet = scheduling.fleet();
     let pending: Vec<String> = unacked.lock().drain().map(|(_, c)| c).collect();
     for container_id in pending {
         let result = async {
@@ -370,7 +373,7 @@ async fn requeue_unacked(fleet: &Fleet, worker: &WorkerRecord, unacked: &Unacked
                 .await?;
             container.state = ContainerState::Pending;
             container.worker_id.clear();
-            scheduler::enqueue(fleet, &container).await?;
+            scheduler::enqueue(scheduling, &container).await?;
             Ok(())
         }
         .await;

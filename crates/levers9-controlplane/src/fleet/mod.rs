@@ -289,7 +289,7 @@ impl Fleet {
         if pool.is_empty()
             || self.pools.contains(pool)
             || !self.pool_members(pool).await?.is_empty()
-            || demand::has_agent(self, pool).await?
+            || demand::has_agent(self.state.as_ref(), pool).await?
         {
             return Ok(());
         }
@@ -303,11 +303,6 @@ impl Fleet {
              start one with `levers9 worker --pool {pool}`, make it with `levers9 pool \
              create {pool}`, or pick another pool (levers9 worker list)"
         )))
-    }
-
-    /// The hot state underneath.
-    pub fn state(&self) -> &dyn HotState {
-        self.state.as_ref()
     }
 
     /// The heartbeat TTL.

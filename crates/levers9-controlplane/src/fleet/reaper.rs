@@ -8,12 +8,13 @@ use tokio::sync::watch;
 use super::records::ContainerState;
 use super::Fleet;
 use crate::error::ApiError;
-use crate::scheduler::claims;
+use crate::scheduler::{claims, Scheduling};
 
 const LEASE: &str = "worker-reaper";
 
 /// Checks every worker each half heartbeat TTL until `stopped`.
-pub async fn run(fleet: Fleet, holder: String, mut stopped: watch::Receiver<bool>) {
+pub async fn run(scheduling: Scheduling, holder: String, mut stopped: watch::Receiver<bool>) {
+    let fleet = scheduling.fleet();
     let period = fleet.heartbeat_ttl() / 2;
     loop {
         let stop = tokio::select! {
@@ -30,10 +31,10 @@ pub async fn run(fleet: Fleet, holder: String, mut stopped: watch::Receiver<bool
             .await
         {
             Ok(true) => {
-                if let Err(error) = sweep(&fleet).await {
+                if let Err(error) = sweep(fleet).await {
                     tracing::warn!(%error, "cannot check workers for heartbeats");
                 }
-                if let Err(error) = claims::recover(&fleet).await {
+                if let Err(error) = claims::recover(&scheduling).await {
                     tracing::warn!(%error, "cannot check stopped replicas for requests they held");
                 }
             }

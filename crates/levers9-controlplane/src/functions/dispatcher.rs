@@ -52,8 +52,7 @@ use super::rows::RowWriter;
 use super::spec::{self, StubSpec};
 use super::{DispatchEvent, InputEnd, TaskState, Ticket};
 use crate::error::ApiError;
-use crate::fleet::Fleet;
-use crate::scheduler::{self, send_stop};
+use crate::scheduler::{self, send_stop, Scheduling};
 
 const LEASE: &str = "function-dispatcher";
 const LEASE_TTL: Duration = Duration::from_secs(10);
@@ -126,8 +125,8 @@ pub struct Parts {
     pub store: Arc<dyn FunctionStore>,
     /// Inputs, outcomes, events.
     pub tasks: TaskState,
-    /// Containers and workers.
-    pub fleet: Fleet,
+    /// Containers and workers, and the placing of containers on them.
+    pub scheduling: Scheduling,
 }
 
 struct Dispatcher {
@@ -329,14 +328,21 @@ impl Dispatcher {
     async fn ready(&mut self, container_id: &str) -> Result<(), ApiError> {
         let Some(stub_id) = self.container_stub.get(container_id).cloned() else {
             // A container from before a takeover: nothing will feed it.
-            if let Some(c) = self.parts.fleet.container(container_id).await? {
-                send_stop(&self.parts.fleet, &c.worker_id, container_id).await?;
+            if let Some(c) = self
+                .parts
+                .scheduling
+                .fleet()
+                .container(container_id)
+                .await?
+            {
+                send_stop(self.parts.scheduling.fleet(), &c.worker_id, container_id).await?;
             }
             return Ok(());
         };
         let worker_id = self
             .parts
-            .fleet
+            .scheduling
+            .fleet()
             .container(container_id)
             .await?
             .map(|c| c.worker_id)
@@ -404,7 +410,8 @@ impl Dispatcher {
                 })),
             };
             self.parts
-                .fleet
+                .scheduling
+                .fleet()
                 .send_to_worker(&warm.worker_id, input)
                 .await?;
             self.rows
@@ -435,7 +442,7 @@ impl Dispatcher {
             return Ok(());
         };
         let container = spec::container(&stub.record, &stub.spec);
-        scheduler::enqueue(&self.parts.fleet, &container).await?;
+        scheduler::enqueue(&self.parts.scheduling, &container).await?;
         tracing::info!(container_id = %container.id, stub_id, function = %stub.record.function_name, "function container requested");
         stub.starting.insert(container.id.clone(), Instant::now());
         self.container_stub.insert(container.id, stub_id.to_owned());

@@ -137,7 +137,7 @@ pub(super) async fn run(
         })?;
     let fleet = &shared.fleet;
     let live = fleet.follow_container(&container.id).await?;
-    scheduler::enqueue(fleet, &container).await?;
+    scheduler::enqueue(&shared.scheduling, &container).await?;
     tracing::info!(image_id = %id, container_id = %container.id, from, "image build started");
     let (tx, mut rx) = mpsc::channel(256);
     tokio::spawn(crate::services::follow_logs(

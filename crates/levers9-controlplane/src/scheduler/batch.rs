@@ -11,11 +11,12 @@ use tokio::sync::watch;
 
 use super::placement::{self, Ask, Decision, Offer};
 use super::{
-    demand, fail, view, Outcome, BACKLOG, BATCH, PLACEMENT_DEADLINE, POP_WAIT, RETRY_DELAY, ROUNDS,
+    demand, fail, view, Outcome, Scheduling, BACKLOG, BATCH, PLACEMENT_DEADLINE, POP_WAIT,
+    RETRY_DELAY, ROUNDS,
 };
 use crate::error::ApiError;
 use crate::fleet::records::{ContainerRecord, ContainerState};
-use crate::fleet::{inbox, Fleet, FreeCapacity};
+use crate::fleet::{inbox, FreeCapacity};
 
 /// Orders requests round-robin by workspace, each workspace's in the
 /// order they came.
@@ -51,7 +52,7 @@ fn fair_order(requests: Vec<ContainerRecord>) -> Vec<ContainerRecord> {
 /// One replica's scheduler: its picture of the fleet, adjusted by its own
 /// placements until the next reading.
 pub struct Scheduler {
-    fleet: Fleet,
+    scheduling: Scheduling,
     picture: watch::Receiver<Arc<Vec<Offer>>>,
     /// Sorted by worker id, as every reading is.
     offers: Vec<Offer>,
@@ -83,10 +84,14 @@ struct Decided {
 
 impl Scheduler {
     /// A scheduler deciding on the readings `picture` publishes.
-    pub fn new(fleet: Fleet, picture: watch::Receiver<Arc<Vec<Offer>>>, replica: &str) -> Self {
+    pub fn new(
+        scheduling: Scheduling,
+        picture: watch::Receiver<Arc<Vec<Offer>>>,
+        replica: &str,
+    ) -> Self {
         let offers = picture.borrow().as_ref().clone();
         Self {
-            fleet,
+            scheduling,
             picture,
             offers,
             read_at: DateTime::<Utc>::MIN_UTC,
@@ -97,7 +102,7 @@ impl Scheduler {
     /// Claims up to [`BATCH`] request ids from the backlog, waiting up to a
     /// second for the first; empty if none came.
     pub async fn pop_batch(&self) -> Result<Vec<String>, ApiError> {
-        let state = self.fleet.state();
+        let state = &self.scheduling.state;
         let Some(first) = state.claim(BACKLOG, &self.claims, POP_WAIT).await? else {
             return Ok(Vec::new());
         };
@@ -133,7 +138,7 @@ impl Scheduler {
         pass.back.extend(undecided.into_iter().map(|c| c.id));
         pass.outcome.requeued = pass.back.len();
         if !pass.waiting.is_empty() {
-            if let Err(error) = self.fleet.state().write_batch(&pass.waiting).await {
+            if let Err(error) = self.scheduling.state.write_batch(&pass.waiting).await {
                 tracing::warn!(%error, requests = pass.waiting.len(), "cannot count waiting requests in their pools' demand");
             }
         }
@@ -152,17 +157,22 @@ impl Scheduler {
             .filter(|id| !waiting.contains(id))
             .map(|id| id.clone().into_bytes())
             .collect();
-        if let Err(error) = self.fleet.state().unclaim(&self.claims, &done, None).await {
+        if let Err(error) = self
+            .scheduling
+            .state
+            .unclaim(&self.claims, &done, None)
+            .await
+        {
             tracing::warn!(%error, requests = done.len(), "cannot settle a batch's claims");
         }
         if back.is_empty() {
             return;
         }
-        let (fleet, claims) = (self.fleet.clone(), self.claims.clone());
+        let (state, claims) = (self.scheduling.state.clone(), self.claims.clone());
         tokio::spawn(async move {
             tokio::time::sleep(RETRY_DELAY).await;
             let items: Vec<Vec<u8>> = back.iter().map(|id| id.clone().into_bytes()).collect();
-            if let Err(error) = fleet.state().unclaim(&claims, &items, Some(BACKLOG)).await {
+            if let Err(error) = state.unclaim(&claims, &items, Some(BACKLOG)).await {
                 tracing::error!(%error, requests = back.len(), container_ids = ?back, "cannot put requests back in the backlog");
             }
         });
@@ -173,8 +183,10 @@ impl Scheduler {
     /// cannot be read, none counts as withdrawn: a withdrawn container that
     /// runs is stopped by its owner, which costs a start and loses nothing.
     async fn pending(&self, ids: Vec<String>, pass: &mut Pass) -> Vec<ContainerRecord> {
-        let (records, marks) =
-            futures::join!(self.fleet.containers(&ids), self.fleet.withdrawals(&ids));
+        let (records, marks) = futures::join!(
+            self.scheduling.fleet.containers(&ids),
+            self.scheduling.withdrawals(&ids)
+        );
         let records = match records {
             Ok(records) => records,
             Err(error) => {
@@ -252,18 +264,22 @@ impl Scheduler {
         container: &ContainerRecord,
         decided: &[Decided],
     ) -> Result<Decision, ApiError> {
-        let decision = placement::decide(ask, &self.offers, self.fleet.pools());
+        let decision = placement::decide(ask, &self.offers, self.scheduling.fleet.pools());
         if !matches!(decision, Decision::Fail(_)) || self.read_at >= container.created_at {
             return Ok(decision);
         }
         self.read_at = Utc::now();
-        self.offers = view::read(&self.fleet, &mut HashMap::new()).await?;
+        self.offers = view::read(&self.scheduling, &mut HashMap::new()).await?;
         for d in decided {
             if let Some(i) = self.index_of(&d.worker_id) {
                 self.offers[i].take(&d.ask, d.gpu_type.as_deref());
             }
         }
-        Ok(placement::decide(ask, &self.offers, self.fleet.pools()))
+        Ok(placement::decide(
+            ask,
+            &self.offers,
+            self.scheduling.fleet.pools(),
+        ))
     }
 
     /// Reserves every decided placement in one atomic step, hands over the
@@ -284,7 +300,7 @@ impl Scheduler {
             .iter()
             .map(|d| (d.worker_id.as_str(), &d.container))
             .collect();
-        let results = match self.fleet.try_reserve_batch(&placements).await {
+        let results = match self.scheduling.fleet.try_reserve_batch(&placements).await {
             Ok(results) => results,
             Err(error) => {
                 tracing::warn!(%error, "cannot reserve a batch; retrying");
@@ -335,11 +351,11 @@ impl Scheduler {
         if placed.is_empty() {
             return;
         }
-        if let Err(error) = self.fleet.put_containers(&placed).await {
+        if let Err(error) = self.scheduling.fleet.put_containers(&placed).await {
             tracing::warn!(%error, "cannot record a batch of placements; retrying");
             for c in placed {
                 // Nothing was sent: give the reservation back.
-                if let Err(error) = self.fleet.release(&c.worker_id, &c).await {
+                if let Err(error) = self.scheduling.fleet.release(&c.worker_id, &c).await {
                     tracing::error!(%error, container_id = %c.id, worker_id = %c.worker_id, "cannot give back a reservation");
                 }
                 pass.back.push(c.id);
@@ -350,7 +366,7 @@ impl Scheduler {
             .iter()
             .map(|c| (c.worker_id.clone(), c.run_request()))
             .collect();
-        if let Err(error) = inbox::send_many(&self.fleet, runs).await {
+        if let Err(error) = inbox::send_many(&self.scheduling.fleet, runs).await {
             tracing::error!(%error, containers = placed.len(), "cannot send placed containers to their workers");
             return;
         }
@@ -363,8 +379,11 @@ impl Scheduler {
     /// No room now: back in the backlog (counted as its pool's demand), or
     /// failed past the deadline.
     async fn no_room(&self, ask: &Ask, container: ContainerRecord, pass: &mut Pass) {
-        pass.waiting
-            .extend(demand::waiting_write(&self.fleet, ask, &container));
+        pass.waiting.extend(demand::waiting_write(
+            &self.scheduling.fleet,
+            ask,
+            &container,
+        ));
         let waited = Utc::now() - container.created_at;
         if waited.to_std().unwrap_or_default() <= PLACEMENT_DEADLINE {
             pass.back.push(container.id);
@@ -386,7 +405,7 @@ impl Scheduler {
     }
 
     async fn fail(&self, mut container: ContainerRecord, reason: String, pass: &mut Pass) {
-        match fail(&self.fleet, &mut container, reason).await {
+        match fail(&self.scheduling.fleet, &mut container, reason).await {
             Ok(()) => pass.outcome.failed += 1,
             Err(error) => {
                 tracing::warn!(%error, container_id = %container.id, "cannot fail a request; retrying");

@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use levers9_state::keys;
 
-use super::BACKLOG;
+use super::{Scheduling, BACKLOG};
 use crate::error::ApiError;
 use crate::fleet::records::ContainerState;
-use crate::fleet::Fleet;
 
 /// The set of replicas that have run a scheduler.
 const SCHEDULERS: &str = "schedulers";
@@ -23,12 +22,12 @@ pub const ALIVE_TTL: Duration = Duration::from_secs(30);
 
 /// Says replica `replica` is alive for another [`ALIVE_TTL`]; the first
 /// call also lists it for [`recover`].
-pub async fn refresh(fleet: &Fleet, replica: &str, first: bool) -> Result<(), ApiError> {
+pub async fn refresh(scheduling: &Scheduling, replica: &str, first: bool) -> Result<(), ApiError> {
     if first {
-        fleet.state().set_add(SCHEDULERS, replica).await?;
+        scheduling.state.set_add(SCHEDULERS, replica).await?;
     }
-    fleet
-        .state()
+    scheduling
+        .state
         .set_with_ttl(&keys::scheduler_alive(replica), b"", ALIVE_TTL)
         .await?;
     Ok(())
@@ -36,9 +35,9 @@ pub async fn refresh(fleet: &Fleet, replica: &str, first: bool) -> Result<(), Ap
 
 /// Says replica `replica` stopped: what it still holds is put back by the
 /// next [`recover`], without waiting for [`ALIVE_TTL`].
-pub async fn forget(fleet: &Fleet, replica: &str) -> Result<(), ApiError> {
-    fleet
-        .state()
+pub async fn forget(scheduling: &Scheduling, replica: &str) -> Result<(), ApiError> {
+    scheduling
+        .state
         .delete(&keys::scheduler_alive(replica))
         .await?;
     Ok(())
@@ -47,28 +46,24 @@ pub async fn forget(fleet: &Fleet, replica: &str) -> Result<(), ApiError> {
 /// Puts the pending requests that replicas no longer alive held back in
 /// the backlog; what they held and had settled in part (placed, failed) is
 /// only dropped. Returns how many requests went back.
-pub async fn recover(fleet: &Fleet) -> Result<usize, ApiError> {
+pub async fn recover(scheduling: &Scheduling) -> Result<usize, ApiError> {
     let mut requeued = 0;
-    for replica in fleet.state().set_members(SCHEDULERS).await? {
-        if fleet
-            .state()
-            .get(&keys::scheduler_alive(&replica))
-            .await?
-            .is_some()
-        {
+    let state = &scheduling.state;
+    for replica in state.set_members(SCHEDULERS).await? {
+        if state.get(&keys::scheduler_alive(&replica)).await?.is_some() {
             continue;
         }
         let claims = keys::backlog_claims(&replica);
-        let held = fleet.state().claimed(&claims).await?;
+        let held = state.claimed(&claims).await?;
         if held.is_empty() {
-            fleet.state().set_remove(SCHEDULERS, &replica).await?;
+            state.set_remove(SCHEDULERS, &replica).await?;
             continue;
         }
         let ids: Vec<String> = held
             .iter()
             .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
             .collect();
-        let records = fleet.containers(&ids).await?;
+        let records = scheduling.fleet.containers(&ids).await?;
         let (mut pending, mut settled) = (Vec::new(), Vec::new());
         for (bytes, record) in held.into_iter().zip(records) {
             match record? {
@@ -76,11 +71,8 @@ pub async fn recover(fleet: &Fleet) -> Result<usize, ApiError> {
                 _ => settled.push(bytes),
             }
         }
-        fleet.state().unclaim(&claims, &settled, None).await?;
-        fleet
-            .state()
-            .unclaim(&claims, &pending, Some(BACKLOG))
-            .await?;
+        state.unclaim(&claims, &settled, None).await?;
+        state.unclaim(&claims, &pending, Some(BACKLOG)).await?;
         if !pending.is_empty() {
             tracing::warn!(
                 replica,

@@ -22,9 +22,10 @@
 use std::time::Duration;
 
 use levers9_config::{PoolConfig, PoolScaling};
-use levers9_state::{keys, Write};
+use levers9_state::{keys, HotState, Write};
 
 use super::placement::Ask;
+use super::Scheduling;
 use crate::error::ApiError;
 use crate::fleet::records::{ContainerRecord, ContainerState};
 use crate::fleet::Fleet;
@@ -35,19 +36,16 @@ const AGENT_SEEN_TTL: Duration = Duration::from_secs(60);
 
 /// Whether an attached cluster's agent asked for `pool` lately: its pool is
 /// built in code, so it is in no config, and with no worker it still takes
-/// requests (they are what make the agent start one).
-pub async fn has_agent(fleet: &Fleet, pool: &str) -> Result<bool, ApiError> {
-    Ok(fleet
-        .state()
-        .get(&keys::cluster_agent(pool))
-        .await?
-        .is_some())
+/// requests (they are what make the agent start one). Over `state`, not a
+/// [`Scheduling`], because the fleet asks it when it admits a pool.
+pub async fn has_agent(state: &dyn HotState, pool: &str) -> Result<bool, ApiError> {
+    Ok(state.get(&keys::cluster_agent(pool)).await?.is_some())
 }
 
 /// Notes that an agent asked for `pool`.
-pub async fn note_agent(fleet: &Fleet, pool: &str) -> Result<(), ApiError> {
-    Ok(fleet
-        .state()
+pub async fn note_agent(scheduling: &Scheduling, pool: &str) -> Result<(), ApiError> {
+    Ok(scheduling
+        .state
         .set_with_ttl(&keys::cluster_agent(pool), b"1", AGENT_SEEN_TTL)
         .await?)
 }
@@ -125,21 +123,22 @@ pub fn waiting_write(fleet: &Fleet, ask: &Ask, container: &ContainerRecord) -> O
 /// pool that is not configured (an attached cluster's, built in code); a
 /// configured pool's own `scaling` always wins.
 pub async fn read(
-    fleet: &Fleet,
+    scheduling: &Scheduling,
     pool: &str,
     asked: Option<PoolScaling>,
 ) -> Result<Demand, ApiError> {
+    let fleet = &scheduling.fleet;
     let scaling = match fleet.pool_config(pool) {
         Some(config) => config.scaling.clone(),
         None => asked.unwrap_or_default(),
     };
     let set = keys::pool_waiting(pool);
     let mut waiting = 0;
-    for id in fleet.state().set_members(&set).await? {
+    for id in scheduling.state.set_members(&set).await? {
         match fleet.container(&id).await? {
             Some(c) if c.state == ContainerState::Pending => waiting += 1,
             _ => {
-                fleet.state().set_remove(&set, &id).await?;
+                scheduling.state.set_remove(&set, &id).await?;
             }
         }
     }

@@ -43,6 +43,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use levers9_api::v1::{controlplane_message, ControlplaneMessage, StopContainer};
+use levers9_state::HotState;
 use tokio::sync::watch;
 
 use crate::error::ApiError;
@@ -86,28 +87,49 @@ pub struct Outcome {
     pub failed: usize,
 }
 
+/// The scheduler's handle: the fleet it places on, and the hot state (the
+/// fleet's own) that holds the scheduler's [keys](self#keys), which the
+/// scheduler reaches through this handle rather than through the fleet.
+#[derive(Clone)]
+pub struct Scheduling {
+    fleet: Fleet,
+    state: Arc<dyn HotState>,
+}
+
+impl Scheduling {
+    /// Scheduling on `fleet`, whose records are in `state`.
+    pub fn new(fleet: Fleet, state: Arc<dyn HotState>) -> Self {
+        Self { fleet, state }
+    }
+
+    /// The fleet it places on.
+    pub fn fleet(&self) -> &Fleet {
+        &self.fleet
+    }
+}
+
 /// Places backlog requests until `stopped` turns true, as replica
 /// `replica`.
-pub(crate) async fn run(fleet: Fleet, replica: String, stopped: watch::Receiver<bool>) {
+pub(crate) async fn run(scheduling: Scheduling, replica: String, stopped: watch::Receiver<bool>) {
     let (tx, mut picture) = watch::channel(Arc::new(Vec::new()));
-    tokio::spawn(view::run(fleet.clone(), tx, stopped.clone()));
+    tokio::spawn(view::run(scheduling.clone(), tx, stopped.clone()));
     // Decide nothing on an empty picture: wait for the first reading.
     if picture.changed().await.is_err() {
         return;
     }
-    let mut scheduler = Scheduler::new(fleet.clone(), picture, &replica);
+    let mut scheduler = Scheduler::new(scheduling.clone(), picture, &replica);
     let mut refreshed: Option<Instant> = None;
     loop {
         if *stopped.borrow() {
             // Requests still claimed (put back later than the stop) go back
             // at the next sweep of any replica.
-            if let Err(error) = claims::forget(&fleet, &replica).await {
+            if let Err(error) = claims::forget(&scheduling, &replica).await {
                 tracing::warn!(%error, "cannot say this scheduler stopped");
             }
             return;
         }
         if refreshed.is_none_or(|at| at.elapsed() >= claims::ALIVE_TTL / 6) {
-            match claims::refresh(&fleet, &replica, refreshed.is_none()).await {
+            match claims::refresh(&scheduling, &replica, refreshed.is_none()).await {
                 Ok(()) => refreshed = Some(Instant::now()),
                 Err(error) => tracing::warn!(%error, "cannot say this scheduler is alive"),
             }
@@ -130,9 +152,15 @@ pub(crate) async fn run(fleet: Fleet, replica: String, stopped: watch::Receiver<
 /// Asks for a place for `container`, a pending request: stores its record,
 /// then puts its id at the back of the backlog. The record goes first
 /// because a replica that claims an id without a record drops it.
-pub(crate) async fn enqueue(fleet: &Fleet, container: &ContainerRecord) -> Result<(), ApiError> {
-    fleet.put_container(container).await?;
-    fleet.state().push(BACKLOG, container.id.as_bytes()).await?;
+pub(crate) async fn enqueue(
+    scheduling: &Scheduling,
+    container: &ContainerRecord,
+) -> Result<(), ApiError> {
+    scheduling.fleet.put_container(container).await?;
+    scheduling
+        .state
+        .push(BACKLOG, container.id.as_bytes())
+        .await?;
     Ok(())
 }
 

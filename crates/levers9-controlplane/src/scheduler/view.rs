@@ -14,9 +14,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::placement::Offer;
+use super::Scheduling;
 use crate::error::ApiError;
 use crate::fleet::records::WorkerRecord;
-use crate::fleet::{gpu_counter, Fleet, FreeCapacity, CPU, MEMORY};
+use crate::fleet::{gpu_counter, FreeCapacity, CPU, MEMORY};
 
 /// How often the picture is read again.
 const REFRESH: Duration = Duration::from_millis(500);
@@ -60,14 +61,14 @@ pub(crate) fn correct(offer: &mut Offer, free: Option<FreeCapacity>) {
 
 /// Reads the picture every [`REFRESH`] until `stopped`, publishing each.
 pub(crate) async fn run(
-    fleet: Fleet,
+    scheduling: Scheduling,
     tx: watch::Sender<Arc<Vec<Offer>>>,
     mut stopped: watch::Receiver<bool>,
 ) {
     let mut records: HashMap<String, WorkerRecord> = HashMap::new();
     let mut schedulable: Vec<String> = Vec::new();
     loop {
-        match read(&fleet, &mut records).await {
+        match read(&scheduling, &mut records).await {
             Ok(offers) => {
                 let mut ids: Vec<String> = offers.iter().map(|o| o.worker_id.clone()).collect();
                 ids.sort_unstable();
@@ -93,10 +94,11 @@ pub(crate) async fn run(
 /// which a changed heartbeat time shows only on its record, so records are
 /// re-read when their worker was absent from the last reading).
 pub async fn read(
-    fleet: &Fleet,
+    scheduling: &Scheduling,
     records: &mut HashMap<String, WorkerRecord>,
 ) -> Result<Vec<Offer>, ApiError> {
-    let cordoned = fleet.state().set_members(CORDONED).await?;
+    let cordoned = scheduling.state.set_members(CORDONED).await?;
+    let fleet = &scheduling.fleet;
     let mut offers = Vec::new();
     let mut seen = HashMap::new();
     for id in fleet.worker_ids().await? {

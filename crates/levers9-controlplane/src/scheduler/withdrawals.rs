@@ -14,11 +14,10 @@ use std::time::Duration;
 
 use levers9_state::{keys, Write};
 
-use super::PLACEMENT_DEADLINE;
+use super::{Scheduling, PLACEMENT_DEADLINE};
 use crate::error::ApiError;
-use crate::fleet::Fleet;
 
-impl Fleet {
+impl Scheduling {
     /// Marks requests withdrawn, for `reason` (which their records will
     /// carry). A mark outlives any wait for room, then goes by itself.
     pub async fn withdraw(&self, ids: &[String], reason: &str) -> Result<(), ApiError> {
@@ -30,14 +29,14 @@ impl Fleet {
                 ttl: PLACEMENT_DEADLINE + Duration::from_secs(60),
             })
             .collect();
-        Ok(self.state().write_batch(&writes).await?)
+        Ok(self.state.write_batch(&writes).await?)
     }
 
     /// Why each request was withdrawn, in order; None for one that was not.
     pub async fn withdrawals(&self, ids: &[String]) -> Result<Vec<Option<String>>, ApiError> {
         let keys: Vec<String> = ids.iter().map(|id| keys::withdrawn(id)).collect();
         Ok(self
-            .state()
+            .state
             .get_many(&keys)
             .await?
             .into_iter()

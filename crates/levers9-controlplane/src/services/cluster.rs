@@ -46,14 +46,14 @@ impl ClusterService for ClusterApi {
         if caller.token_type == TokenType::Worker {
             // Only agents ask with a worker token: their pool is known
             // from now on, even with no worker yet.
-            demand::note_agent(&self.shared.fleet, &request.pool).await?;
+            demand::note_agent(&self.shared.scheduling, &request.pool).await?;
         }
         let asked = request.scaling.map(|s| levers9_config::PoolScaling {
             min_workers: s.min_workers,
             max_workers: s.max_workers,
             requests_per_worker: s.requests_per_worker.max(1),
         });
-        let demand = demand::read(&self.shared.fleet, &request.pool, asked).await?;
+        let demand = demand::read(&self.shared.scheduling, &request.pool, asked).await?;
         Ok(Response::new(GetWorkersWantedResponse {
             pool: request.pool,
             wanted: demand.wanted,

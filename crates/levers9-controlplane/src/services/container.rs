@@ -24,7 +24,7 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::fleet::records::{ContainerRecord, ContainerState};
 use crate::fleet::{attach, Fleet, END_MARKER};
-use crate::scheduler::{self, send_stop};
+use crate::scheduler::{self, send_stop, Scheduling};
 use crate::Shared;
 
 const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
@@ -173,7 +173,7 @@ impl ContainerService for ContainerApi {
             gpu_types: body.gpu_types,
             ..ContainerRecord::pending(caller.workspace.id.clone(), image)
         };
-        scheduler::enqueue(fleet, &container).await?;
+        scheduler::enqueue(&self.shared.scheduling, &container).await?;
         tracing::info!(container_id = %container.id, workspace_id = %caller.workspace.id, image = %container.image, pool = %container.pool, "container requested");
         Ok(Response::new(RunContainerResponse {
             container: Some(convert::container(&container)),
@@ -214,7 +214,9 @@ impl ContainerService for ContainerApi {
         let mut container = self.own(&caller, &request.get_ref().container_id).await?;
         let fleet = &self.shared.fleet;
         match container.state {
-            ContainerState::Pending => container = stop_pending(fleet, container).await?,
+            ContainerState::Pending => {
+                container = stop_pending(&self.shared.scheduling, container).await?
+            }
             ContainerState::Exited | ContainerState::Failed | ContainerState::Lost => {}
             ContainerState::Scheduled | ContainerState::Running => {
                 send_stop(fleet, &container.worker_id, &container.id).await?;
@@ -269,10 +271,11 @@ impl ContainerService for ContainerApi {
 /// the wait, the record is returned still pending: the mark outlives any
 /// wait for room, so the scheduler fails it when it next reads it.
 async fn stop_pending(
-    fleet: &Fleet,
+    scheduling: &Scheduling,
     request: ContainerRecord,
 ) -> Result<ContainerRecord, ApiError> {
-    fleet
+    let fleet = scheduling.fleet();
+    scheduling
         .withdraw(
             std::slice::from_ref(&request.id),
             "stopped before it started",

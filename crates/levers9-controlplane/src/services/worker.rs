@@ -44,10 +44,14 @@ impl WorkerService for WorkerApi {
         caller.require(&[TokenType::Worker, TokenType::Admin], "attach a worker")?;
         let binding = WorkerBinding::of(&self.shared.machines, &caller).await?;
         let mut inbound = request.into_inner();
-        let fleet = self.shared.fleet.clone();
         let (worker, outbound, sender) =
-            attach::open(&fleet, &caller, &binding, &mut inbound).await?;
-        tokio::spawn(attach::serve(fleet, worker, inbound, sender));
+            attach::open(&self.shared.fleet, &caller, &binding, &mut inbound).await?;
+        tokio::spawn(attach::serve(
+            self.shared.scheduling.clone(),
+            worker,
+            inbound,
+            sender,
+        ));
         Ok(Response::new(Box::pin(ReceiverStream::new(outbound))))
     }
 

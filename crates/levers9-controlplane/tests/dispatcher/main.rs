@@ -172,7 +172,8 @@ async fn a_request_still_waiting_for_a_worker_is_withdrawn_once_the_queue_is_emp
     let deadline = tokio::time::Instant::now() + WAIT;
     let reason = loop {
         let marks = rig
-            .fleet
+            .parts
+            .scheduling
             .withdrawals(std::slice::from_ref(&waiting))
             .await
             .expect("read");
@@ -190,7 +191,11 @@ async fn a_request_still_waiting_for_a_worker_is_withdrawn_once_the_queue_is_emp
         "{reason}"
     );
     assert_eq!(
-        rig.fleet.withdrawals(&[first]).await.expect("read"),
+        rig.parts
+            .scheduling
+            .withdrawals(&[first])
+            .await
+            .expect("read"),
         [None],
         "a placed container is not withdrawn"
     );

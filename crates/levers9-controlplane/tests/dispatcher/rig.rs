@@ -16,7 +16,7 @@ use levers9_controlplane::fleet::records::ContainerState;
 use levers9_controlplane::fleet::{inbox, Fleet, SecretOpener};
 use levers9_controlplane::functions::spec::StubSpec;
 use levers9_controlplane::functions::{dispatcher, DispatchEvent, InputEnd, TaskState, Ticket};
-use levers9_controlplane::scheduler::BACKLOG;
+use levers9_controlplane::scheduler::{Scheduling, BACKLOG};
 use levers9_seal::{Key, Keyring};
 use levers9_state::{HotState, MemoryState};
 use levers9_store::{
@@ -86,7 +86,7 @@ pub async fn idle_rig() -> Rig {
     let parts = dispatcher::Parts {
         store: store.clone(),
         tasks: tasks.clone(),
-        fleet: fleet.clone(),
+        scheduling: Scheduling::new(fleet.clone(), state.clone()),
     };
     let router = tasks.clone();
     let routed = stopped.clone();

@@ -22,16 +22,15 @@ use levers9_state::keys;
 use levers9_store::RecordStore;
 use tokio::sync::watch;
 
-use super::Fleet;
-use crate::scheduler::demand;
+use crate::scheduler::{demand, Scheduling};
 
 /// How often each pool is reconciled.
 pub const PERIOD: Duration = Duration::from_secs(10);
 
 /// What the providers need of the running controlplane.
 pub struct Providers {
-    /// The fleet, for the demand.
-    pub fleet: Fleet,
+    /// The fleet and its scheduling, for the demand.
+    pub scheduling: Scheduling,
     /// `worker.pools`.
     pub pools: BTreeMap<String, PoolConfig>,
     /// `worker.jobResourcesEnforced`.
@@ -52,7 +51,7 @@ pub struct Providers {
 pub async fn run(providers: Providers, stopped: watch::Receiver<bool>) {
     let mut loops = Vec::new();
     for (name, pool) in providers.pools {
-        let fleet = providers.fleet.clone();
+        let scheduling = providers.scheduling.clone();
         let holder = providers.holder.clone();
         let stopped = stopped.clone();
         match pool.provider {
@@ -74,7 +73,7 @@ pub async fn run(providers: Providers, stopped: watch::Receiver<bool>) {
                     )
                 };
                 loops.push(tokio::spawn(reconcile_pool(
-                    fleet, name, holder, stopped, make,
+                    scheduling, name, holder, stopped, make,
                 )));
             }
             PoolProvider::Process => {
@@ -83,11 +82,11 @@ pub async fn run(providers: Providers, stopped: watch::Receiver<bool>) {
                     &name,
                     pool,
                     providers.processes.clone(),
-                    fleet.clone(),
+                    scheduling.fleet().clone(),
                 );
                 let make = move || Ok::<_, std::convert::Infallible>(provider.clone());
                 loops.push(tokio::spawn(reconcile_pool(
-                    fleet, name, holder, stopped, make,
+                    scheduling, name, holder, stopped, make,
                 )));
             }
         }
@@ -101,7 +100,7 @@ pub async fn run(providers: Providers, stopped: watch::Receiver<bool>) {
 /// holds the pool's lease; when another replica holds it, or on stop, lets
 /// the provider stop what it must ([`WorkerProvider::stop`]).
 async fn reconcile_pool<P, E, F>(
-    fleet: Fleet,
+    scheduling: Scheduling,
     name: String,
     holder: String,
     mut stopped: watch::Receiver<bool>,
@@ -111,6 +110,7 @@ async fn reconcile_pool<P, E, F>(
     E: Display,
     F: FnMut() -> Result<P, E>,
 {
+    let fleet = scheduling.fleet();
     let mut provider: Option<P> = None;
     let lease = keys::pool_provider(&name);
     // The first round at once: a pool's minimum is up without a wait.
@@ -155,7 +155,7 @@ async fn reconcile_pool<P, E, F>(
         let Some(provider) = &provider else {
             continue;
         };
-        let wanted = match demand::read(&fleet, &name, None).await {
+        let wanted = match demand::read(&scheduling, &name, None).await {
             Ok(demand) => demand.wanted,
             Err(error) => {
                 tracing::warn!(%error, pool = %name, "cannot read the pool's demand");

@@ -25,7 +25,12 @@ impl Dispatcher {
         let Some(stub_id) = self.container_stub.remove(container_id) else {
             return Ok(());
         };
-        let container = self.parts.fleet.container(container_id).await?;
+        let container = self
+            .parts
+            .scheduling
+            .fleet()
+            .container(container_id)
+            .await?;
         let worker_lost = container
             .as_ref()
             .is_some_and(|c| c.state == ContainerState::Lost);
@@ -175,6 +180,10 @@ impl Dispatcher {
             })),
         };
         let worker_id = warm.worker_id.clone();
-        self.parts.fleet.send_to_worker(&worker_id, cancel).await
+        self.parts
+            .scheduling
+            .fleet()
+            .send_to_worker(&worker_id, cancel)
+            .await
     }
 }

@@ -53,7 +53,9 @@ impl Dispatcher {
         for (container_id, worker_id) in idle {
             self.container_stub.remove(&container_id);
             tracing::info!(%container_id, "stopping a function container after its keep-warm window");
-            if let Err(error) = send_stop(&self.parts.fleet, &worker_id, &container_id).await {
+            if let Err(error) =
+                send_stop(self.parts.scheduling.fleet(), &worker_id, &container_id).await
+            {
                 tracing::warn!(%error, %container_id, "cannot stop an idle container");
             }
         }
@@ -85,7 +87,7 @@ impl Dispatcher {
             return;
         }
         let result = async {
-            let records = self.parts.fleet.containers(&ids).await?;
+            let records = self.parts.scheduling.fleet().containers(&ids).await?;
             let waiting: Vec<String> = ids
                 .into_iter()
                 .zip(records)
@@ -95,7 +97,7 @@ impl Dispatcher {
             if !waiting.is_empty() {
                 let reason = "withdrawn before a worker took it: its function's inputs \
                               all went to containers already running";
-                self.parts.fleet.withdraw(&waiting, reason).await?;
+                self.parts.scheduling.withdraw(&waiting, reason).await?;
             }
             Ok::<_, ApiError>(waiting)
         }
