@@ -38,6 +38,7 @@ pub mod replies;
 mod rows;
 pub mod spec;
 pub mod stubs;
+pub(crate) mod submit;
 pub(crate) mod worker_stream;
 
 use std::sync::Arc;

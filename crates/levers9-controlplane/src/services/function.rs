@@ -1,11 +1,10 @@
 //! FunctionService: code objects, stubs and tasks of the caller's workspace.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::BoxStream;
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use levers9_api::v1::{
     function_service_server::FunctionService, run_event, run_request, CallRequest,
     CancelTaskRequest, CancelTaskResponse, DeployRequest, DeployResponse, GetDeploymentRequest,
@@ -26,13 +25,13 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::convert;
 use super::deployment;
-use super::run_driver::{check_call_kind, RunDriver};
+use super::run_driver::{check_call_kind, event, EventStream, RunDriver};
 use super::schedule;
 use super::stub;
-use super::task_submit::new_task_id;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::functions::objects::digest_hex;
+use crate::functions::submit;
 use crate::functions::{DispatchEvent, Ticket};
 use crate::Shared;
 
@@ -46,8 +45,6 @@ const ROW_LOOK_EVERY: Duration = Duration::from_secs(1);
 pub struct FunctionApi {
     pub(super) shared: Arc<Shared>,
 }
-
-pub(crate) type EventStream = Pin<Box<dyn Stream<Item = Result<RunEvent, Status>> + Send>>;
 
 impl FunctionApi {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
@@ -97,10 +94,14 @@ impl FunctionApi {
         let stub = self.stub(caller, &start.stub_id).await?;
         check_call_kind(&stub, start.generator)?;
         let (reply, events) = self.shared.fleet.tasks().open_reply().await?;
-        let api = FunctionApi {
-            shared: self.shared.clone(),
-        };
-        let stream = RunDriver::spawn(api, stub, reply, &start, inbound, events.boxed());
+        let stream = RunDriver::spawn(
+            self.shared.clone(),
+            stub,
+            reply,
+            &start,
+            inbound,
+            events.boxed(),
+        );
         Ok(Response::new(stream))
     }
 
@@ -157,11 +158,8 @@ impl FunctionApi {
             })
         }));
         let (reply, events) = self.shared.fleet.tasks().open_reply().await?;
-        let api = FunctionApi {
-            shared: self.shared.clone(),
-        };
         Ok(RunDriver::spawn(
-            api,
+            self.shared.clone(),
             stub,
             reply,
             &start,
@@ -169,10 +167,6 @@ impl FunctionApi {
             events.boxed(),
         ))
     }
-}
-
-pub(super) fn event(kind: run_event::Kind) -> Result<RunEvent, Status> {
-    Ok(RunEvent { kind: Some(kind) })
 }
 
 #[tonic::async_trait]
@@ -379,13 +373,19 @@ impl FunctionService for FunctionApi {
         let body = request.into_inner();
         let stub = self.stub(&caller, &body.stub_id).await?;
         check_call_kind(&stub, false)?;
-        let task_id = new_task_id();
+        let task_id = submit::new_task_id();
         let ticket = Ticket {
             task_id: task_id.clone(),
             reply: keys::task_reply(&task_id),
             index: 0,
         };
-        self.submit(&stub, vec![(ticket, body.payload)]).await?;
+        submit::submit(
+            self.shared.functions.as_ref(),
+            self.shared.fleet.tasks(),
+            &stub,
+            vec![(ticket, body.payload)],
+        )
+        .await?;
         Ok(Response::new(SpawnTaskResponse { task_id }))
     }
 
@@ -425,7 +425,7 @@ impl FunctionService for FunctionApi {
                         message: task.message.clone(),
                         ..TaskOutcome::default()
                     };
-                    let outcome = api.final_outcome(&end).await;
+                    let outcome = submit::final_outcome(api.shared.fleet.tasks(), &end).await;
                     let _ = tx
                         .send(outcome.map_err(Status::from).map(|o| RunEvent {
                             kind: Some(run_event::Kind::Result(o)),

@@ -17,7 +17,6 @@ mod run_driver;
 mod schedule;
 mod secret;
 mod stub;
-mod task_submit;
 mod token;
 mod volume;
 mod worker;

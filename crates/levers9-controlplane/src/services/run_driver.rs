@@ -1,9 +1,11 @@
 //! One Run stream of the FunctionService: inputs in, events out.
 
 use std::collections::{HashMap, HashSet};
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use levers9_api::v1::{
     controlplane_message, run_event, run_request, ControlplaneMessage, ItemsAck, ItemsReceived,
     RunEvent, RunInput, RunInputs, RunRequest, RunStart, TaskAccepted, TaskItemEvent, TaskOutcome,
@@ -15,11 +17,10 @@ use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
-use super::function::{event, EventStream, FunctionApi};
-use super::task_submit::new_task_id;
 use crate::error::ApiError;
 use crate::functions::spec::StubSpec;
-use crate::functions::{DispatchEvent, Ticket};
+use crate::functions::{submit, DispatchEvent, Ticket};
+use crate::Shared;
 
 /// Inputs a Run stream turns into tasks in one batch, at most (a batch
 /// takes whole requests, so it may pass this by one request's inputs).
@@ -39,10 +40,16 @@ const HOLD_FOR: Duration = Duration::from_millis(5);
 /// below it each leaves at once, so a small map waits for nothing.
 const HOLD_ABOVE: usize = 64;
 
+pub(crate) type EventStream = Pin<Box<dyn Stream<Item = Result<RunEvent, Status>> + Send>>;
+
+pub(super) fn event(kind: run_event::Kind) -> Result<RunEvent, Status> {
+    Ok(RunEvent { kind: Some(kind) })
+}
+
 /// One Run stream: inputs in, events out, its tasks cancelled if the
 /// caller goes away first.
 pub(super) struct RunDriver {
-    api: FunctionApi,
+    shared: Arc<Shared>,
     stub: StubRecord,
     reply: String,
     report_accepted: bool,
@@ -94,7 +101,7 @@ impl RunDriver {
     /// channel `reply`) their results. The stream returned carries what
     /// the caller gets.
     pub(super) fn spawn(
-        api: FunctionApi,
+        shared: Arc<Shared>,
         stub: StubRecord,
         reply: String,
         start: &RunStart,
@@ -103,7 +110,7 @@ impl RunDriver {
     ) -> EventStream {
         let (tx, rx) = mpsc::channel(256);
         let mut run = Self {
-            api,
+            shared,
             stub,
             reply,
             report_accepted: start.report_accepted,
@@ -240,7 +247,7 @@ impl RunDriver {
                 .into());
             }
             for RunInput { index, payload } in given {
-                let task_id = new_task_id();
+                let task_id = submit::new_task_id();
                 self.outstanding.insert(task_id.clone());
                 let ticket = Ticket {
                     task_id,
@@ -262,7 +269,13 @@ impl RunDriver {
         } else {
             Vec::new()
         };
-        self.api.submit(&self.stub, inputs).await?;
+        submit::submit(
+            self.shared.functions.as_ref(),
+            self.shared.fleet.tasks(),
+            &self.stub,
+            inputs,
+        )
+        .await?;
         for (index, task_id) in accepted {
             let accepted = run_event::Kind::Accepted(TaskAccepted { index, task_id });
             if !self.send(accepted).await {
@@ -299,7 +312,7 @@ impl RunDriver {
                     }
                     return true;
                 }
-                match self.api.final_outcome(&notice).await {
+                match submit::final_outcome(self.shared.fleet.tasks(), &notice).await {
                     Ok(outcome) => run_event::Kind::Result(outcome),
                     Err(error) => return self.tx.send(Err(error.into())).await.is_ok(),
                 }
@@ -326,7 +339,7 @@ impl RunDriver {
             (item.worker_id.clone(), item.container_id.clone()),
         );
         if item.payload.is_empty() {
-            let tasks = self.api.shared.fleet.tasks();
+            let tasks = self.shared.fleet.tasks();
             item.payload = tasks
                 .take_item(&item.task_id, item.item_index)
                 .await?
@@ -354,7 +367,7 @@ impl RunDriver {
                 received: received.received,
             })),
         };
-        self.api.shared.fleet.send_to_worker(worker_id, ack).await
+        self.shared.fleet.send_to_worker(worker_id, ack).await
     }
 
     /// Sends the complete results kept for one event, if any.
@@ -381,7 +394,7 @@ impl RunDriver {
     async fn cancel_outstanding(&mut self) {
         for task_id in self.outstanding.drain() {
             let event = DispatchEvent::Cancel { task_id };
-            if let Err(error) = self.api.shared.fleet.tasks().tell(&event).await {
+            if let Err(error) = self.shared.fleet.tasks().tell(&event).await {
                 tracing::warn!(%error, "cannot cancel the task of a caller that went away");
             }
         }

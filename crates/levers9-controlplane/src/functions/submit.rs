@@ -1,0 +1,78 @@
+//! A task's way into the system and its end as callers read it: the rows
+//! and inputs of submitted tasks, and the final outcome of one that ended.
+
+use levers9_api::v1::TaskOutcome;
+use levers9_store::{FinalState, FunctionStore, NewTask, StubRecord};
+
+use super::{DispatchEvent, TaskState, Ticket};
+use crate::error::ApiError;
+
+/// A new task's id.
+pub(crate) fn new_task_id() -> String {
+    format!("t-{}", uuid::Uuid::now_v7().simple())
+}
+
+/// Stores tasks of `stub` for inputs (rows in `store`, inputs in `tasks`)
+/// and tells the dispatcher; the tickets say where their events go.
+pub(crate) async fn submit(
+    store: &dyn FunctionStore,
+    tasks: &TaskState,
+    stub: &StubRecord,
+    inputs: Vec<(Ticket, Vec<u8>)>,
+) -> Result<(), ApiError> {
+    let now = chrono::Utc::now();
+    let rows: Vec<NewTask> = inputs
+        .iter()
+        .map(|(ticket, _)| NewTask {
+            id: ticket.task_id.clone(),
+            workspace_id: stub.workspace_id.clone(),
+            stub_id: stub.id.clone(),
+            function_name: stub.function_name.clone(),
+            created_at: now,
+        })
+        .collect();
+    let puts = inputs
+        .iter()
+        .map(|(ticket, payload)| tasks.put_input(ticket, payload));
+    // Neither needs the other: the dispatcher hears of the tasks only
+    // once both are done.
+    let (inserted, put) =
+        futures::join!(store.insert_tasks(&rows), futures::future::join_all(puts));
+    inserted?;
+    for result in put {
+        result?;
+    }
+    tasks
+        .tell(&DispatchEvent::Submitted {
+            workspace_id: stub.workspace_id.clone(),
+            stub_id: stub.id.clone(),
+            tasks: inputs.into_iter().map(|(ticket, _)| ticket).collect(),
+        })
+        .await
+}
+
+/// The final outcome of a task that ended as `end` says (the notice of
+/// its end, or its row): the stored one with the payload, or `end`
+/// itself once that expired.
+pub(crate) async fn final_outcome(
+    tasks: &TaskState,
+    end: &TaskOutcome,
+) -> Result<TaskOutcome, ApiError> {
+    let outcome = tasks.outcome(&end.task_id).await?;
+    Ok(match outcome {
+        Some(mut outcome) if outcome.state.parse::<FinalState>().is_ok() => {
+            outcome.index = end.index;
+            outcome
+        }
+        _ if end.state == FinalState::Complete.as_str() => TaskOutcome {
+            index: end.index,
+            task_id: end.task_id.clone(),
+            state: FinalState::Error.as_str().to_owned(),
+            message: "the task completed, but its result expired: results are kept for \
+                      controlplane.taskResultTtlSeconds"
+                .into(),
+            ..TaskOutcome::default()
+        },
+        _ => end.clone(),
+    })
+}
