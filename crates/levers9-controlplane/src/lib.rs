@@ -30,6 +30,11 @@ use levers9_store::{FunctionStore, LogStore, MachineStore, RecordStore, SealedSt
 
 pub use server::{start, RunningControlplane, StartError};
 
+/// A new record id: uuid v7, so ids sort by creation time.
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
 /// What every service of one controlplane shares.
 pub struct Shared {
     /// Durable records.

@@ -44,12 +44,7 @@ use std::sync::Arc;
 use levers9_store::{NewToken, NewWorkspace, TokenType};
 
 use crate::auth::token::{mint, MintedToken};
-use crate::Shared;
-
-/// A new record id: uuid v7, so ids sort by creation time.
-pub(crate) fn new_id() -> String {
-    uuid::Uuid::now_v7().to_string()
-}
+use crate::{new_id, Shared};
 
 /// A new workspace and its admin token, not yet stored.
 fn new_workspace_with_admin(

@@ -77,7 +77,7 @@ impl TokenService for TokenApi {
             .shared
             .store
             .insert_token(NewToken {
-                id: super::new_id(),
+                id: crate::new_id(),
                 workspace_id: caller.workspace.id.clone(),
                 token_type,
                 description: body.description,

@@ -118,7 +118,7 @@ pub async fn mint(
     let minted = token::mint();
     let record = store
         .insert_token(NewToken {
-            id: crate::services::new_id(),
+            id: crate::new_id(),
             workspace_id: workspace.id.clone(),
             token_type: TokenType::Worker,
             description,
@@ -222,12 +222,12 @@ mod tests {
     async fn bootstrap(store: &SqliteStore) -> String {
         let minted = token::mint();
         let workspace = NewWorkspace {
-            id: crate::services::new_id(),
+            id: crate::new_id(),
             name: "first".into(),
             created_at: chrono::Utc::now(),
         };
         let admin = NewToken {
-            id: crate::services::new_id(),
+            id: crate::new_id(),
             workspace_id: workspace.id.clone(),
             token_type: TokenType::Admin,
             description: "admin".into(),
