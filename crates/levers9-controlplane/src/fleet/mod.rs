@@ -22,6 +22,8 @@ pub mod provider;
 pub mod reaper;
 pub mod records;
 
+pub(crate) use output::follow_logs;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,8 +5,13 @@
 //! two.
 
 use futures::stream::BoxStream;
+use futures::StreamExt;
+use levers9_api::v1::{container_log_event, ContainerLogEvent};
 use levers9_state::keys;
+use tokio::sync::mpsc;
+use tonic::Status;
 
+use super::attach::decode_log;
 use super::{Fleet, END_MARKER, MAX_LOG_ENTRIES, RECORD_TTL};
 use crate::error::ApiError;
 use crate::functions::DispatchEvent;
@@ -55,4 +60,86 @@ impl Fleet {
     ) -> Result<BoxStream<'static, Vec<u8>>, ApiError> {
         Ok(self.state.subscribe(&keys::exec_output(exec_id)).await?)
     }
+}
+
+/// Sends what is stored, then (following) what comes live until the end,
+/// then a final catch-up so nothing appended just before the end is missed,
+/// then the container as it ended. Sequence numbers drop repeats.
+pub(crate) async fn follow_logs(
+    fleet: Fleet,
+    container_id: String,
+    live: Option<futures::stream::BoxStream<'static, Vec<u8>>>,
+    tx: mpsc::Sender<Result<ContainerLogEvent, Status>>,
+) {
+    let mut last_seq = 0;
+    if !send_stored(&fleet, &container_id, &mut last_seq, &tx).await {
+        return;
+    }
+    let ended_already =
+        matches!(fleet.container(&container_id).await, Ok(Some(c)) if c.state.is_final());
+    if let (Some(mut live), false) = (live, ended_already) {
+        while let Some(message) = live.next().await {
+            if message == END_MARKER {
+                break;
+            }
+            if !send_new(&message, &mut last_seq, &tx).await {
+                return;
+            }
+        }
+    }
+    if !send_stored(&fleet, &container_id, &mut last_seq, &tx).await {
+        return;
+    }
+    if let Ok(Some(container)) = fleet.container(&container_id).await {
+        if container.state.is_final() {
+            let _ = tx
+                .send(Ok(ContainerLogEvent {
+                    kind: Some(container_log_event::Kind::Exited(container.to_api())),
+                }))
+                .await;
+        }
+    }
+}
+
+/// Sends the stored entries not sent yet; false when the reader is gone.
+async fn send_stored(
+    fleet: &Fleet,
+    container_id: &str,
+    last_seq: &mut u64,
+    tx: &mpsc::Sender<Result<ContainerLogEvent, Status>>,
+) -> bool {
+    match fleet.container_log(container_id).await {
+        Ok(entries) => {
+            for entry in entries {
+                if !send_new(&entry, last_seq, tx).await {
+                    return false;
+                }
+            }
+            true
+        }
+        Err(error) => {
+            let _ = tx.send(Err(error.into())).await;
+            false
+        }
+    }
+}
+
+/// Sends one stored or live entry if it is newer than what was sent.
+async fn send_new(
+    entry: &[u8],
+    last_seq: &mut u64,
+    tx: &mpsc::Sender<Result<ContainerLogEvent, Status>>,
+) -> bool {
+    let Some(chunk) = decode_log(entry) else {
+        return true;
+    };
+    if chunk.seq <= *last_seq {
+        return true;
+    }
+    *last_seq = chunk.seq;
+    tx.send(Ok(ContainerLogEvent {
+        kind: Some(container_log_event::Kind::Log(chunk)),
+    }))
+    .await
+    .is_ok()
 }

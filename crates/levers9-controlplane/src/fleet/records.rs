@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 use levers9_api::v1::{
-    controlplane_message, ControlplaneMessage, ObjectMount, RunContainer, VolumeMount,
+    controlplane_message, Container, ControlplaneMessage, ObjectMount, RunContainer, VolumeMount,
 };
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
@@ -175,6 +175,26 @@ pub struct ContainerRecord {
 }
 
 impl ContainerRecord {
+    /// The container as the API shows it; its time in RFC 3339 with
+    /// milliseconds, as every time the API shows.
+    pub fn to_api(&self) -> Container {
+        Container {
+            container_id: self.id.clone(),
+            image: self.image.clone(),
+            pool: self.pool.clone(),
+            worker_id: self.worker_id.clone(),
+            state: self.state.as_str().to_owned(),
+            exit_code: self.exit_code,
+            oom_killed: self.oom_killed,
+            message: self.message.clone(),
+            created_at: self.created_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+            args: self.args.clone(),
+            secrets: self.secrets.clone(),
+            gpu_type: self.gpu_type.clone(),
+            gpu_count: self.gpu_count,
+        }
+    }
+
     /// A new request of `workspace_id` to run `image`, waiting for a place:
     /// a fresh id, created now, every other field empty or zero. Callers set
     /// theirs with `ContainerRecord { args, .., ..ContainerRecord::pending(..) }`.

@@ -140,7 +140,7 @@ pub(super) async fn run(
     scheduler::enqueue(&shared.scheduling, &container).await?;
     tracing::info!(image_id = %id, container_id = %container.id, from, "image build started");
     let (tx, mut rx) = mpsc::channel(256);
-    tokio::spawn(crate::services::follow_logs(
+    tokio::spawn(crate::fleet::follow_logs(
         fleet.clone(),
         container.id.clone(),
         Some(live),

@@ -7,23 +7,22 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use levers9_api::v1::{
-    container_log_event, container_service_server::ContainerService, ContainerLogEvent,
-    ExecRequest, GetContainerRequest, GetContainerResponse, ListContainersRequest,
-    ListContainersResponse, RunContainerRequest, RunContainerResponse, StopContainerRequest,
-    StopContainerResponse, StreamContainerLogsRequest,
+    container_service_server::ContainerService, ContainerLogEvent, ExecRequest,
+    GetContainerRequest, GetContainerResponse, ListContainersRequest, ListContainersResponse,
+    RunContainerRequest, RunContainerResponse, StopContainerRequest, StopContainerResponse,
+    StreamContainerLogsRequest,
 };
 use levers9_store::{SealedId, SealedKind, TokenType};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use super::convert;
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::fleet::follow_logs;
 use crate::fleet::records::{ContainerRecord, ContainerState};
-use crate::fleet::{attach, Fleet, END_MARKER};
 use crate::scheduler::{self, send_stop, Scheduling};
 use crate::Shared;
 
@@ -176,7 +175,7 @@ impl ContainerService for ContainerApi {
         scheduler::enqueue(&self.shared.scheduling, &container).await?;
         tracing::info!(container_id = %container.id, workspace_id = %caller.workspace.id, image = %container.image, pool = %container.pool, "container requested");
         Ok(Response::new(RunContainerResponse {
-            container: Some(convert::container(&container)),
+            container: Some(container.to_api()),
         }))
     }
 
@@ -191,7 +190,7 @@ impl ContainerService for ContainerApi {
             .workspace_containers(&caller.workspace.id)
             .await?;
         Ok(Response::new(ListContainersResponse {
-            containers: containers.iter().map(convert::container).collect(),
+            containers: containers.iter().map(ContainerRecord::to_api).collect(),
         }))
     }
 
@@ -202,7 +201,7 @@ impl ContainerService for ContainerApi {
         let caller = self.caller(request.metadata()).await?;
         let container = self.own(&caller, &request.get_ref().container_id).await?;
         Ok(Response::new(GetContainerResponse {
-            container: Some(convert::container(&container)),
+            container: Some(container.to_api()),
         }))
     }
 
@@ -223,7 +222,7 @@ impl ContainerService for ContainerApi {
             }
         }
         Ok(Response::new(StopContainerResponse {
-            container: Some(convert::container(&container)),
+            container: Some(container.to_api()),
         }))
     }
 
@@ -301,90 +300,6 @@ async fn stop_pending(
             }
         }
     }
-}
-
-/// Sends what is stored, then (following) what comes live until the end,
-/// then a final catch-up so nothing appended just before the end is missed,
-/// then the container as it ended. Sequence numbers drop repeats.
-pub(crate) async fn follow_logs(
-    fleet: Fleet,
-    container_id: String,
-    live: Option<futures::stream::BoxStream<'static, Vec<u8>>>,
-    tx: mpsc::Sender<Result<ContainerLogEvent, Status>>,
-) {
-    let mut last_seq = 0;
-    if !send_stored(&fleet, &container_id, &mut last_seq, &tx).await {
-        return;
-    }
-    let ended_already =
-        matches!(fleet.container(&container_id).await, Ok(Some(c)) if c.state.is_final());
-    if let (Some(mut live), false) = (live, ended_already) {
-        while let Some(message) = live.next().await {
-            if message == END_MARKER {
-                break;
-            }
-            if !send_new(&message, &mut last_seq, &tx).await {
-                return;
-            }
-        }
-    }
-    if !send_stored(&fleet, &container_id, &mut last_seq, &tx).await {
-        return;
-    }
-    if let Ok(Some(container)) = fleet.container(&container_id).await {
-        if container.state.is_final() {
-            let _ = tx
-                .send(Ok(ContainerLogEvent {
-                    kind: Some(container_log_event::Kind::Exited(convert::container(
-                        &container,
-                    ))),
-                }))
-                .await;
-        }
-    }
-}
-
-/// Sends the stored entries not sent yet; false when the reader is gone.
-async fn send_stored(
-    fleet: &Fleet,
-    container_id: &str,
-    last_seq: &mut u64,
-    tx: &mpsc::Sender<Result<ContainerLogEvent, Status>>,
-) -> bool {
-    match fleet.container_log(container_id).await {
-        Ok(entries) => {
-            for entry in entries {
-                if !send_new(&entry, last_seq, tx).await {
-                    return false;
-                }
-            }
-            true
-        }
-        Err(error) => {
-            let _ = tx.send(Err(error.into())).await;
-            false
-        }
-    }
-}
-
-/// Sends one stored or live entry if it is newer than what was sent.
-async fn send_new(
-    entry: &[u8],
-    last_seq: &mut u64,
-    tx: &mpsc::Sender<Result<ContainerLogEvent, Status>>,
-) -> bool {
-    let Some(chunk) = attach::decode_log(entry) else {
-        return true;
-    };
-    if chunk.seq <= *last_seq {
-        return true;
-    }
-    *last_seq = chunk.seq;
-    tx.send(Ok(ContainerLogEvent {
-        kind: Some(container_log_event::Kind::Log(chunk)),
-    }))
-    .await
-    .is_ok()
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@ use levers9_api::v1;
 use levers9_store::{DeploymentRecord, StubRecord, TaskRecord, TokenRecord, Workspace};
 
 use crate::error::ApiError;
-use crate::fleet::records::ContainerRecord;
 use crate::functions::spec::StubSpec;
 
 fn rfc3339(at: DateTime<Utc>) -> String {
@@ -47,24 +46,6 @@ pub(super) fn secret(
         key_id: key_id.to_owned(),
         created_at: rfc3339(created_at),
         updated_at: rfc3339(updated_at),
-    }
-}
-
-pub(super) fn container(c: &ContainerRecord) -> v1::Container {
-    v1::Container {
-        container_id: c.id.clone(),
-        image: c.image.clone(),
-        pool: c.pool.clone(),
-        worker_id: c.worker_id.clone(),
-        state: c.state.as_str().to_owned(),
-        exit_code: c.exit_code,
-        oom_killed: c.oom_killed,
-        message: c.message.clone(),
-        created_at: rfc3339(c.created_at),
-        args: c.args.clone(),
-        secrets: c.secrets.clone(),
-        gpu_type: c.gpu_type.clone(),
-        gpu_count: c.gpu_count,
     }
 }
 

@@ -24,7 +24,6 @@ mod workspace;
 
 pub use auth::AuthApi;
 pub use cluster::ClusterApi;
-pub(crate) use container::follow_logs;
 pub use container::ContainerApi;
 pub use dict::DictApi;
 pub use function::FunctionApi;
