@@ -1,18 +1,20 @@
 //! Scheduling at fleet scale, end to end with real processes on Postgres
 //! and Redis: GPU pools (inventories declared with --gpu, no GPU hardware),
-//! cordon and drain, and function calls that outlive a killed worker, a
-//! restarted or killed controlplane, and a Redis restart.
+//! cordon and drain, withdrawn requests, and (`scheduling/survival.rs`)
+//! function calls that outlive a killed worker, a restarted or killed
+//! controlplane, and a Redis restart.
 
 mod common;
+#[path = "scheduling/survival.rs"]
+mod survival;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::fleet::{busybox_image, python_image, wait_for_state, wait_wanted, Worker};
 use common::{backend_env, text, with_token, Backend, Controlplane, SECRET};
-use levers9_api::v1::{CreateTokenRequest, GetTaskRequest, ListTasksRequest, RunContainerRequest};
+use levers9_api::v1::{CreateTokenRequest, ListTasksRequest, RunContainerRequest};
 
 fn run_cli(cp: &Controlplane, token: &str, args: &[&str]) -> std::process::Output {
     cp.cli_as(token, args, None)
@@ -371,251 +373,6 @@ fn results(lines: &[String]) -> Vec<&String> {
 /// node): the task runs again on the other worker without using a retry,
 /// the caller's `.remote()` follows it and gets one result, and `task
 /// show` lists both runs of attempt 1 with their workers and the reason.
-#[tokio::test]
-async fn a_task_outlives_its_killed_worker() {
-    let cp = controlplane("worker:\n  heartbeatTtlSeconds: 2\n", &[]);
-    let admin = cp.admin_token().await;
-    let (mut a, id_a) = worker(&cp, &admin).await;
-    let (mut b, id_b) = worker(&cp, &admin).await;
-    let dir = tempfile::tempdir().expect("dir");
-    let (child, token) = caller(&cp, &admin, dir.path(), &["once", "6"]).await;
-    let task = running_task(&cp, &token, Duration::from_secs(120)).await;
-    let (killed, survivor) = if task.worker_id == id_a {
-        a.kill();
-        (id_a, b.log())
-    } else {
-        b.kill();
-        (id_b, a.log())
-    };
-    let lines = finished(child, &[cp.log(), survivor]);
-    assert_eq!(results(&lines), ["result: attempt 1"], "{lines:?}");
-
-    let shown = cp
-        .functions()
-        .await
-        .get_task(with_token(
-            GetTaskRequest {
-                task_id: task.task_id.clone(),
-            },
-            &token,
-        ))
-        .await
-        .expect("get task")
-        .into_inner();
-    assert_eq!(shown.task.expect("task").state, "complete");
-    let attempts = shown.attempts;
-    assert_eq!(attempts.len(), 2, "{attempts:?}");
-    assert_eq!(attempts[0].worker_id, killed);
-    assert_eq!(
-        (attempts[0].attempt, attempts[0].outcome.as_str()),
-        (1, "lost")
-    );
-    assert!(
-        attempts[0].message.contains("stopped sending heartbeats")
-            && attempts[0].message.contains("without using a retry"),
-        "{attempts:?}"
-    );
-    assert_eq!(attempts[1].attempt, 1);
-    assert_ne!(attempts[1].worker_id, killed);
-    assert_eq!(attempts[1].outcome, "complete");
-    let show = text(&run_cli(&cp, &token, &["task", "show", &task.task_id]).stdout);
-    assert!(show.contains("ATTEMPT") && show.contains(&killed), "{show}");
-}
-
-/// The controlplane is killed while a task runs and started again on the
-/// same ports: the worker reconnects, the task completes, and the caller
-/// following it gets exactly one result.
-#[tokio::test]
-async fn a_task_outlives_a_controlplane_restart() {
-    let mut env = backend_env(Backend::Servers);
-    env.push(("LEVERS9_GRPC_PORT".into(), common::free_port().to_string()));
-    env.push(("LEVERS9_HTTP_PORT".into(), common::free_port().to_string()));
-    servers_env(&mut env, "{}\n", &[]);
-    let first = Controlplane::start_with(env.clone());
-    let admin = first.admin_token().await;
-    let _worker = Worker::start(&first, &admin, "default", "runc").await;
-    let dir = tempfile::tempdir().expect("dir");
-    let (child, token) = caller(&first, &admin, dir.path(), &["spawn", "6"]).await;
-    running_task(&first, &token, Duration::from_secs(120)).await;
-    drop(first);
-    let second = Controlplane::start_with(env);
-    let lines = finished(child, &[second.log()]);
-    assert_eq!(results(&lines).len(), 1, "{lines:?}");
-}
-
-/// Two controlplanes on one Postgres and Redis; the one leading the
-/// dispatcher is killed mid-task; the other takes over and the task
-/// completes with one result for the caller, who talks to the survivor.
-#[tokio::test]
-async fn two_controlplanes_one_killed_mid_task() {
-    let mut env = backend_env(Backend::Servers);
-    servers_env(&mut env, "{}\n", &[]);
-    let first = Controlplane::start_with(env.clone());
-    let admin = first.admin_token().await;
-    first
-        .wait_for_log(
-            "this replica dispatches function inputs",
-            Duration::from_secs(30),
-        )
-        .await;
-    let second = Controlplane::start_with(env);
-    let _worker = Worker::start(&second, &admin, "default", "runc").await;
-    let dir = tempfile::tempdir().expect("dir");
-    let (child, token) = caller(&second, &admin, dir.path(), &["spawn", "5"]).await;
-    running_task(&second, &token, Duration::from_secs(120)).await;
-    drop(first);
-    second
-        .wait_for_log(
-            "this replica dispatches function inputs",
-            Duration::from_secs(30),
-        )
-        .await;
-    let lines = finished(child, &[second.log()]);
-    assert_eq!(results(&lines).len(), 1, "{lines:?}");
-}
-
-/// A Redis of the test's own, persisting to disk, that can be stopped and
-/// started again on the same port.
-struct OwnRedis {
-    child: Option<Child>,
-    dir: tempfile::TempDir,
-    port: u16,
-}
-
-impl OwnRedis {
-    fn start() -> OwnRedis {
-        let mut redis = OwnRedis {
-            child: None,
-            dir: tempfile::tempdir().expect("dir"),
-            port: common::free_port(),
-        };
-        redis.resume();
-        redis
-    }
-
-    fn resume(&mut self) {
-        let mut child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args([
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--save",
-                "",
-            ])
-            .arg("--dir")
-            .arg(self.dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start redis-server");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        while let Some(Ok(line)) = lines.next() {
-            if line.contains("Ready to accept connections") {
-                break;
-            }
-        }
-        std::thread::spawn(move || for _ in lines {});
-        self.child = Some(child);
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill")
-                .arg("-TERM")
-                .arg(child.id().to_string())
-                .status();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for OwnRedis {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// Redis goes away for a few seconds while a task runs and comes back: the
-/// system recovers and the caller gets the one result.
-#[tokio::test]
-async fn redis_stopped_and_restarted_loses_nothing() {
-    let mut redis = OwnRedis::start();
-    let mut env: Vec<(String, String)> = backend_env(Backend::Servers)
-        .into_iter()
-        .filter(|(k, _)| k != "LEVERS9_REDIS_ADDRS")
-        .collect();
-    env.push((
-        "LEVERS9_REDIS_ADDRS".into(),
-        format!("127.0.0.1:{}", redis.port),
-    ));
-    servers_env(&mut env, "{}\n", &[]);
-    let cp = Controlplane::start_with(env);
-    let admin = cp.admin_token().await;
-    let worker = Worker::start(&cp, &admin, "default", "runc").await;
-    let dir = tempfile::tempdir().expect("dir");
-    let (child, token) = caller(&cp, &admin, dir.path(), &["spawn", "8"]).await;
-    running_task(&cp, &token, Duration::from_secs(120)).await;
-    redis.stop();
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    redis.resume();
-    let lines = finished(child, &[cp.log(), worker.log()]);
-    assert_eq!(results(&lines).len(), 1, "{lines:?}");
-}
-
-/// SIGTERM on the worker running a task: it drains, and past its grace
-/// (1 s in these tests) stops the container and hands the input back; the
-/// input runs on the other worker under the same attempt, and the caller
-/// gets one result.
-#[tokio::test]
-async fn a_sigterm_drain_hands_the_input_back_without_using_an_attempt() {
-    let cp = controlplane("{}\n", &[]);
-    let admin = cp.admin_token().await;
-    let (a, id_a) = worker(&cp, &admin).await;
-    let (b, id_b) = worker(&cp, &admin).await;
-    let dir = tempfile::tempdir().expect("dir");
-    let (child, token) = caller(&cp, &admin, dir.path(), &["once", "6"]).await;
-    let task = running_task(&cp, &token, Duration::from_secs(120)).await;
-    let (stopped, kept) = if task.worker_id == id_a {
-        let log = a.log();
-        a.stop();
-        (id_a, (b, log))
-    } else {
-        let log = b.log();
-        b.stop();
-        (id_b, (a, log))
-    };
-    let lines = finished(child, &[cp.log(), kept.1, kept.0.log()]);
-    assert_eq!(results(&lines), ["result: attempt 1"], "{lines:?}");
-    let attempts = cp
-        .functions()
-        .await
-        .get_task(with_token(
-            GetTaskRequest {
-                task_id: task.task_id,
-            },
-            &token,
-        ))
-        .await
-        .expect("get task")
-        .into_inner()
-        .attempts;
-    let seen: Vec<(u32, &str, bool)> = attempts
-        .iter()
-        .map(|a| (a.attempt, a.outcome.as_str(), a.worker_id == stopped))
-        .collect();
-    assert_eq!(
-        seen,
-        [(1, "requeued", true), (1, "complete", false)],
-        "{attempts:?}"
-    );
-}
-
 /// A map asks for a container per input, more than its worker holds. Once
 /// its queue is empty the requests no worker took are withdrawn: they fail
 /// with the reason, and none starts later to hold room nobody needs.
