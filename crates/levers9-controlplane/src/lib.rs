@@ -35,6 +35,11 @@ pub(crate) fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }
 
+/// A time as the API shows every time: RFC 3339, milliseconds, UTC.
+pub(crate) fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
 /// What every service of one controlplane shares.
 pub struct Shared {
     /// Durable records.

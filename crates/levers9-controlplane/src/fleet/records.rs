@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use levers9_api::v1::{
     controlplane_message, Container, ControlplaneMessage, ObjectMount, RunContainer, VolumeMount,
 };
@@ -187,7 +187,7 @@ impl ContainerRecord {
             exit_code: self.exit_code,
             oom_killed: self.oom_killed,
             message: self.message.clone(),
-            created_at: self.created_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+            created_at: crate::rfc3339(self.created_at),
             args: self.args.clone(),
             secrets: self.secrets.clone(),
             gpu_type: self.gpu_type.clone(),

@@ -1,15 +1,12 @@
 //! Records to API messages.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use levers9_api::v1;
 use levers9_store::{DeploymentRecord, StubRecord, TaskRecord, TokenRecord, Workspace};
 
 use crate::error::ApiError;
 use crate::functions::spec::StubSpec;
-
-fn rfc3339(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
+use crate::rfc3339;
 
 fn rfc3339_or_empty(at: Option<DateTime<Utc>>) -> String {
     at.map(rfc3339).unwrap_or_default()
