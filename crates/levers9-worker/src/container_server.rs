@@ -22,11 +22,12 @@ mod wire;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use levers9_api::v1::{worker_message, TaskInput, TaskResult, WorkerMessage};
 use levers9_ids::{ContainerId, InvalidContainerId};
+use levers9_sync::Lock;
 use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -118,7 +119,7 @@ struct Shared {
     events: mpsc::Sender<WorkerMessage>,
     stop: StopContainer,
     auth: ServerAuth,
-    state: Mutex<State>,
+    state: Lock<State>,
     /// Where the runner's Dict and Queue calls go; without one they fail.
     named: OnceLock<Arc<NamedForwarder>>,
 }
@@ -221,7 +222,7 @@ impl ContainerServer {
             events,
             stop,
             auth,
-            state: Mutex::new(State {
+            state: Lock::new(State {
                 connection: Connection::Waiting,
                 queued: Vec::new(),
                 running: HashMap::new(),
@@ -420,7 +421,7 @@ impl State {
 impl Shared {
     fn state(&self) -> MutexGuard<'_, State> {
         // Each critical section is a few map and queue operations.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock()
     }
 
     async fn report(&self, message: WorkerMessage) {
