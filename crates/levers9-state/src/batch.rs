@@ -1,6 +1,6 @@
-//! What the batch calls of [`crate::HotState`] take and give: a scheduler
-//! placing hundreds of requests at once makes a handful of round trips per
-//! batch instead of several per request.
+//! What the batch calls of [`crate::HotState`] and [`crate::Capacity`] take
+//! and give: a scheduler placing hundreds of requests at once makes a
+//! handful of round trips per batch instead of several per request.
 
 use std::time::Duration;
 
@@ -8,7 +8,7 @@ use std::time::Duration;
 /// single call of the same name does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Write {
-    /// [`crate::HotState::set_with_ttl`].
+    /// [`crate::Kv::set_with_ttl`].
     Set {
         /// A name from [`crate::keys`], e.g. `container:<id>`; what it held is
         /// replaced.
@@ -18,7 +18,7 @@ pub enum Write {
         /// How long it lives, counted from this write.
         ttl: Duration,
     },
-    /// [`crate::HotState::set_add`].
+    /// [`crate::Sets::set_add`].
     SetAdd {
         /// A set's name from [`crate::keys`], e.g. `workspace-containers:<id>`;
         /// made by its first member.
@@ -27,14 +27,14 @@ pub enum Write {
         /// nothing.
         member: String,
     },
-    /// [`crate::HotState::set_remove`].
+    /// [`crate::Sets::set_remove`].
     SetRemove {
         /// A set's name from [`crate::keys`]; emptied, it no longer exists.
         set: String,
         /// The member removed; one not there is no error.
         member: String,
     },
-    /// [`crate::HotState::push`].
+    /// [`crate::Queues::push`].
     Push {
         /// A queue's name from [`crate::keys`], e.g. `worker-inbox:<id>`.
         queue: String,
@@ -43,14 +43,14 @@ pub enum Write {
     },
 }
 
-/// One reservation of [`crate::HotState::try_reserve_batch`]: a capacity
+/// One reservation of [`crate::Capacity::try_reserve_batch`]: a capacity
 /// record and the amounts to take from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reserve<'a> {
     /// The record's name, e.g. a worker's ([`crate::keys::worker`]); a record
     /// that does not exist refuses the reservation.
     pub key: &'a str,
-    /// Counter and amount, as [`crate::HotState::try_reserve`] takes them.
+    /// Counter and amount, as [`crate::Capacity::try_reserve`] takes them.
     pub amounts: &'a [(&'a str, i64)],
 }
 

@@ -6,7 +6,7 @@ mod suite;
 use std::time::Duration;
 
 use futures::StreamExt;
-use levers9_state::{HotState, MemoryState};
+use levers9_state::{Kv, MemoryState, PubSub};
 
 async fn memory_state() -> MemoryState {
     MemoryState::new()

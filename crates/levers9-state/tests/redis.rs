@@ -8,7 +8,7 @@ mod suite;
 
 use std::time::Duration;
 
-use levers9_state::{HotState, RedisState, Reservation, Reserve, StateError};
+use levers9_state::{Capacity, Kv, Leases, Queues, RedisState, Reservation, Reserve, StateError};
 use tokio::time::Instant;
 
 fn redis_url() -> String {

@@ -22,7 +22,7 @@
 use std::time::Duration;
 
 use levers9_config::{PoolConfig, PoolScaling};
-use levers9_state::{keys, HotState, Write};
+use levers9_state::{keys, Kv, Write};
 
 use super::placement::Ask;
 use super::Scheduling;
@@ -37,8 +37,9 @@ const AGENT_SEEN_TTL: Duration = Duration::from_secs(60);
 /// Whether an attached cluster's agent asked for `pool` lately: its pool is
 /// built in code, so it is in no config, and with no worker it still takes
 /// requests (they are what make the agent start one). Over `state`, not a
-/// [`Scheduling`], because the fleet asks it when it admits a pool.
-pub async fn has_agent(state: &dyn HotState, pool: &str) -> Result<bool, ApiError> {
+/// [`Scheduling`], because the fleet asks it when it admits a pool; only
+/// keys are read.
+pub async fn has_agent(state: &dyn Kv, pool: &str) -> Result<bool, ApiError> {
     Ok(state.get(&keys::cluster_agent(pool)).await?.is_some())
 }
 

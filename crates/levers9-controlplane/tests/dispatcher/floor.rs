@@ -6,7 +6,7 @@ use levers9_api::v1::StubConfig;
 use levers9_controlplane::fleet::inbox;
 use levers9_controlplane::functions::InputEnd;
 use levers9_controlplane::scheduler::BACKLOG;
-use levers9_state::HotState;
+use levers9_state::Queues;
 use levers9_store::FinalState;
 
 use super::rig::{idle_rig, rig, WORKER};

@@ -13,7 +13,7 @@ use levers9_controlplane::fleet::inbox;
 use levers9_controlplane::fleet::records::ContainerState;
 use levers9_controlplane::functions::{DispatchEvent, InputEnd};
 use levers9_controlplane::scheduler::BACKLOG;
-use levers9_state::HotState;
+use levers9_state::Queues;
 use levers9_store::{AttemptOutcome, FinalState, FunctionStore};
 
 use rig::{idle_rig, next_event, rig, WAIT, WORKER};

@@ -18,7 +18,7 @@ use levers9_controlplane::functions::spec::StubSpec;
 use levers9_controlplane::functions::{dispatcher, DispatchEvent, InputEnd, TaskState, Ticket};
 use levers9_controlplane::scheduler::{Scheduling, BACKLOG};
 use levers9_seal::{Key, Keyring};
-use levers9_state::{HotState, MemoryState};
+use levers9_state::{MemoryState, Queues};
 use levers9_store::{
     AttemptOutcome, FinalState, FunctionStore, NewDeployment, NewTask, NewToken, NewWorkspace,
     RecordStore, SqliteStore, StubRecord, TokenType,

@@ -10,7 +10,10 @@ use tokio::time::Instant;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::BroadcastStream;
 
-use crate::{HotState, MapPut, Reservation, Reserve, StateError, Write};
+use crate::{
+    Capacity, Claims, HotState, Kv, Leases, Logs, MapPut, PubSub, Queues, Reservation, Reserve,
+    Sets, StateError, Write,
+};
 
 use self::capacity::Capacities;
 use self::expiring::Expiring;
@@ -82,6 +85,26 @@ impl HotState for MemoryState {
         Ok(())
     }
 
+    async fn write_batch(&self, writes: &[Write]) -> Result<(), StateError> {
+        // In process there is no round trip to save: the single calls, in order.
+        for write in writes {
+            match write {
+                Write::Set { key, value, ttl } => self.set_with_ttl(key, value, *ttl).await?,
+                Write::SetAdd { set, member } => {
+                    self.set_add(set, member).await?;
+                }
+                Write::SetRemove { set, member } => {
+                    self.set_remove(set, member).await?;
+                }
+                Write::Push { queue, value } => self.push(queue, value).await?,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl Kv for MemoryState {
     async fn set_with_ttl(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StateError> {
         let mut keys = self.inner.keys.lock().await;
         keys.insert(key, value.to_vec(), ttl, Instant::now());
@@ -118,24 +141,10 @@ impl HotState for MemoryState {
         let now = Instant::now();
         Ok(keys.iter().map(|k| stored.get(k, now).cloned()).collect())
     }
+}
 
-    async fn write_batch(&self, writes: &[Write]) -> Result<(), StateError> {
-        // In process there is no round trip to save: the single calls, in order.
-        for write in writes {
-            match write {
-                Write::Set { key, value, ttl } => self.set_with_ttl(key, value, *ttl).await?,
-                Write::SetAdd { set, member } => {
-                    self.set_add(set, member).await?;
-                }
-                Write::SetRemove { set, member } => {
-                    self.set_remove(set, member).await?;
-                }
-                Write::Push { queue, value } => self.push(queue, value).await?,
-            }
-        }
-        Ok(())
-    }
-
+#[async_trait::async_trait]
+impl Leases for MemoryState {
     async fn acquire_lease(
         &self,
         name: &str,
@@ -166,7 +175,10 @@ impl HotState for MemoryState {
         }
         Ok(false)
     }
+}
 
+#[async_trait::async_trait]
+impl Queues for MemoryState {
     async fn push(&self, queue: &str, value: &[u8]) -> Result<(), StateError> {
         let mut queues = self.inner.queues.lock().await;
         let q = queues.entry(queue.to_owned()).or_default();
@@ -220,6 +232,49 @@ impl HotState for MemoryState {
         Ok(popped)
     }
 
+    async fn queue_len(&self, queue: &str) -> Result<u64, StateError> {
+        let queues = self.inner.queues.lock().await;
+        let len = queues.get(queue).map_or(0, |q| q.items.len());
+        Ok(u64::try_from(len).unwrap_or(u64::MAX))
+    }
+
+    async fn push_capped(
+        &self,
+        queue: &str,
+        values: &[Vec<u8>],
+        max_len: u64,
+    ) -> Result<Option<u64>, StateError> {
+        let mut queues = self.inner.queues.lock().await;
+        let len = queues.get(queue).map_or(0, |q| q.items.len());
+        if (len + values.len()) as u64 > max_len {
+            return Ok(None);
+        }
+        if values.is_empty() {
+            return Ok(Some(len as u64));
+        }
+        let q = queues.entry(queue.to_owned()).or_default();
+        q.items.extend(values.iter().cloned());
+        // One wake-up per item, as that many pushes would give.
+        for _ in values {
+            q.pushed.notify_one();
+        }
+        Ok(Some(q.items.len() as u64))
+    }
+
+    async fn queue_delete(&self, queue: &str) -> Result<u64, StateError> {
+        let mut queues = self.inner.queues.lock().await;
+        let Some(q) = queues.get_mut(queue) else {
+            return Ok(0);
+        };
+        let deleted = q.items.len() as u64;
+        q.items.clear();
+        forget_if_idle(&mut queues, queue);
+        Ok(deleted)
+    }
+}
+
+#[async_trait::async_trait]
+impl Claims for MemoryState {
     // In one process a claim needs no atomicity across a crash: the claims
     // die with the process that holds them.
     async fn claim(
@@ -284,47 +339,10 @@ impl HotState for MemoryState {
             .map(|q| q.items.iter().cloned().collect())
             .unwrap_or_default())
     }
+}
 
-    async fn queue_len(&self, queue: &str) -> Result<u64, StateError> {
-        let queues = self.inner.queues.lock().await;
-        let len = queues.get(queue).map_or(0, |q| q.items.len());
-        Ok(u64::try_from(len).unwrap_or(u64::MAX))
-    }
-
-    async fn push_capped(
-        &self,
-        queue: &str,
-        values: &[Vec<u8>],
-        max_len: u64,
-    ) -> Result<Option<u64>, StateError> {
-        let mut queues = self.inner.queues.lock().await;
-        let len = queues.get(queue).map_or(0, |q| q.items.len());
-        if (len + values.len()) as u64 > max_len {
-            return Ok(None);
-        }
-        if values.is_empty() {
-            return Ok(Some(len as u64));
-        }
-        let q = queues.entry(queue.to_owned()).or_default();
-        q.items.extend(values.iter().cloned());
-        // One wake-up per item, as that many pushes would give.
-        for _ in values {
-            q.pushed.notify_one();
-        }
-        Ok(Some(q.items.len() as u64))
-    }
-
-    async fn queue_delete(&self, queue: &str) -> Result<u64, StateError> {
-        let mut queues = self.inner.queues.lock().await;
-        let Some(q) = queues.get_mut(queue) else {
-            return Ok(0);
-        };
-        let deleted = q.items.len() as u64;
-        q.items.clear();
-        forget_if_idle(&mut queues, queue);
-        Ok(deleted)
-    }
-
+#[async_trait::async_trait]
+impl crate::Maps for MemoryState {
     async fn map_put(
         &self,
         map: &str,
@@ -359,7 +377,10 @@ impl HotState for MemoryState {
     async fn map_delete(&self, map: &str) -> Result<bool, StateError> {
         Ok(self.inner.maps.lock().await.delete(map))
     }
+}
 
+#[async_trait::async_trait]
+impl PubSub for MemoryState {
     async fn publish(&self, channel: &str, message: &[u8]) -> Result<(), StateError> {
         let mut channels = self.inner.channels.lock().await;
         if let Some(sender) = channels.get(channel) {
@@ -392,7 +413,10 @@ impl HotState for MemoryState {
         });
         Ok(messages.boxed())
     }
+}
 
+#[async_trait::async_trait]
+impl Capacity for MemoryState {
     async fn set_capacity(&self, key: &str, amounts: &[(&str, i64)]) -> Result<(), StateError> {
         self.inner.capacities.lock().await.set(key, amounts);
         Ok(())
@@ -420,7 +444,10 @@ impl HotState for MemoryState {
     async fn delete_capacity(&self, key: &str) -> Result<bool, StateError> {
         Ok(self.inner.capacities.lock().await.delete(key))
     }
+}
 
+#[async_trait::async_trait]
+impl Sets for MemoryState {
     async fn set_add(&self, set: &str, member: &str) -> Result<bool, StateError> {
         let mut sets = self.inner.sets.lock().await;
         let members = sets.entry(set.to_owned()).or_default();
@@ -446,7 +473,10 @@ impl HotState for MemoryState {
             .map(|members| members.iter().cloned().collect())
             .unwrap_or_default())
     }
+}
 
+#[async_trait::async_trait]
+impl Logs for MemoryState {
     async fn log_append(
         &self,
         key: &str,

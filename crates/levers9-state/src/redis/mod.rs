@@ -8,7 +8,10 @@ use ::redis::{Client, RedisError, Script};
 use futures::stream::{BoxStream, StreamExt};
 use tokio::sync::Mutex;
 
-use crate::{HotState, MapPut, Reservation, Reserve, StateError, Write};
+use crate::{
+    Capacity, Claims, HotState, Kv, Leases, Logs, MapPut, PubSub, Queues, Reservation, Reserve,
+    Sets, StateError, Write,
+};
 
 mod batch;
 mod capacity;
@@ -112,6 +115,13 @@ impl HotState for RedisState {
         Ok(())
     }
 
+    async fn write_batch(&self, writes: &[Write]) -> Result<(), StateError> {
+        self.pipelined_writes(writes).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Kv for RedisState {
     async fn set_with_ttl(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StateError> {
         let _: () = ::redis::cmd("SET")
             .arg(self.name("kv", key))
@@ -158,11 +168,10 @@ impl HotState for RedisState {
     async fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, StateError> {
         self.kv_get_many(keys).await
     }
+}
 
-    async fn write_batch(&self, writes: &[Write]) -> Result<(), StateError> {
-        self.pipelined_writes(writes).await
-    }
-
+#[async_trait::async_trait]
+impl Leases for RedisState {
     async fn acquire_lease(
         &self,
         name: &str,
@@ -188,7 +197,10 @@ impl HotState for RedisState {
             .await?;
         Ok(released)
     }
+}
 
+#[async_trait::async_trait]
+impl Queues for RedisState {
     async fn push(&self, queue: &str, value: &[u8]) -> Result<(), StateError> {
         let _: u64 = ::redis::cmd("RPUSH")
             .arg(self.name("queue", queue))
@@ -213,6 +225,29 @@ impl HotState for RedisState {
         self.pop_up_to(queue, max).await
     }
 
+    async fn queue_len(&self, queue: &str) -> Result<u64, StateError> {
+        Ok(::redis::cmd("LLEN")
+            .arg(self.name("queue", queue))
+            .query_async(&mut self.commands())
+            .await?)
+    }
+
+    async fn push_capped(
+        &self,
+        queue: &str,
+        values: &[Vec<u8>],
+        max_len: u64,
+    ) -> Result<Option<u64>, StateError> {
+        self.queue_push_capped(queue, values, max_len).await
+    }
+
+    async fn queue_delete(&self, queue: &str) -> Result<u64, StateError> {
+        self.queue_clear(queue).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Claims for RedisState {
     async fn claim(
         &self,
         queue: &str,
@@ -243,27 +278,10 @@ impl HotState for RedisState {
     async fn claimed(&self, claims: &str) -> Result<Vec<Vec<u8>>, StateError> {
         self.claims_of(claims).await
     }
+}
 
-    async fn queue_len(&self, queue: &str) -> Result<u64, StateError> {
-        Ok(::redis::cmd("LLEN")
-            .arg(self.name("queue", queue))
-            .query_async(&mut self.commands())
-            .await?)
-    }
-
-    async fn push_capped(
-        &self,
-        queue: &str,
-        values: &[Vec<u8>],
-        max_len: u64,
-    ) -> Result<Option<u64>, StateError> {
-        self.queue_push_capped(queue, values, max_len).await
-    }
-
-    async fn queue_delete(&self, queue: &str) -> Result<u64, StateError> {
-        self.queue_clear(queue).await
-    }
-
+#[async_trait::async_trait]
+impl crate::Maps for RedisState {
     async fn map_put(
         &self,
         map: &str,
@@ -298,7 +316,10 @@ impl HotState for RedisState {
     async fn map_delete(&self, map: &str) -> Result<bool, StateError> {
         self.hash_delete(map).await
     }
+}
 
+#[async_trait::async_trait]
+impl PubSub for RedisState {
     async fn publish(&self, channel: &str, message: &[u8]) -> Result<(), StateError> {
         let _: u64 = ::redis::cmd("PUBLISH")
             .arg(self.name("channel", channel))
@@ -324,7 +345,10 @@ impl HotState for RedisState {
             .map(|message| message.get_payload_bytes().to_vec())
             .boxed())
     }
+}
 
+#[async_trait::async_trait]
+impl Capacity for RedisState {
     async fn set_capacity(&self, key: &str, amounts: &[(&str, i64)]) -> Result<(), StateError> {
         self.capacity_set(key, amounts).await
     }
@@ -347,7 +371,10 @@ impl HotState for RedisState {
     async fn delete_capacity(&self, key: &str) -> Result<bool, StateError> {
         self.capacity_delete(key).await
     }
+}
 
+#[async_trait::async_trait]
+impl Sets for RedisState {
     async fn set_add(&self, set: &str, member: &str) -> Result<bool, StateError> {
         self.set_insert(set, member).await
     }
@@ -359,7 +386,10 @@ impl HotState for RedisState {
     async fn set_members(&self, set: &str) -> Result<Vec<String>, StateError> {
         self.set_list(set).await
     }
+}
 
+#[async_trait::async_trait]
+impl Logs for RedisState {
     async fn log_append(
         &self,
         key: &str,

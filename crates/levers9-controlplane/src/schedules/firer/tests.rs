@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use chrono::Utc;
-use levers9_state::{HotState, MemoryState};
+use levers9_state::{MemoryState, Queues};
 use levers9_store::{
     NewDeployment, NewSchedule, NewToken, NewWorkspace, RecordStore, SqliteStore, StubRecord,
     TokenType,
