@@ -3,8 +3,9 @@
 //! schemas differ (see `migrations/*/0003_functions.sql`).
 
 use chrono::{DateTime, Utc};
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
+use sqlx::FromRow;
 
+use crate::backend::{Backend, Statement};
 use crate::error::StoreError;
 use crate::function_model::{NewTask, StubRecord, TaskRecord};
 use crate::sql::at_rest;
@@ -162,72 +163,48 @@ fn task_insert_error(err: sqlx::Error) -> StoreError {
 }
 
 /// Records an object of a workspace; a second put of the same digest changes nothing.
-pub(crate) async fn put_object<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn put_object(
+    pool: &impl Backend,
     workspace_id: &str,
     digest: &str,
     size: i64,
     at: DateTime<Utc>,
-) -> Result<(), StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-{
-    sqlx::query(
+) -> Result<(), StoreError> {
+    let insert = Statement::new(
         "INSERT INTO objects (workspace_id, digest, size, created_at) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (workspace_id, digest) DO NOTHING",
     )
     .bind(workspace_id)
     .bind(digest)
     .bind(size)
-    .bind(at_rest(at))
-    .execute(pool)
-    .await?;
+    .bind(at_rest(at));
+    pool.execute(insert).await?;
     Ok(())
 }
 
 /// Whether the workspace holds the object.
-pub(crate) async fn has_object<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn has_object(
+    pool: &impl Backend,
     workspace_id: &str,
     digest: &str,
-) -> Result<bool, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    (bool,): for<'r> FromRow<'r, DB::Row>,
-{
-    Ok(sqlx::query_scalar(
+) -> Result<bool, StoreError> {
+    let select = Statement::new(
         "SELECT EXISTS (SELECT 1 FROM objects WHERE workspace_id = $1 AND digest = $2)",
     )
     .bind(workspace_id)
-    .bind(digest)
-    .fetch_one(pool)
-    .await?)
+    .bind(digest);
+    let (exists,): (bool,) = pool.fetch_one(select).await?;
+    Ok(exists)
 }
 
 /// Inserts the stub unless its id is taken, then reads back the stored one.
-pub(crate) async fn get_or_create_stub<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn get_or_create_stub(
+    pool: &impl Backend,
     stub: &StubRecord,
-) -> Result<StubRecord, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    StubRow: for<'r> FromRow<'r, DB::Row>,
-{
+) -> Result<StubRecord, StoreError> {
     // No transaction needed: stubs are never updated or deleted, so once the
     // insert has run (or found the id taken) the row is there to read.
-    sqlx::query(concat!(
+    let insert = Statement::new(concat!(
         "INSERT INTO stubs (",
         stub_columns!(),
         ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING"
@@ -240,9 +217,8 @@ where
     .bind(stub.module_path.as_str())
     .bind(stub.function_name.as_str())
     .bind(stub.config_json.as_str())
-    .bind(at_rest(stub.created_at))
-    .execute(pool)
-    .await?;
+    .bind(at_rest(stub.created_at));
+    pool.execute(insert).await?;
     get_stub(pool, &stub.workspace_id, &stub.id)
         .await?
         .ok_or_else(|| {
@@ -251,91 +227,54 @@ where
 }
 
 /// The stub of this workspace with this id.
-pub(crate) async fn get_stub<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn get_stub(
+    pool: &impl Backend,
     workspace_id: &str,
     stub_id: &str,
-) -> Result<Option<StubRecord>, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    StubRow: for<'r> FromRow<'r, DB::Row>,
-{
-    let row: Option<StubRow> = sqlx::query_as(concat!(
+) -> Result<Option<StubRecord>, StoreError> {
+    let select = Statement::new(concat!(
         "SELECT ",
         stub_columns!(),
         " FROM stubs WHERE workspace_id = $1 AND id = $2"
     ))
     .bind(workspace_id)
-    .bind(stub_id)
-    .fetch_optional(pool)
-    .await?;
+    .bind(stub_id);
+    let row: Option<StubRow> = pool.fetch_optional(select).await?;
     Ok(row.map(StubRow::into_record))
 }
 
 /// The workspace's stubs, newest first, at most `limit`.
-pub(crate) async fn list_stubs<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn list_stubs(
+    pool: &impl Backend,
     workspace_id: &str,
     limit: u32,
-) -> Result<Vec<StubRecord>, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    StubRow: for<'r> FromRow<'r, DB::Row>,
-{
-    let rows: Vec<StubRow> = sqlx::query_as(concat!(
+) -> Result<Vec<StubRecord>, StoreError> {
+    let select = Statement::new(concat!(
         "SELECT ",
         stub_columns!(),
         " FROM stubs WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2"
     ))
     .bind(workspace_id)
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await?;
+    .bind(i64::from(limit));
+    let rows: Vec<StubRow> = pool.fetch_all(select).await?;
     Ok(rows.into_iter().map(StubRow::into_record).collect())
 }
 
-/// Inserts pending tasks in one transaction, a chunk of rows per statement.
-pub(crate) async fn insert_tasks<DB>(pool: &Pool<DB>, tasks: &[NewTask]) -> Result<(), StoreError>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-{
-    if tasks.is_empty() {
-        return Ok(());
-    }
-    // One statement is atomic by itself: a single `.remote()` saves the
-    // BEGIN and COMMIT round trips on its way to the worker.
-    if tasks.len() <= TASKS_PER_INSERT {
-        return insert_task_chunk(pool, tasks).await;
-    }
-    let mut tx = pool.begin().await?;
-    for chunk in tasks.chunks(TASKS_PER_INSERT) {
-        insert_task_chunk(&mut *tx, chunk).await?;
-    }
-    tx.commit().await?;
-    Ok(())
+/// Inserts pending tasks as one atomic step, a chunk of rows per statement
+/// (a single `.remote()` is one statement, with no BEGIN and COMMIT round
+/// trips on its way to the worker).
+pub(crate) async fn insert_tasks(pool: &impl Backend, tasks: &[NewTask]) -> Result<(), StoreError> {
+    let inserts = tasks
+        .chunks(TASKS_PER_INSERT)
+        .map(insert_task_chunk)
+        .collect();
+    pool.execute_atomically(inserts)
+        .await
+        .map_err(task_insert_error)
 }
 
-async fn insert_task_chunk<'e, DB, E>(executor: E, chunk: &[NewTask]) -> Result<(), StoreError>
-where
-    DB: Database,
-    E: Executor<'e, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-{
-    let text = insert_tasks_text(chunk.len());
-    let mut insert = sqlx::query(&text);
+fn insert_task_chunk(chunk: &[NewTask]) -> Statement<'_> {
+    let mut insert = Statement::new(insert_tasks_text(chunk.len()));
     for task in chunk {
         insert = insert
             .bind(task.id.as_str())
@@ -344,98 +283,66 @@ where
             .bind(task.function_name.as_str())
             .bind(at_rest(task.created_at));
     }
-    insert.execute(executor).await.map_err(task_insert_error)?;
-    Ok(())
+    insert
 }
 
 /// A task by id, of this workspace when one is given.
-pub(crate) async fn get_task<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn get_task(
+    pool: &impl Backend,
     workspace_id: Option<&str>,
     task_id: &str,
-) -> Result<Option<TaskRecord>, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    TaskRow: for<'r> FromRow<'r, DB::Row>,
-{
-    let row: Option<TaskRow> = match workspace_id {
-        Some(workspace_id) => {
-            sqlx::query_as(concat!(
-                "SELECT ",
-                task_columns!(),
-                " FROM tasks WHERE id = $1 AND workspace_id = $2"
-            ))
-            .bind(task_id)
-            .bind(workspace_id)
-            .fetch_optional(pool)
-            .await?
-        }
-        None => {
-            sqlx::query_as(concat!(
-                "SELECT ",
-                task_columns!(),
-                " FROM tasks WHERE id = $1"
-            ))
-            .bind(task_id)
-            .fetch_optional(pool)
-            .await?
-        }
+) -> Result<Option<TaskRecord>, StoreError> {
+    let select = match workspace_id {
+        Some(workspace_id) => Statement::new(concat!(
+            "SELECT ",
+            task_columns!(),
+            " FROM tasks WHERE id = $1 AND workspace_id = $2"
+        ))
+        .bind(task_id)
+        .bind(workspace_id),
+        None => Statement::new(concat!(
+            "SELECT ",
+            task_columns!(),
+            " FROM tasks WHERE id = $1"
+        ))
+        .bind(task_id),
     };
+    let row: Option<TaskRow> = pool.fetch_optional(select).await?;
     row.map(TaskRow::into_record).transpose()
 }
 
 /// The workspace's tasks, newest first.
-pub(crate) async fn list_tasks<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn list_tasks(
+    pool: &impl Backend,
     workspace_id: &str,
     limit: u32,
-) -> Result<Vec<TaskRecord>, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    TaskRow: for<'r> FromRow<'r, DB::Row>,
-{
+) -> Result<Vec<TaskRecord>, StoreError> {
     // The id breaks ties: uuid v7 ids sort by time.
-    let rows: Vec<TaskRow> = sqlx::query_as(concat!(
+    let select = Statement::new(concat!(
         "SELECT ",
         task_columns!(),
         " FROM tasks WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2"
     ))
     .bind(workspace_id)
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await?;
+    .bind(i64::from(limit));
+    let rows: Vec<TaskRow> = pool.fetch_all(select).await?;
     rows.into_iter().map(TaskRow::into_record).collect()
 }
 
 /// Tasks not final, oldest first.
-pub(crate) async fn unfinished_tasks<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn unfinished_tasks(
+    pool: &impl Backend,
     limit: u32,
-) -> Result<Vec<TaskRecord>, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    TaskRow: for<'r> FromRow<'r, DB::Row>,
-{
-    let rows: Vec<TaskRow> = sqlx::query_as(concat!(
+) -> Result<Vec<TaskRecord>, StoreError> {
+    let select = Statement::new(concat!(
         "SELECT ",
         task_columns!(),
         " FROM tasks WHERE ",
         unfinished!(),
         " ORDER BY created_at, id LIMIT $1"
     ))
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await?;
+    .bind(i64::from(limit));
+    let rows: Vec<TaskRow> = pool.fetch_all(select).await?;
     rows.into_iter().map(TaskRow::into_record).collect()
 }
 

@@ -5,6 +5,7 @@
 //! production and an embedded SQLite backend for single-machine installs.
 #![forbid(unsafe_code)]
 
+mod backend;
 mod endpoint_model;
 mod error;
 mod function_model;

@@ -6,8 +6,9 @@
 use std::fmt;
 
 use chrono::{DateTime, Utc};
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
+use sqlx::FromRow;
 
+use crate::backend::{Backend, Statement};
 use crate::error::StoreError;
 use crate::postgres::PostgresStore;
 use crate::sql::at_rest;
@@ -193,197 +194,132 @@ impl ValueRow {
 mod query {
     use super::*;
 
-    pub(super) async fn insert<DB>(
-        pool: &Pool<DB>,
+    pub(super) async fn insert(
+        pool: &impl Backend,
         v: &SealedValue,
         upsert: bool,
-    ) -> Result<(), StoreError>
-    where
-        DB: Database,
-        for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-        for<'q> &'q [u8]: Encode<'q, DB> + Type<DB>,
-        for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    {
+    ) -> Result<(), StoreError> {
         let on_conflict = if upsert {
             " ON CONFLICT (kind, workspace_id, name) DO UPDATE SET key_id = excluded.key_id, \
              sealed = excluded.sealed, updated_at = excluded.updated_at"
         } else {
             ""
         };
-        let text = format!(
+        let insert = Statement::new(format!(
             "INSERT INTO sealed_values ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7){on_conflict}"
-        );
-        sqlx::query(&text)
-            .bind(v.id.kind.as_str())
-            .bind(v.id.workspace_id.as_str())
-            .bind(v.id.name.as_str())
-            .bind(v.key_id.as_str())
-            .bind(v.sealed.as_slice())
-            .bind(at_rest(v.created_at))
-            .bind(at_rest(v.updated_at))
-            .execute(pool)
+        ))
+        .bind(v.id.kind.as_str())
+        .bind(v.id.workspace_id.as_str())
+        .bind(v.id.name.as_str())
+        .bind(v.key_id.as_str())
+        .bind(v.sealed.as_slice())
+        .bind(at_rest(v.created_at))
+        .bind(at_rest(v.updated_at));
+        pool.execute(insert)
             .await
             .map_err(|e| match e.as_database_error() {
                 Some(db) if db.is_unique_violation() => {
                     StoreError::AlreadyExists(format!("{} {:?}", v.id.kind.as_str(), v.id.name))
                 }
                 _ => StoreError::Database(e),
-            })?;
-        Ok(())
+            })
     }
 
-    pub(super) async fn update<DB>(
-        pool: &Pool<DB>,
+    pub(super) async fn update(
+        pool: &impl Backend,
         id: &SealedId,
         key_id: &str,
         sealed: &[u8],
         at: DateTime<Utc>,
-    ) -> Result<Option<SealedInfo>, StoreError>
-    where
-        DB: Database,
-        for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-        for<'q> &'q [u8]: Encode<'q, DB> + Type<DB>,
-        for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-        InfoRow: for<'r> FromRow<'r, DB::Row>,
-    {
-        let text = format!(
+    ) -> Result<Option<SealedInfo>, StoreError> {
+        let update = Statement::new(format!(
             "UPDATE sealed_values SET key_id = $4, sealed = $5, updated_at = $6 \
              WHERE kind = $1 AND workspace_id = $2 AND name = $3 RETURNING {INFO_COLUMNS}"
-        );
-        let row: Option<InfoRow> = sqlx::query_as(&text)
-            .bind(id.kind.as_str())
-            .bind(id.workspace_id.as_str())
-            .bind(id.name.as_str())
-            .bind(key_id)
-            .bind(sealed)
-            .bind(at_rest(at))
-            .fetch_optional(pool)
-            .await?;
+        ))
+        .bind(id.kind.as_str())
+        .bind(id.workspace_id.as_str())
+        .bind(id.name.as_str())
+        .bind(key_id)
+        .bind(sealed)
+        .bind(at_rest(at));
+        let row: Option<InfoRow> = pool.fetch_optional(update).await?;
         row.map(InfoRow::into_info).transpose()
     }
 
-    pub(super) async fn get<DB>(
-        pool: &Pool<DB>,
+    pub(super) async fn get(
+        pool: &impl Backend,
         id: &SealedId,
-    ) -> Result<Option<SealedValue>, StoreError>
-    where
-        DB: Database,
-        for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-        ValueRow: for<'r> FromRow<'r, DB::Row>,
-    {
-        let text = format!(
+    ) -> Result<Option<SealedValue>, StoreError> {
+        let select = Statement::new(format!(
             "SELECT {COLUMNS} FROM sealed_values WHERE kind = $1 AND workspace_id = $2 AND name = $3"
-        );
-        let row: Option<ValueRow> = sqlx::query_as(&text)
-            .bind(id.kind.as_str())
-            .bind(id.workspace_id.as_str())
-            .bind(id.name.as_str())
-            .fetch_optional(pool)
-            .await?;
+        ))
+        .bind(id.kind.as_str())
+        .bind(id.workspace_id.as_str())
+        .bind(id.name.as_str());
+        let row: Option<ValueRow> = pool.fetch_optional(select).await?;
         row.map(ValueRow::into_value).transpose()
     }
 
-    pub(super) async fn list<DB>(
-        pool: &Pool<DB>,
+    pub(super) async fn list(
+        pool: &impl Backend,
         kind: SealedKind,
         workspace_id: &str,
-    ) -> Result<Vec<SealedInfo>, StoreError>
-    where
-        DB: Database,
-        for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-        InfoRow: for<'r> FromRow<'r, DB::Row>,
-    {
-        let text = format!(
+    ) -> Result<Vec<SealedInfo>, StoreError> {
+        let select = Statement::new(format!(
             "SELECT {INFO_COLUMNS} FROM sealed_values WHERE kind = $1 AND workspace_id = $2 \
              ORDER BY name"
-        );
-        let rows: Vec<InfoRow> = sqlx::query_as(&text)
-            .bind(kind.as_str())
-            .bind(workspace_id)
-            .fetch_all(pool)
-            .await?;
+        ))
+        .bind(kind.as_str())
+        .bind(workspace_id);
+        let rows: Vec<InfoRow> = pool.fetch_all(select).await?;
         rows.into_iter().map(InfoRow::into_info).collect()
     }
 
-    pub(super) async fn delete<DB>(pool: &Pool<DB>, id: &SealedId) -> Result<bool, StoreError>
-    where
-        DB: Database,
-        for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-        (String,): for<'r> FromRow<'r, DB::Row>,
-    {
+    pub(super) async fn delete(pool: &impl Backend, id: &SealedId) -> Result<bool, StoreError> {
         // RETURNING rather than a row count: the generic QueryResult has no rows_affected().
-        let gone: Option<(String,)> = sqlx::query_as(
+        let delete = Statement::new(
             "DELETE FROM sealed_values WHERE kind = $1 AND workspace_id = $2 AND name = $3 \
              RETURNING name",
         )
         .bind(id.kind.as_str())
         .bind(id.workspace_id.as_str())
-        .bind(id.name.as_str())
-        .fetch_optional(pool)
-        .await?;
+        .bind(id.name.as_str());
+        let gone: Option<(String,)> = pool.fetch_optional(delete).await?;
         Ok(gone.is_some())
     }
 
-    pub(super) async fn not_on_key<DB>(
-        pool: &Pool<DB>,
+    pub(super) async fn not_on_key(
+        pool: &impl Backend,
         key_id: &str,
         after: Option<&SealedId>,
         limit: u32,
-    ) -> Result<Vec<SealedValue>, StoreError>
-    where
-        DB: Database,
-        for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-        for<'q> i64: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-        ValueRow: for<'r> FromRow<'r, DB::Row>,
-    {
+    ) -> Result<Vec<SealedValue>, StoreError> {
         // Keyset pagination: rows that cannot be re-sealed (an unknown key) stay
         // behind the cursor instead of being fetched again forever.
         let (kind, workspace, name) = after
             .map(|a| (a.kind.as_str(), a.workspace_id.as_str(), a.name.as_str()))
             .unwrap_or(("", "", ""));
-        let text = format!(
+        let select = Statement::new(format!(
             "SELECT {COLUMNS} FROM sealed_values WHERE key_id <> $1 \
              AND (kind, workspace_id, name) > ($2, $3, $4) \
              ORDER BY kind, workspace_id, name LIMIT $5"
-        );
-        let rows: Vec<ValueRow> = sqlx::query_as(&text)
-            .bind(key_id)
-            .bind(kind)
-            .bind(workspace)
-            .bind(name)
-            .bind(i64::from(limit))
-            .fetch_all(pool)
-            .await?;
+        ))
+        .bind(key_id)
+        .bind(kind)
+        .bind(workspace)
+        .bind(name)
+        .bind(i64::from(limit));
+        let rows: Vec<ValueRow> = pool.fetch_all(select).await?;
         rows.into_iter().map(ValueRow::into_value).collect()
     }
 
-    pub(super) async fn reseal<DB>(
-        pool: &Pool<DB>,
+    pub(super) async fn reseal(
+        pool: &impl Backend,
         old: &SealedValue,
         key_id: &str,
         sealed: &[u8],
-    ) -> Result<bool, StoreError>
-    where
-        DB: Database,
-        for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-        for<'q> &'q [u8]: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-        (String,): for<'r> FromRow<'r, DB::Row>,
-    {
-        let swapped: Option<(String,)> = sqlx::query_as(
+    ) -> Result<bool, StoreError> {
+        let swap = Statement::new(
             "UPDATE sealed_values SET key_id = $4, sealed = $5 \
              WHERE kind = $1 AND workspace_id = $2 AND name = $3 AND key_id = $6 AND sealed = $7 \
              RETURNING name",
@@ -394,24 +330,19 @@ mod query {
         .bind(key_id)
         .bind(sealed)
         .bind(old.key_id.as_str())
-        .bind(old.sealed.as_slice())
-        .fetch_optional(pool)
-        .await?;
+        .bind(old.sealed.as_slice());
+        let swapped: Option<(String,)> = pool.fetch_optional(swap).await?;
         Ok(swapped.is_some())
     }
 
-    pub(super) async fn count_by_key<DB>(pool: &Pool<DB>) -> Result<Vec<(String, u64)>, StoreError>
-    where
-        DB: Database,
-        for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-        (String, i64): for<'r> FromRow<'r, DB::Row>,
-    {
-        let rows: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT key_id, COUNT(*) FROM sealed_values GROUP BY key_id ORDER BY key_id",
-        )
-        .fetch_all(pool)
-        .await?;
+    pub(super) async fn count_by_key(
+        pool: &impl Backend,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let rows: Vec<(String, i64)> = pool
+            .fetch_all(Statement::new(
+                "SELECT key_id, COUNT(*) FROM sealed_values GROUP BY key_id ORDER BY key_id",
+            ))
+            .await?;
         Ok(rows
             .into_iter()
             .map(|(key, n)| (key, u64::try_from(n).unwrap_or(0)))

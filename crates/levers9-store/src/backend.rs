@@ -1,0 +1,202 @@
+//! The one seam between SQL written once and the two databases.
+//!
+//! A query generic over sqlx's `Database` has to repeat, in its own `where`
+//! block, that the database encodes each type it binds, decodes each row type
+//! it reads and runs statements on a pool. Here a statement is plain data, its
+//! text and its values ([`Statement`]), and each pool runs it ([`Backend`]), so
+//! those bounds are met once, for Postgres and SQLite, and a query is an
+//! ordinary function over `&impl Backend`.
+
+use std::borrow::Cow;
+
+use chrono::{DateTime, Utc};
+use sqlx::postgres::PgRow;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Arguments, Database, Encode, FromRow, Pool, Postgres, Sqlite, Type};
+
+/// A value bound to a `$N` placeholder, as the Rust type sqlx encodes it
+/// from (which decides the SQL type Postgres is told).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Value<'a> {
+    /// Text.
+    Text(&'a str),
+    /// Bytes (`BYTEA`, `BLOB`).
+    Bytes(&'a [u8]),
+    /// A 64-bit integer.
+    Int(i64),
+    /// A time; callers pass it through [`crate::sql::at_rest`] first.
+    Time(DateTime<Utc>),
+}
+
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(value: &'a str) -> Self {
+        Value::Text(value)
+    }
+}
+
+impl<'a> From<&'a [u8]> for Value<'a> {
+    fn from(value: &'a [u8]) -> Self {
+        Value::Bytes(value)
+    }
+}
+
+impl From<i64> for Value<'_> {
+    fn from(value: i64) -> Self {
+        Value::Int(value)
+    }
+}
+
+impl From<DateTime<Utc>> for Value<'_> {
+    fn from(value: DateTime<Utc>) -> Self {
+        Value::Time(value)
+    }
+}
+
+/// A statement's text (with `$N` placeholders, which SQLite takes too) and
+/// the values of its placeholders, in order.
+pub(crate) struct Statement<'a> {
+    text: Cow<'a, str>,
+    values: Vec<Value<'a>>,
+}
+
+impl<'a> Statement<'a> {
+    /// A statement with no values bound yet.
+    pub(crate) fn new(text: impl Into<Cow<'a, str>>) -> Self {
+        Statement {
+            text: text.into(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Binds the next placeholder.
+    pub(crate) fn bind(mut self, value: impl Into<Value<'a>>) -> Self {
+        self.values.push(value.into());
+        self
+    }
+}
+
+/// A row type both databases decode (derive `FromRow`, or a tuple).
+pub(crate) trait Row:
+    for<'r> FromRow<'r, PgRow> + for<'r> FromRow<'r, SqliteRow> + Send + Unpin
+{
+}
+
+impl<T> Row for T where T: for<'r> FromRow<'r, PgRow> + for<'r> FromRow<'r, SqliteRow> + Send + Unpin
+{}
+
+/// A pool of either database, running [`Statement`]s.
+#[async_trait::async_trait]
+pub(crate) trait Backend: Sync {
+    /// Runs a statement for its effect.
+    async fn execute(&self, statement: Statement<'_>) -> Result<(), sqlx::Error>;
+
+    /// Runs the statements in order as one atomic step: a single one alone
+    /// (a statement is atomic by itself, and this saves the BEGIN and COMMIT
+    /// round trips), more in one transaction.
+    async fn execute_atomically(&self, statements: Vec<Statement<'_>>) -> Result<(), sqlx::Error>;
+
+    /// The first row; [`sqlx::Error::RowNotFound`] if there is none.
+    async fn fetch_one<T: Row>(&self, statement: Statement<'_>) -> Result<T, sqlx::Error>;
+
+    /// The first row, if any.
+    async fn fetch_optional<T: Row>(
+        &self,
+        statement: Statement<'_>,
+    ) -> Result<Option<T>, sqlx::Error>;
+
+    /// Every row.
+    async fn fetch_all<T: Row>(&self, statement: Statement<'_>) -> Result<Vec<T>, sqlx::Error>;
+}
+
+/// The values as `DB`'s arguments; an error names the value that did not
+/// encode, as sqlx's own `bind` does.
+fn arguments<'q, DB>(values: &[Value<'q>]) -> Result<DB::Arguments<'q>, sqlx::Error>
+where
+    DB: Database,
+    &'q str: Encode<'q, DB> + Type<DB>,
+    &'q [u8]: Encode<'q, DB> + Type<DB>,
+    i64: Encode<'q, DB> + Type<DB>,
+    DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+{
+    let mut arguments = DB::Arguments::<'q>::default();
+    for (index, value) in values.iter().enumerate() {
+        let added = match *value {
+            Value::Text(text) => arguments.add(text),
+            Value::Bytes(bytes) => arguments.add(bytes),
+            Value::Int(int) => arguments.add(int),
+            Value::Time(time) => arguments.add(time),
+        };
+        added.map_err(|error| {
+            sqlx::Error::Encode(format!("Encoding argument ${} failed: {error}", index + 1).into())
+        })?;
+    }
+    Ok(arguments)
+}
+
+/// Implements [`Backend`] for the pool of one database; written once, and
+/// instantiated per database so that every sqlx bound is checked on a
+/// concrete type.
+macro_rules! backend_impl {
+    ($db:ty) => {
+        #[async_trait::async_trait]
+        impl Backend for Pool<$db> {
+            async fn execute(&self, statement: Statement<'_>) -> Result<(), sqlx::Error> {
+                let arguments = arguments::<$db>(&statement.values)?;
+                sqlx::query_with(&statement.text, arguments)
+                    .execute(self)
+                    .await?;
+                Ok(())
+            }
+
+            async fn execute_atomically(
+                &self,
+                statements: Vec<Statement<'_>>,
+            ) -> Result<(), sqlx::Error> {
+                if statements.len() <= 1 {
+                    for statement in statements {
+                        self.execute(statement).await?;
+                    }
+                    return Ok(());
+                }
+                let mut tx = self.begin().await?;
+                for statement in &statements {
+                    let arguments = arguments::<$db>(&statement.values)?;
+                    sqlx::query_with(&statement.text, arguments)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await
+            }
+
+            async fn fetch_one<T: Row>(&self, statement: Statement<'_>) -> Result<T, sqlx::Error> {
+                let arguments = arguments::<$db>(&statement.values)?;
+                sqlx::query_as_with(&statement.text, arguments)
+                    .fetch_one(self)
+                    .await
+            }
+
+            async fn fetch_optional<T: Row>(
+                &self,
+                statement: Statement<'_>,
+            ) -> Result<Option<T>, sqlx::Error> {
+                let arguments = arguments::<$db>(&statement.values)?;
+                sqlx::query_as_with(&statement.text, arguments)
+                    .fetch_optional(self)
+                    .await
+            }
+
+            async fn fetch_all<T: Row>(
+                &self,
+                statement: Statement<'_>,
+            ) -> Result<Vec<T>, sqlx::Error> {
+                let arguments = arguments::<$db>(&statement.values)?;
+                sqlx::query_as_with(&statement.text, arguments)
+                    .fetch_all(self)
+                    .await
+            }
+        }
+    };
+}
+
+backend_impl!(Postgres);
+backend_impl!(Sqlite);
