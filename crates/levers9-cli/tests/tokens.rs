@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use common::{with_token, Backend, Controlplane};
 use levers9_api::v1::{
     AuthorizeRequest, CreateTokenRequest, CreateWorkspaceRequest, GetWorkspaceRequest,
-    ListTokensRequest, RevokeTokenRequest,
+    ListTokensRequest, RevokeTokenRequest, RunRequest,
 };
 use tonic::Code;
 
@@ -33,6 +33,44 @@ async fn missing_token_is_unauthenticated_with_a_way_out(backend: Backend) {
         .await
         .expect_err("unknown token");
     assert_eq!(unknown.code(), Code::Unauthenticated);
+    assert!(
+        unknown.message().contains("unknown token"),
+        "{}",
+        unknown.message()
+    );
+
+    // A stream is refused before its first message, like a unary call.
+    let stream = futures::stream::pending::<RunRequest>();
+    let refused = cp
+        .functions()
+        .await
+        .run(with_token(stream, "l9_not-a-real-token"))
+        .await
+        .expect_err("a Run stream with an unknown token");
+    assert_eq!(refused.code(), Code::Unauthenticated, "{refused:?}");
+
+    // The REST mapping checks tokens the same way, as HTTP 401.
+    let http = reqwest::Client::new();
+    for token in [None, Some("l9_not-a-real-token")] {
+        let mut get = http.get(cp.http("/api/v1/controlplane/tokens"));
+        if let Some(token) = token {
+            get = get.bearer_auth(token);
+        }
+        let answer = get.send().await.expect("GET tokens");
+        assert_eq!(
+            answer.status(),
+            reqwest::StatusCode::UNAUTHORIZED,
+            "{token:?}"
+        );
+        let body: serde_json::Value = answer.json().await.expect("json error");
+        let message = body["message"].as_str().unwrap_or_default();
+        let wanted = if token.is_some() {
+            "unknown token"
+        } else {
+            "levers9 token create"
+        };
+        assert!(message.contains(wanted), "{token:?}: {body}");
+    }
 }
 
 async fn revoked_token_is_refused(backend: Backend) {

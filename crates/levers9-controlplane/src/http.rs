@@ -22,6 +22,7 @@ const READY_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 pub fn router(shared: Arc<Shared>, services: Services, metrics: Arc<Metrics>) -> Router {
     let local_images = shared.local_images.clone();
     let endpoints = crate::endpoints::router(shared.clone(), services.function.clone());
+    let rest = crate::rest::router(services, shared.auth.clone());
     let probes = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
@@ -41,7 +42,7 @@ pub fn router(shared: Arc<Shared>, services: Services, metrics: Arc<Metrics>) ->
     let mut router = probes
         .merge(scrape)
         .merge(endpoints)
-        .merge(crate::rest::router(services));
+        .merge(rest);
     if let Some(images) = local_images {
         router = router.merge(crate::registry::router(images));
     }

@@ -64,7 +64,7 @@ pub struct Shared {
     /// Hot state.
     pub state: Arc<dyn HotState>,
     /// Token checks.
-    pub auth: auth::Authenticator,
+    pub auth: Arc<auth::Authenticator>,
     /// Workers and containers.
     pub fleet: fleet::Fleet,
     /// The placing of containers on the fleet.

@@ -4,6 +4,7 @@
 //! statuses, errors as `{"code", "message", "details"}`.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -25,6 +26,7 @@ use serde::Serialize;
 use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
 use tonic::Status;
 
+use crate::auth::Authenticator;
 use crate::error::ApiError;
 use crate::services::Services;
 
@@ -36,40 +38,42 @@ const METADATA_HEADER_PREFIX: &str = "grpc-metadata-";
 /// response.
 macro_rules! rpc {
     (path: $service:ident . $method:ident, $request:ident { $field:ident }) => {
-        |State(s): State<Services>, Path($field): Path<String>, headers: HeaderMap| async move {
+        |State(s): State<Rest>, Path($field): Path<String>, headers: HeaderMap| async move {
             let body = $request { $field };
-            call(
-                &headers,
-                body,
-                |r| async move { s.$service.$method(r).await },
-            )
+            call(&s.auth, &headers, body, |r| async move {
+                s.services.$service.$method(r).await
+            })
             .await
         }
     };
     (body: $service:ident . $method:ident) => {
-        |State(s): State<Services>, headers: HeaderMap, body: Bytes| async move {
-            unary(
-                &headers,
-                &body,
-                |r| async move { s.$service.$method(r).await },
-            )
+        |State(s): State<Rest>, headers: HeaderMap, body: Bytes| async move {
+            unary(&s.auth, &headers, &body, |r| async move {
+                s.services.$service.$method(r).await
+            })
             .await
         }
     };
     (empty: $service:ident . $method:ident) => {
-        |State(s): State<Services>, headers: HeaderMap| async move {
-            unary(
-                &headers,
-                b"",
-                |r| async move { s.$service.$method(r).await },
-            )
+        |State(s): State<Rest>, headers: HeaderMap| async move {
+            unary(&s.auth, &headers, b"", |r| async move {
+                s.services.$service.$method(r).await
+            })
             .await
         }
     };
 }
 
+/// What the REST handlers share: the services they map, and the token check
+/// the gRPC server runs in its [`crate::auth::AuthLayer`].
+#[derive(Clone)]
+struct Rest {
+    services: Services,
+    auth: Arc<Authenticator>,
+}
+
 /// Routes under `/api/v1/controlplane`.
-pub fn router(services: Services) -> Router {
+pub fn router(services: Services, auth: Arc<Authenticator>) -> Router {
     Router::new()
         .route(
             "/api/v1/controlplane/auth/authorize",
@@ -103,17 +107,18 @@ pub fn router(services: Services) -> Router {
         .route(
             "/api/v1/controlplane/secrets/{name}",
             put(
-                |State(s): State<Services>,
+                |State(s): State<Rest>,
                  Path(name): Path<String>,
                  headers: HeaderMap,
                  body: Bytes| async move {
                     // The name comes from the path, as grpc-gateway binds it.
                     unary(
+                        &s.auth,
                         &headers,
                         &body,
                         |mut r: tonic::Request<UpdateSecretRequest>| {
                             r.get_mut().name = name;
-                            async move { s.secret.update_secret(r).await }
+                            async move { s.services.secret.update_secret(r).await }
                         },
                     )
                     .await
@@ -157,11 +162,16 @@ pub fn router(services: Services) -> Router {
             "/api/v1/controlplane/containers/{container_id}/stop",
             post(rpc!(path: container.stop_container, StopContainerRequest { container_id })),
         )
-        .with_state(services)
+        .with_state(Rest { services, auth })
 }
 
 /// Parses the JSON body (empty means all defaults), then [`call`]s.
-async fn unary<Req, Resp, F, Fut>(headers: &HeaderMap, body: &[u8], handler: F) -> Response
+async fn unary<Req, Resp, F, Fut>(
+    auth: &Authenticator,
+    headers: &HeaderMap,
+    body: &[u8],
+    handler: F,
+) -> Response
 where
     Req: DeserializeOwned + Default,
     Resp: Serialize,
@@ -169,7 +179,7 @@ where
     Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
 {
     match message_of(body) {
-        Ok(message) => call(headers, message, handler).await,
+        Ok(message) => call(auth, headers, message, handler).await,
         Err(status) => error_response(&status),
     }
 }
@@ -189,14 +199,27 @@ pub fn message_of<Req: DeserializeOwned + Default>(body: &[u8]) -> Result<Req, S
     })
 }
 
-/// Runs the gRPC handler with the headers as metadata and maps its answer.
-async fn call<Req, Resp, F, Fut>(headers: &HeaderMap, message: Req, handler: F) -> Response
+/// Runs the gRPC handler with the headers as metadata, and the caller
+/// their token names, as the gRPC server would, and maps its answer.
+async fn call<Req, Resp, F, Fut>(
+    auth: &Authenticator,
+    headers: &HeaderMap,
+    message: Req,
+    handler: F,
+) -> Response
 where
     Resp: Serialize,
     F: FnOnce(tonic::Request<Req>) -> Fut,
     Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
 {
     let mut request = tonic::Request::new(message);
+    match auth.admit(headers).await {
+        Ok(Some(caller)) => {
+            request.extensions_mut().insert(caller);
+        }
+        Ok(None) => {}
+        Err(refused) => return error_response(&refused.into()),
+    }
     *request.metadata_mut() = metadata_from_headers(headers);
     match handler(request).await {
         Ok(response) => Json(response.into_inner()).into_response(),

@@ -25,7 +25,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt as _;
 use tonic::transport::server::TcpIncoming;
 
-use crate::auth::Authenticator;
+use crate::auth::{AuthLayer, Authenticator};
 use crate::backends::{self, BackendError};
 use crate::functions::objects::{ObjectStorage, ObjectStorageError};
 use crate::metrics::{GrpcMetricsLayer, Metrics};
@@ -176,7 +176,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         state.clone(),
     ));
     let shared = Arc::new(Shared {
-        auth: Authenticator::new(store.clone(), cache_ttl),
+        auth: Arc::new(Authenticator::new(store.clone(), cache_ttl)),
         store,
         sealed: stores.sealed.clone(),
         keyring: keyring.clone(),
@@ -256,6 +256,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         .await;
     let grpc_router = tonic::transport::Server::builder()
         .layer(GrpcMetricsLayer(metrics.clone()))
+        .layer(AuthLayer(shared.auth.clone()))
         .add_service(health_service)
         .add_service(AuthServiceServer::from_arc(services.auth.clone()))
         .add_service(TokenServiceServer::from_arc(services.token.clone()))

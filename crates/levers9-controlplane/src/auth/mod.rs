@@ -2,16 +2,22 @@
 //! the rules on what each token type may do.
 
 mod cache;
+mod layer;
 pub mod token;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use levers9_store::{RecordStore, TokenType, Workspace};
-use tonic::metadata::MetadataMap;
-
 use crate::error::ApiError;
 use cache::TokenCache;
+pub use layer::AuthLayer;
+use levers9_store::{RecordStore, TokenType, Workspace};
+
+/// Token types that work in a workspace: its admins and its workspace tokens.
+pub const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
+
+/// Admin tokens only.
+pub const ADMINS: &[TokenType] = &[TokenType::Admin];
 
 /// How often a token's last-used time is written, at most, per replica.
 const LAST_USED_RESOLUTION: Duration = Duration::from_secs(60);
@@ -58,17 +64,13 @@ impl Authenticator {
         }
     }
 
-    /// The caller behind the `authorization: Bearer <token>` metadata.
-    pub async fn authenticate(&self, metadata: &MetadataMap) -> Result<Caller, ApiError> {
-        let secret = bearer_token(metadata)?.ok_or_else(|| {
-            ApiError::Unauthenticated(
-                "missing token: send `authorization: Bearer <token>`. Get a token from your \
-                 workspace admin (levers9 token create) and save it with levers9 config create \
-                 or LEVERS9_TOKEN"
-                    .into(),
-            )
-        })?;
-        self.authenticate_secret(secret).await
+    /// The caller behind `authorization: Bearer <token>`, if the headers
+    /// (or gRPC metadata, as their headers) carry a token.
+    pub async fn admit(&self, headers: &http::HeaderMap) -> Result<Option<Caller>, ApiError> {
+        match bearer_token(headers)? {
+            None => Ok(None),
+            Some(secret) => self.authenticate_secret(secret).await.map(Some),
+        }
     }
 
     /// The caller owning this token secret.
@@ -123,9 +125,40 @@ impl Authenticator {
     }
 }
 
-/// The secret of `authorization: Bearer <secret>`, if the metadata has one.
-pub fn bearer_token(metadata: &MetadataMap) -> Result<Option<&str>, ApiError> {
-    let Some(value) = metadata.get("authorization") else {
+/// The caller [`AuthLayer`] (or the REST mapping) found for `request`, if
+/// its token type is among `allowed`.
+pub fn authorized<T>(
+    request: &tonic::Request<T>,
+    allowed: &[TokenType],
+    action: &str,
+) -> Result<Caller, ApiError> {
+    let caller = caller(request)?;
+    caller.require(allowed, action)?;
+    Ok(caller)
+}
+
+/// The caller [`AuthLayer`] (or the REST mapping) found for `request`,
+/// whatever its token type.
+pub fn caller<T>(request: &tonic::Request<T>) -> Result<Caller, ApiError> {
+    request
+        .extensions()
+        .get::<Caller>()
+        .cloned()
+        .ok_or_else(missing_token)
+}
+
+/// The answer to a call that needs a token and has none.
+pub fn missing_token() -> ApiError {
+    ApiError::Unauthenticated(
+        "missing token: send `authorization: Bearer <token>`. Get a token from your workspace \
+         admin (levers9 token create) and save it with levers9 config create or LEVERS9_TOKEN"
+            .into(),
+    )
+}
+
+/// The secret of `authorization: Bearer <secret>`, if the headers have one.
+pub fn bearer_token(headers: &http::HeaderMap) -> Result<Option<&str>, ApiError> {
+    let Some(value) = headers.get("authorization") else {
         return Ok(None);
     };
     let text = value.to_str().map_err(|_| {

@@ -6,20 +6,20 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use levers9_api::v1::{run_event, TaskItemEvent, TaskOutcome};
 use levers9_state::HotState;
-use levers9_store::{EndpointKind, FinalState, TokenType};
+use levers9_store::{EndpointKind, FinalState};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
-use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::Status;
 
 use super::lookup::{Endpoints, Pinned, Resolved};
 use super::{asgi, pin, request, streamed, websocket};
+use crate::auth::{missing_token, USERS};
 use crate::error::ApiError;
 use crate::services::FunctionApi;
 use crate::Shared;
@@ -28,9 +28,6 @@ use crate::Shared;
 /// container to start and for the inputs queued ahead of it. Past it the
 /// caller gets 504 and the task is cancelled.
 const START_ALLOWANCE: Duration = Duration::from_secs(120);
-
-/// The tokens that may call a private endpoint (as for `.remote()`).
-const CALLERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 
 /// One HTTP request to an endpoint.
 pub(super) struct HttpRequest {
@@ -149,15 +146,13 @@ impl Gateway {
         if let Some(endpoint) = found.as_ref().filter(|e| e.record.public) {
             return Ok(endpoint.clone());
         }
-        let mut metadata = MetadataMap::new();
-        if let Some(value) = headers
-            .get(AUTHORIZATION)
-            .and_then(|v| MetadataValue::try_from(v.as_bytes()).ok())
-        {
-            metadata.insert("authorization", value);
-        }
-        let caller = self.shared.auth.authenticate(&metadata).await?;
-        caller.require(CALLERS, "call endpoints")?;
+        let caller = self
+            .shared
+            .auth
+            .admit(headers)
+            .await?
+            .ok_or_else(missing_token)?;
+        caller.require(USERS, "call endpoints")?;
         match found {
             Some(endpoint) if endpoint.record.workspace_id == caller.workspace.id => Ok(endpoint),
             _ => Err(not_found(workspace, name)),

@@ -10,6 +10,7 @@ use levers9_api::v1::{
 use levers9_store::TokenType;
 use tonic::{Request, Response, Status};
 
+use crate::auth::authorized;
 use crate::error::ApiError;
 use crate::scheduler::demand;
 use crate::Shared;
@@ -31,8 +32,8 @@ impl ClusterService for ClusterApi {
         &self,
         request: Request<GetWorkersWantedRequest>,
     ) -> Result<Response<GetWorkersWantedResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(
+        let caller = authorized(
+            &request,
             &[TokenType::Worker, TokenType::Admin],
             "ask for a pool's workers wanted",
         )?;

@@ -14,19 +14,18 @@ use levers9_api::v1::{
     RunContainerRequest, RunContainerResponse, StopContainerRequest, StopContainerResponse,
     StreamContainerLogsRequest,
 };
-use levers9_store::{SealedId, SealedKind, TokenType};
+use levers9_store::{SealedId, SealedKind};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::auth::Caller;
+use crate::auth::{authorized, Caller, USERS};
 use crate::error::ApiError;
 use crate::fleet::follow_logs;
 use crate::fleet::records::{ContainerRecord, ContainerState};
 use crate::scheduler::{self, send_stop, Scheduling};
 use crate::Shared;
 
-const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 /// CPU of a container run directly (`levers9 container run`, a sandbox) that
 /// names none: a whole core, since such a container is usually one
 /// interactive or long job, not one of many warm copies of a function
@@ -45,12 +44,6 @@ pub struct ContainerApi {
 impl ContainerApi {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self { shared }
-    }
-
-    async fn caller(&self, metadata: &tonic::metadata::MetadataMap) -> Result<Caller, ApiError> {
-        let caller = self.shared.auth.authenticate(metadata).await?;
-        caller.require(USERS, "manage containers")?;
-        Ok(caller)
     }
 
     /// The caller's container; another workspace's looks like a missing one.
@@ -143,7 +136,7 @@ impl ContainerService for ContainerApi {
         &self,
         request: Request<RunContainerRequest>,
     ) -> Result<Response<RunContainerResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "manage containers")?;
         let body = request.into_inner();
         let image = qualify_image(body.image.trim(), &self.shared.image_registry)?;
         // Empty: any pool that takes requests naming none.
@@ -183,7 +176,7 @@ impl ContainerService for ContainerApi {
         &self,
         request: Request<ListContainersRequest>,
     ) -> Result<Response<ListContainersResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "manage containers")?;
         let containers = self
             .shared
             .fleet
@@ -198,7 +191,7 @@ impl ContainerService for ContainerApi {
         &self,
         request: Request<GetContainerRequest>,
     ) -> Result<Response<GetContainerResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "manage containers")?;
         let container = self.own(&caller, &request.get_ref().container_id).await?;
         Ok(Response::new(GetContainerResponse {
             container: Some(container.to_api()),
@@ -209,7 +202,7 @@ impl ContainerService for ContainerApi {
         &self,
         request: Request<StopContainerRequest>,
     ) -> Result<Response<StopContainerResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "manage containers")?;
         let mut container = self.own(&caller, &request.get_ref().container_id).await?;
         let fleet = &self.shared.fleet;
         match container.state {
@@ -232,7 +225,7 @@ impl ContainerService for ContainerApi {
         &self,
         request: Request<StreamContainerLogsRequest>,
     ) -> Result<Response<Self::StreamContainerLogsStream>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "manage containers")?;
         let body = request.into_inner();
         self.own(&caller, &body.container_id).await?;
         let fleet = self.shared.fleet.clone();
@@ -254,7 +247,7 @@ impl ContainerService for ContainerApi {
         &self,
         request: Request<Streaming<ExecRequest>>,
     ) -> Result<Response<Self::ExecContainerStream>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "manage containers")?;
         let mut requests = request.into_inner();
         let start = exec::read_start(&mut requests).await?;
         let container = self.own(&caller, &start.container_id).await?;

@@ -11,9 +11,10 @@ use levers9_api::v1::{
 use levers9_store::NewDeployment;
 
 use super::convert;
-use super::function::FunctionApi;
-use super::schedule;
+use super::{schedule, stub};
+use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::Shared;
 
 const MAX_APP_NAME: usize = 64;
 
@@ -28,11 +29,10 @@ fn check_app_name(name: &str) -> Result<(), ApiError> {
 }
 
 pub(super) async fn deploy(
-    api: &FunctionApi,
-    metadata: &tonic::metadata::MetadataMap,
+    shared: &Shared,
+    caller: &Caller,
     request: DeployRequest,
 ) -> Result<DeployResponse, ApiError> {
-    let caller = api.caller(metadata).await?;
     check_app_name(&request.app_name)?;
     if request.functions.is_empty() {
         return Err(ApiError::InvalidArgument(format!(
@@ -49,7 +49,7 @@ pub(super) async fn deploy(
             )));
         }
         // NotFound for a stub of another workspace, as for any call.
-        api.stub(&caller, &f.stub_id).await?;
+        stub::owned(shared, caller, &f.stub_id).await?;
     }
     let now = Utc::now();
     let schedules = schedule::of_deploy(
@@ -59,8 +59,7 @@ pub(super) async fn deploy(
         now,
     )?;
     let endpoints = crate::endpoints::of_deploy(&request.functions)?;
-    let version = api
-        .shared
+    let version = shared
         .functions
         .deploy(NewDeployment {
             workspace_id: caller.workspace.id.clone(),
@@ -86,13 +85,11 @@ pub(super) async fn deploy(
 }
 
 pub(super) async fn list(
-    api: &FunctionApi,
-    metadata: &tonic::metadata::MetadataMap,
+    shared: &Shared,
+    caller: &Caller,
     _request: ListDeploymentsRequest,
 ) -> Result<ListDeploymentsResponse, ApiError> {
-    let caller = api.caller(metadata).await?;
-    let deployments = api
-        .shared
+    let deployments = shared
         .functions
         .list_deployments(&caller.workspace.id)
         .await?;
@@ -102,13 +99,11 @@ pub(super) async fn list(
 }
 
 pub(super) async fn get(
-    api: &FunctionApi,
-    metadata: &tonic::metadata::MetadataMap,
+    shared: &Shared,
+    caller: &Caller,
     request: GetDeploymentRequest,
 ) -> Result<GetDeploymentResponse, ApiError> {
-    let caller = api.caller(metadata).await?;
-    let deployment = api
-        .shared
+    let deployment = shared
         .functions
         .get_deployment(
             &caller.workspace.id,

@@ -28,8 +28,8 @@ impl DictApi {
     }
 
     /// The workspace the call acts in (see [`workspace_of`]).
-    async fn workspace(&self, metadata: &tonic::metadata::MetadataMap) -> Result<String, ApiError> {
-        workspace_of(&self.shared, metadata, Kind::Dict).await
+    async fn workspace<T>(&self, request: &tonic::Request<T>) -> Result<String, ApiError> {
+        workspace_of(&self.shared, request, Kind::Dict).await
     }
 
     fn dicts<'a>(&'a self, workspace_id: &'a str) -> Objects<'a> {
@@ -74,7 +74,7 @@ impl DictService for DictApi {
         &self,
         request: Request<GetDictRequest>,
     ) -> Result<Response<GetDictResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let body = request.into_inner();
         let (dict, created) = self
             .dicts(&workspace_id)
@@ -90,7 +90,7 @@ impl DictService for DictApi {
         &self,
         request: Request<ListDictsRequest>,
     ) -> Result<Response<ListDictsResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let dicts = self.dicts(&workspace_id).list().await?;
         Ok(Response::new(ListDictsResponse { dicts }))
     }
@@ -99,7 +99,7 @@ impl DictService for DictApi {
         &self,
         request: Request<DeleteDictRequest>,
     ) -> Result<Response<DeleteDictResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         self.dicts(&workspace_id)
             .delete(&request.into_inner().name)
             .await?;
@@ -110,7 +110,7 @@ impl DictService for DictApi {
         &self,
         request: Request<DictPutRequest>,
     ) -> Result<Response<DictPutResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let body = request.into_inner();
         let added = put(
             &self.dicts(&workspace_id),
@@ -126,7 +126,7 @@ impl DictService for DictApi {
         &self,
         request: Request<DictGetRequest>,
     ) -> Result<Response<DictGetResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let body = request.into_inner();
         let dicts = self.dicts(&workspace_id);
         dicts.require(&body.name).await?;
@@ -145,7 +145,7 @@ impl DictService for DictApi {
         &self,
         request: Request<DictPopRequest>,
     ) -> Result<Response<DictPopResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let body = request.into_inner();
         let dicts = self.dicts(&workspace_id);
         dicts.require(&body.name).await?;
@@ -164,7 +164,7 @@ impl DictService for DictApi {
         &self,
         request: Request<DictLenRequest>,
     ) -> Result<Response<DictLenResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let name = request.into_inner().name;
         let dicts = self.dicts(&workspace_id);
         dicts.require(&name).await?;
@@ -176,7 +176,7 @@ impl DictService for DictApi {
         &self,
         request: Request<DictEntriesRequest>,
     ) -> Result<Response<DictEntriesResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let body = request.into_inner();
         let dicts = self.dicts(&workspace_id);
         dicts.require(&body.name).await?;
@@ -210,7 +210,7 @@ impl DictService for DictApi {
         &self,
         request: Request<DictClearRequest>,
     ) -> Result<Response<DictClearResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let name = request.into_inner().name;
         let dicts = self.dicts(&workspace_id);
         dicts.require(&name).await?;

@@ -17,7 +17,7 @@ use levers9_api::v1::{
     WaitTaskRequest,
 };
 use levers9_state::keys;
-use levers9_store::{FinalState, StubRecord, TaskRecord, TokenType};
+use levers9_store::{FinalState, TaskRecord, TokenType};
 use prost::Message;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -28,14 +28,13 @@ use super::deployment;
 use super::run_driver::{check_call_kind, event, EventStream, RunDriver};
 use super::schedule;
 use super::stub;
-use crate::auth::Caller;
+use crate::auth::{self as auth, authorized, Caller, USERS};
 use crate::error::ApiError;
 use crate::functions::objects::digest_hex;
 use crate::functions::submit;
 use crate::functions::{DispatchEvent, Ticket};
 use crate::Shared;
 
-const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 const INSTALL_WIDE: &[TokenType] = &[TokenType::Admin, TokenType::Worker];
 /// How often a task's follower reads its row, for an end not told on the
 /// task's own channel (that of a task a Run stream started).
@@ -51,38 +50,6 @@ impl FunctionApi {
         Self { shared }
     }
 
-    pub(super) async fn caller(
-        &self,
-        metadata: &tonic::metadata::MetadataMap,
-    ) -> Result<Caller, ApiError> {
-        let caller = self.shared.auth.authenticate(metadata).await?;
-        caller.require(USERS, "call functions")?;
-        Ok(caller)
-    }
-
-    pub(super) async fn stub(
-        &self,
-        caller: &Caller,
-        stub_id: &str,
-    ) -> Result<StubRecord, ApiError> {
-        let workspace_id = &caller.workspace.id;
-        if let Some(stub) = self.shared.stubs.get(workspace_id, stub_id) {
-            return Ok(stub);
-        }
-        let stub = self
-            .shared
-            .functions
-            .get_stub(workspace_id, stub_id)
-            .await?
-            .ok_or_else(|| {
-                ApiError::NotFound(format!(
-                    "no stub {stub_id:?} in this workspace: create it with GetOrCreateStub"
-                ))
-            })?;
-        self.shared.stubs.put(&stub);
-        Ok(stub)
-    }
-
     /// Turns `inbound`'s inputs into tasks of the stub `start` names and
     /// streams their events back until each has a result.
     async fn drive(
@@ -91,7 +58,7 @@ impl FunctionApi {
         start: RunStart,
         inbound: BoxStream<'static, Result<RunRequest, Status>>,
     ) -> Result<Response<EventStream>, Status> {
-        let stub = self.stub(caller, &start.stub_id).await?;
+        let stub = stub::owned(&self.shared, caller, &start.stub_id).await?;
         check_call_kind(&stub, start.generator)?;
         let (reply, events) = self.shared.fleet.tasks().open_reply().await?;
         let stream = RunDriver::spawn(
@@ -175,7 +142,7 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<HeadObjectRequest>,
     ) -> Result<Response<HeadObjectResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "call functions")?;
         let digest = &request.get_ref().digest;
         digest_hex(digest)?;
         let exists = self
@@ -192,7 +159,7 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<PutObjectRequest>,
     ) -> Result<Response<PutObjectResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "call functions")?;
         let body = request.into_inner();
         self.shared.objects.put(&body.digest, &body.data).await?;
         let size = i64::try_from(body.data.len()).unwrap_or(i64::MAX);
@@ -208,7 +175,7 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<GetObjectRequest>,
     ) -> Result<Response<GetObjectResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
+        let caller = auth::caller(&request)?;
         let body = request.into_inner();
         // Workers and admins act for the whole install: they read the
         // objects of the workspace whose container needs them.
@@ -245,7 +212,7 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<GetOrCreateStubRequest>,
     ) -> Result<Response<GetOrCreateStubResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "call functions")?;
         Ok(Response::new(
             stub::get_or_create(&self.shared, &caller, request.into_inner()).await?,
         ))
@@ -255,7 +222,7 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<ListStubsRequest>,
     ) -> Result<Response<ListStubsResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "call functions")?;
         let limit = match request.get_ref().limit {
             0 => 100,
             n => n.min(1000),
@@ -274,8 +241,8 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<GetStubRequest>,
     ) -> Result<Response<GetStubResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
-        let stub = self.stub(&caller, &request.get_ref().stub_id).await?;
+        let caller = authorized(&request, USERS, "call functions")?;
+        let stub = stub::owned(&self.shared, &caller, &request.get_ref().stub_id).await?;
         Ok(Response::new(GetStubResponse {
             stub: Some(convert::stub(&stub)?),
         }))
@@ -285,9 +252,9 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<DeployRequest>,
     ) -> Result<Response<DeployResponse>, Status> {
-        let (metadata, _, request) = request.into_parts();
+        let caller = authorized(&request, USERS, "call functions")?;
         Ok(Response::new(
-            deployment::deploy(self, &metadata, request).await?,
+            deployment::deploy(&self.shared, &caller, request.into_inner()).await?,
         ))
     }
 
@@ -295,9 +262,9 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<ListDeploymentsRequest>,
     ) -> Result<Response<ListDeploymentsResponse>, Status> {
-        let (metadata, _, request) = request.into_parts();
+        let caller = authorized(&request, USERS, "call functions")?;
         Ok(Response::new(
-            deployment::list(self, &metadata, request).await?,
+            deployment::list(&self.shared, &caller, request.into_inner()).await?,
         ))
     }
 
@@ -305,9 +272,9 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<GetDeploymentRequest>,
     ) -> Result<Response<GetDeploymentResponse>, Status> {
-        let (metadata, _, request) = request.into_parts();
+        let caller = authorized(&request, USERS, "call functions")?;
         Ok(Response::new(
-            deployment::get(self, &metadata, request).await?,
+            deployment::get(&self.shared, &caller, request.into_inner()).await?,
         ))
     }
 
@@ -315,9 +282,9 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<ListSchedulesRequest>,
     ) -> Result<Response<ListSchedulesResponse>, Status> {
-        let (metadata, _, request) = request.into_parts();
+        let caller = authorized(&request, USERS, "call functions")?;
         Ok(Response::new(
-            schedule::list(self, &metadata, request).await?,
+            schedule::list(&self.shared, &caller, request.into_inner()).await?,
         ))
     }
 
@@ -327,7 +294,7 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<Streaming<RunRequest>>,
     ) -> Result<Response<Self::RunStream>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "call functions")?;
         let mut inbound = request.into_inner();
         let first = inbound.message().await?;
         let Some(RunRequest {
@@ -348,7 +315,7 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<CallRequest>,
     ) -> Result<Response<Self::CallStream>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "call functions")?;
         let CallRequest {
             start: Some(start),
             input: Some(input),
@@ -369,9 +336,9 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<SpawnTaskRequest>,
     ) -> Result<Response<SpawnTaskResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "call functions")?;
         let body = request.into_inner();
-        let stub = self.stub(&caller, &body.stub_id).await?;
+        let stub = stub::owned(&self.shared, &caller, &body.stub_id).await?;
         check_call_kind(&stub, false)?;
         let task_id = submit::new_task_id();
         let ticket = Ticket {
@@ -395,7 +362,7 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<WaitTaskRequest>,
     ) -> Result<Response<Self::WaitTaskStream>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "call functions")?;
         let task_id = request.into_inner().task_id;
         self.task(&caller, &task_id).await?;
         // Follow first, then look: an end in between is not missed.
@@ -485,7 +452,7 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<ListTasksRequest>,
     ) -> Result<Response<ListTasksResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "call functions")?;
         let limit = match request.get_ref().limit {
             0 => 50,
             n => n.min(1000),
@@ -505,7 +472,7 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<GetTaskRequest>,
     ) -> Result<Response<GetTaskResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "call functions")?;
         let task = self.task(&caller, &request.get_ref().task_id).await?;
         let attempts = self
             .shared
@@ -523,7 +490,7 @@ impl FunctionService for FunctionApi {
         &self,
         request: Request<CancelTaskRequest>,
     ) -> Result<Response<CancelTaskResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "call functions")?;
         let task = self.task(&caller, &request.get_ref().task_id).await?;
         if !task.state.is_final() {
             self.shared

@@ -9,18 +9,15 @@ use levers9_api::v1::{
     DeleteImageRequest, DeleteImageResponse, GetImageRequest, GetImageResponse, ImageSummary,
     ListImagesRequest, ListImagesResponse, VerifyImageRequest, VerifyImageResponse,
 };
-use levers9_store::TokenType;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::auth::Caller;
+use crate::auth::{authorized, USERS};
 use crate::error::ApiError;
 use crate::images::build::{self, BuildEvent, BuildRequest};
 use crate::images::spec;
 use crate::Shared;
-
-const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 
 /// The ImageService implementation.
 pub struct ImageApi {
@@ -30,12 +27,6 @@ pub struct ImageApi {
 impl ImageApi {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self { shared }
-    }
-
-    async fn caller(&self, metadata: &tonic::metadata::MetadataMap) -> Result<Caller, ApiError> {
-        let caller = self.shared.auth.authenticate(metadata).await?;
-        caller.require(USERS, "build images")?;
-        Ok(caller)
     }
 
     async fn summary(&self, id: &str) -> Result<(ImageSummary, String, Vec<String>), ApiError> {
@@ -79,7 +70,7 @@ impl ImageService for ImageApi {
         &self,
         request: Request<VerifyImageRequest>,
     ) -> Result<Response<VerifyImageResponse>, Status> {
-        self.caller(request.metadata()).await?;
+        authorized(&request, USERS, "build images")?;
         let images = &self.shared.images;
         let canonical = images
             .resolve(spec::parse(&request.get_ref().spec)?)
@@ -99,7 +90,7 @@ impl ImageService for ImageApi {
         &self,
         request: Request<BuildImageRequest>,
     ) -> Result<Response<Self::BuildImageStream>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "build images")?;
         let body = request.into_inner();
         let canonical = self.shared.images.resolve(spec::parse(&body.spec)?).await?;
         let receiver = build::start(
@@ -121,7 +112,7 @@ impl ImageService for ImageApi {
         &self,
         request: Request<ListImagesRequest>,
     ) -> Result<Response<ListImagesResponse>, Status> {
-        self.caller(request.metadata()).await?;
+        authorized(&request, USERS, "build images")?;
         let mut images = Vec::new();
         for id in self.shared.images.ids().await? {
             match self.summary(&id).await {
@@ -138,7 +129,7 @@ impl ImageService for ImageApi {
         &self,
         request: Request<GetImageRequest>,
     ) -> Result<Response<GetImageResponse>, Status> {
-        self.caller(request.metadata()).await?;
+        authorized(&request, USERS, "build images")?;
         let (image, spec, layer_digests) = self.summary(&request.get_ref().image_id).await?;
         Ok(Response::new(GetImageResponse {
             image: Some(image),
@@ -151,7 +142,7 @@ impl ImageService for ImageApi {
         &self,
         request: Request<DeleteImageRequest>,
     ) -> Result<Response<DeleteImageResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "build images")?;
         let id = &request.get_ref().image_id;
         self.shared.images.delete(id).await?;
         tracing::info!(image_id = %id, workspace_id = %caller.workspace.id, "image removed");

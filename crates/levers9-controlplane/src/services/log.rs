@@ -11,16 +11,15 @@ use levers9_api::v1::{
     log_service_server::LogService, FollowLogsResponse, ListLogsRequest, ListLogsResponse, LogLine,
 };
 use levers9_state::keys;
-use levers9_store::{LogQuery, LogRecord, TokenType};
+use levers9_store::{LogQuery, LogRecord};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::auth::Caller;
+use crate::auth::{authorized, Caller, USERS};
 use crate::error::ApiError;
 use crate::Shared;
 
-const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 /// Lines per answer when the request names no limit.
 const DEFAULT_LIMIT: u32 = 1000;
 /// The most lines one answer carries.
@@ -47,12 +46,6 @@ struct Selection {
 impl LogApi {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self { shared }
-    }
-
-    async fn caller(&self, metadata: &tonic::metadata::MetadataMap) -> Result<Caller, ApiError> {
-        let caller = self.shared.auth.authenticate(metadata).await?;
-        caller.require(USERS, "read task output")?;
-        Ok(caller)
     }
 
     /// Checks the request and names its task or stubs, all of the caller's
@@ -175,7 +168,7 @@ impl LogService for LogApi {
         &self,
         request: Request<ListLogsRequest>,
     ) -> Result<Response<ListLogsResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "read task output")?;
         let selection = self.select(&caller, request.into_inner()).await?;
         let records = self
             .shared
@@ -194,7 +187,7 @@ impl LogService for LogApi {
         &self,
         request: Request<ListLogsRequest>,
     ) -> Result<Response<Self::FollowLogsStream>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "read task output")?;
         let selection = self.select(&caller, request.into_inner()).await?;
         // Subscribed before the first read, so no line falls between the two.
         let wakes = self

@@ -11,18 +11,16 @@ use levers9_api::v1::{
     ListPoolsRequest, ListPoolsResponse, Machine, Pool,
 };
 use levers9_store::{
-    JoinOutcome, JoinRedemption, MachineRecord, MachineState, NewMachine, PoolRecord, TokenType,
+    JoinOutcome, JoinRedemption, MachineRecord, MachineState, NewMachine, PoolRecord,
 };
 use tonic::{Request, Response, Status};
 
 use crate::auth::bearer_token;
 use crate::auth::token::{mint, mint_with_prefix};
+use crate::auth::{authorized, ADMINS, USERS};
 use crate::error::ApiError;
 use crate::machines::{self, PoolView, JOIN_TOKEN_PREFIX};
 use crate::Shared;
-
-const ADMIN: &[TokenType] = &[TokenType::Admin];
-const READERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 
 /// The MachineService implementation.
 pub struct MachineApi {
@@ -144,8 +142,7 @@ impl MachineService for MachineApi {
         &self,
         request: Request<CreatePoolRequest>,
     ) -> Result<Response<CreatePoolResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(ADMIN, "create pools")?;
+        authorized(&request, ADMINS, "create pools")?;
         let body = request.into_inner();
         machines::validate_pool_name(&body.name)?;
         if self.shared.fleet.pools().contains(&body.name) {
@@ -188,8 +185,7 @@ impl MachineService for MachineApi {
         &self,
         request: Request<ListPoolsRequest>,
     ) -> Result<Response<ListPoolsResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(READERS, "list pools")?;
+        authorized(&request, USERS, "list pools")?;
         let all = self
             .shared
             .machines
@@ -212,8 +208,7 @@ impl MachineService for MachineApi {
         &self,
         request: Request<DeletePoolRequest>,
     ) -> Result<Response<DeletePoolResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(ADMIN, "delete pools")?;
+        authorized(&request, ADMINS, "delete pools")?;
         let name = request.into_inner().name;
         if self.shared.fleet.pools().contains(&name) {
             return Err(ApiError::FailedPrecondition(format!(
@@ -250,8 +245,7 @@ impl MachineService for MachineApi {
         &self,
         request: Request<CreateMachineRequest>,
     ) -> Result<Response<CreateMachineResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(ADMIN, "create machines")?;
+        let caller = authorized(&request, ADMINS, "create machines")?;
         let body = request.into_inner();
         let pool = self.pool(&body.pool).await?;
         let ttl = machines::join_ttl(body.ttl_seconds)?;
@@ -281,8 +275,7 @@ impl MachineService for MachineApi {
         &self,
         request: Request<ListMachinesRequest>,
     ) -> Result<Response<ListMachinesResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(READERS, "list machines")?;
+        authorized(&request, USERS, "list machines")?;
         let now = Utc::now();
         let mut machines = Vec::new();
         for record in self
@@ -301,8 +294,7 @@ impl MachineService for MachineApi {
         &self,
         request: Request<DrainMachineRequest>,
     ) -> Result<Response<DrainMachineResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(ADMIN, "drain machines")?;
+        authorized(&request, ADMINS, "drain machines")?;
         let id = request.into_inner().machine_id;
         let machine = self.machine(&id).await?;
         if machine.state == MachineState::Pending {
@@ -326,8 +318,7 @@ impl MachineService for MachineApi {
         &self,
         request: Request<DeleteMachineRequest>,
     ) -> Result<Response<DeleteMachineResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(ADMIN, "delete machines")?;
+        authorized(&request, ADMINS, "delete machines")?;
         let id = request.into_inner().machine_id;
         let gone = self
             .shared
@@ -348,7 +339,7 @@ impl MachineService for MachineApi {
         &self,
         request: Request<JoinMachineRequest>,
     ) -> Result<Response<JoinMachineResponse>, Status> {
-        let Some(secret) = bearer_token(request.metadata())? else {
+        let Some(secret) = bearer_token(request.metadata().as_ref())? else {
             return Err(ApiError::Unauthenticated(
                 "missing join token: the agent sends it as `authorization: Bearer <join token>` \
                  (levers9 agent reads it from --join-token-file or LEVERS9_JOIN_TOKEN)"

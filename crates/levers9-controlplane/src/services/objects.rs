@@ -18,8 +18,8 @@ use levers9_api::CONTAINER_ID_METADATA;
 use levers9_config::ObjectsConfig;
 use levers9_state::{keys, HotState, MapPut};
 use levers9_store::TokenType;
-use tonic::metadata::MetadataMap;
 
+use crate::auth;
 use crate::error::ApiError;
 use crate::Shared;
 
@@ -201,12 +201,12 @@ impl Objects<'_> {
 /// The workspace a call acts in: the caller's for a workspace or admin
 /// token; for a worker token, the workspace of the container it names in
 /// `x-levers9-container-id`, which must be one of its own and not ended.
-pub(crate) async fn workspace_of(
+pub(crate) async fn workspace_of<T>(
     shared: &Shared,
-    metadata: &MetadataMap,
+    request: &tonic::Request<T>,
     kind: Kind,
 ) -> Result<String, ApiError> {
-    let caller = shared.auth.authenticate(metadata).await?;
+    let caller = auth::caller(request)?;
     if caller.token_type != TokenType::Worker {
         caller.require(
             &[TokenType::Admin, TokenType::Workspace],
@@ -214,7 +214,8 @@ pub(crate) async fn workspace_of(
         )?;
         return Ok(caller.workspace.id);
     }
-    let container_id = metadata
+    let container_id = request
+        .metadata()
         .get(CONTAINER_ID_METADATA)
         .and_then(|value| value.to_str().ok())
         .ok_or_else(|| {

@@ -47,8 +47,8 @@ impl QueueApi {
     }
 
     /// The workspace the call acts in (see [`workspace_of`]).
-    async fn workspace(&self, metadata: &tonic::metadata::MetadataMap) -> Result<String, ApiError> {
-        workspace_of(&self.shared, metadata, Kind::Queue).await
+    async fn workspace<T>(&self, request: &tonic::Request<T>) -> Result<String, ApiError> {
+        workspace_of(&self.shared, request, Kind::Queue).await
     }
 
     fn queues<'a>(&'a self, workspace_id: &'a str) -> Objects<'a> {
@@ -116,7 +116,7 @@ impl QueueService for QueueApi {
         &self,
         request: Request<GetQueueRequest>,
     ) -> Result<Response<GetQueueResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let body = request.into_inner();
         let (queue, created) = self
             .queues(&workspace_id)
@@ -132,7 +132,7 @@ impl QueueService for QueueApi {
         &self,
         request: Request<ListQueuesRequest>,
     ) -> Result<Response<ListQueuesResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let queues = self.queues(&workspace_id).list().await?;
         Ok(Response::new(ListQueuesResponse { queues }))
     }
@@ -141,7 +141,7 @@ impl QueueService for QueueApi {
         &self,
         request: Request<DeleteQueueRequest>,
     ) -> Result<Response<DeleteQueueResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         self.queues(&workspace_id)
             .delete(&request.into_inner().name)
             .await?;
@@ -152,7 +152,7 @@ impl QueueService for QueueApi {
         &self,
         request: Request<QueuePutRequest>,
     ) -> Result<Response<QueuePutResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let body = request.into_inner();
         let len = put(&self.queues(&workspace_id), &body.name, &body.items).await?;
         Ok(Response::new(QueuePutResponse { len }))
@@ -162,7 +162,7 @@ impl QueueService for QueueApi {
         &self,
         request: Request<QueueGetRequest>,
     ) -> Result<Response<QueueGetResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let body = request.into_inner();
         let wait = Duration::from_millis(body.wait_ms);
         let items = get(
@@ -179,7 +179,7 @@ impl QueueService for QueueApi {
         &self,
         request: Request<QueueLenRequest>,
     ) -> Result<Response<QueueLenResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let name = request.into_inner().name;
         let queues = self.queues(&workspace_id);
         queues.require(&name).await?;
@@ -191,7 +191,7 @@ impl QueueService for QueueApi {
         &self,
         request: Request<QueueClearRequest>,
     ) -> Result<Response<QueueClearResponse>, Status> {
-        let workspace_id = self.workspace(request.metadata()).await?;
+        let workspace_id = self.workspace(&request).await?;
         let name = request.into_inner().name;
         let queues = self.queues(&workspace_id);
         queues.require(&name).await?;

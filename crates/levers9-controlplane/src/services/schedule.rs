@@ -7,10 +7,11 @@ use levers9_api::v1::{
 };
 use levers9_store::{NewSchedule, ScheduleRecord};
 
-use super::function::FunctionApi;
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::schedules::spec::ScheduleSpec;
 use crate::schedules::ticks;
+use crate::Shared;
 
 /// The store rows of the schedules of a deploy's functions, first ticks
 /// counted from `now`; InvalidArgument naming the function for a schedule
@@ -59,13 +60,11 @@ fn info(record: ScheduleRecord) -> Result<ScheduleInfo, ApiError> {
 }
 
 pub(super) async fn list(
-    api: &FunctionApi,
-    metadata: &tonic::metadata::MetadataMap,
+    shared: &Shared,
+    caller: &Caller,
     _request: ListSchedulesRequest,
 ) -> Result<ListSchedulesResponse, ApiError> {
-    let caller = api.caller(metadata).await?;
-    let records = api
-        .shared
+    let records = shared
         .functions
         .list_schedules(&caller.workspace.id)
         .await?;

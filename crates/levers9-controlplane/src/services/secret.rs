@@ -8,16 +8,15 @@ use levers9_api::v1::{
     CreateSecretRequest, CreateSecretResponse, DeleteSecretRequest, DeleteSecretResponse,
     ListSecretsRequest, ListSecretsResponse, UpdateSecretRequest, UpdateSecretResponse,
 };
-use levers9_store::{SealedId, SealedKind, StoreError, TokenType};
+use levers9_store::{SealedId, SealedKind, StoreError};
 use tonic::{Request, Response, Status};
 
 use super::convert;
-use crate::auth::Caller;
+use crate::auth::{authorized, Caller, USERS};
 use crate::error::ApiError;
 use crate::sealing;
 use crate::Shared;
 
-const MANAGERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 /// Environment variables are not meant for bulk data; a value this large is
 /// almost certainly a file that belongs in a volume.
 const MAX_VALUE_BYTES: usize = 64 * 1024;
@@ -35,12 +34,6 @@ pub struct SecretApi {
 impl SecretApi {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self { shared }
-    }
-
-    async fn caller(&self, metadata: &tonic::metadata::MetadataMap) -> Result<Caller, ApiError> {
-        let caller = self.shared.auth.authenticate(metadata).await?;
-        caller.require(MANAGERS, "manage secrets")?;
-        Ok(caller)
     }
 }
 
@@ -100,7 +93,7 @@ impl SecretService for SecretApi {
         &self,
         request: Request<CreateSecretRequest>,
     ) -> Result<Response<CreateSecretResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "manage secrets")?;
         let body = request.into_inner();
         validate_name(&body.name)?;
         validate_value(&body.value)?;
@@ -126,7 +119,7 @@ impl SecretService for SecretApi {
         &self,
         request: Request<UpdateSecretRequest>,
     ) -> Result<Response<UpdateSecretResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "manage secrets")?;
         let body = request.into_inner();
         validate_name(&body.name)?;
         validate_value(&body.value)?;
@@ -158,7 +151,7 @@ impl SecretService for SecretApi {
         &self,
         request: Request<ListSecretsRequest>,
     ) -> Result<Response<ListSecretsResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "manage secrets")?;
         let infos = self
             .shared
             .sealed
@@ -177,7 +170,7 @@ impl SecretService for SecretApi {
         &self,
         request: Request<DeleteSecretRequest>,
     ) -> Result<Response<DeleteSecretResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "manage secrets")?;
         let name = request.into_inner().name;
         let id = secret_id(&caller, &name);
         if !self
@@ -197,7 +190,7 @@ impl SecretService for SecretApi {
         &self,
         request: Request<CreateInlineSecretRequest>,
     ) -> Result<Response<CreateInlineSecretResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "manage secrets")?;
         // By variable, so the names come back in a stable order.
         let values: std::collections::BTreeMap<String, String> =
             request.into_inner().values.into_iter().collect();

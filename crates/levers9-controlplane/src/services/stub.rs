@@ -89,3 +89,27 @@ pub(super) async fn get_or_create(
         .map_err(ApiError::from)?;
     Ok(GetOrCreateStubResponse { stub_id: stub.id })
 }
+
+/// The stub `stub_id` of the caller's workspace; another workspace's looks
+/// like a missing one. Read through the replica's stub cache.
+pub(super) async fn owned(
+    shared: &Shared,
+    caller: &Caller,
+    stub_id: &str,
+) -> Result<StubRecord, ApiError> {
+    let workspace_id = &caller.workspace.id;
+    if let Some(stub) = shared.stubs.get(workspace_id, stub_id) {
+        return Ok(stub);
+    }
+    let stub = shared
+        .functions
+        .get_stub(workspace_id, stub_id)
+        .await?
+        .ok_or_else(|| {
+            ApiError::NotFound(format!(
+                "no stub {stub_id:?} in this workspace: create it with GetOrCreateStub"
+            ))
+        })?;
+    shared.stubs.put(&stub);
+    Ok(stub)
+}

@@ -11,10 +11,10 @@ use tonic::{Request, Response, Status};
 
 use super::convert;
 use crate::auth::token;
+use crate::auth::{authorized, USERS};
 use crate::error::ApiError;
 use crate::Shared;
 
-const MANAGERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 const MAX_DESCRIPTION: usize = 200;
 
 /// The TokenService implementation.
@@ -55,8 +55,7 @@ impl TokenService for TokenApi {
         &self,
         request: Request<CreateTokenRequest>,
     ) -> Result<Response<CreateTokenResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(MANAGERS, "create tokens")?;
+        let caller = authorized(&request, USERS, "create tokens")?;
         let body = request.into_inner();
         let token_type = parse_type(&body.token_type)?;
         if !may_manage(caller.token_type, token_type) {
@@ -97,8 +96,7 @@ impl TokenService for TokenApi {
         &self,
         request: Request<ListTokensRequest>,
     ) -> Result<Response<ListTokensResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(MANAGERS, "list tokens")?;
+        let caller = authorized(&request, USERS, "list tokens")?;
         let records = self
             .shared
             .store
@@ -114,8 +112,7 @@ impl TokenService for TokenApi {
         &self,
         request: Request<RevokeTokenRequest>,
     ) -> Result<Response<RevokeTokenResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(MANAGERS, "revoke tokens")?;
+        let caller = authorized(&request, USERS, "revoke tokens")?;
         let token_id = request.into_inner().token_id;
         if token_id.is_empty() {
             return Err(ApiError::InvalidArgument(

@@ -16,7 +16,6 @@ use levers9_api::v1::{
     ListVolumesResponse, RemoveFileRequest, RemoveFileResponse, UploadFileRequest,
     UploadFileResponse, UploadOffsetRequest, UploadOffsetResponse, UploadStart,
 };
-use levers9_store::TokenType;
 use levers9_volumes::Owner;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
@@ -24,11 +23,10 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::auth::Caller;
+use crate::auth::{authorized, Caller, USERS};
 use crate::error::ApiError;
 use crate::{sealing, Shared};
 
-const USERS: &[TokenType] = &[TokenType::Admin, TokenType::Workspace];
 /// Download chunk size: large enough for throughput, far below the gRPC
 /// message limit.
 const CHUNK_BYTES: usize = 1 << 20;
@@ -43,12 +41,6 @@ pub struct VolumeApi {
 impl VolumeApi {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self { shared }
-    }
-
-    async fn caller(&self, metadata: &tonic::metadata::MetadataMap) -> Result<Caller, ApiError> {
-        let caller = self.shared.auth.authenticate(metadata).await?;
-        caller.require(USERS, "use volumes")?;
-        Ok(caller)
     }
 
     /// The caller's workspace as its volumes' owner, with its own storage
@@ -152,7 +144,7 @@ impl VolumeService for VolumeApi {
         &self,
         request: Request<CreateVolumeRequest>,
     ) -> Result<Response<CreateVolumeResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "use volumes")?;
         let name = request.into_inner().name;
         self.shared
             .volumes
@@ -167,7 +159,7 @@ impl VolumeService for VolumeApi {
         &self,
         request: Request<ListVolumesRequest>,
     ) -> Result<Response<ListVolumesResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "use volumes")?;
         let names = self
             .shared
             .volumes
@@ -181,7 +173,7 @@ impl VolumeService for VolumeApi {
         &self,
         request: Request<DeleteVolumeRequest>,
     ) -> Result<Response<DeleteVolumeResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "use volumes")?;
         let name = request.into_inner().name;
         self.shared
             .volumes
@@ -196,7 +188,7 @@ impl VolumeService for VolumeApi {
         &self,
         request: Request<ListFilesRequest>,
     ) -> Result<Response<ListFilesResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "use volumes")?;
         let body = request.into_inner();
         let (path, root) = self.path(&caller, &body.volume, &body.path).await?;
         let top = entry(&root, &path).await?;
@@ -231,7 +223,7 @@ impl VolumeService for VolumeApi {
         &self,
         request: Request<RemoveFileRequest>,
     ) -> Result<Response<RemoveFileResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "use volumes")?;
         let body = request.into_inner();
         let (path, root) = self.path(&caller, &body.volume, &body.path).await?;
         if path == root {
@@ -260,7 +252,7 @@ impl VolumeService for VolumeApi {
         &self,
         request: Request<UploadOffsetRequest>,
     ) -> Result<Response<UploadOffsetResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "use volumes")?;
         let body = request.into_inner();
         let (path, root) = self.path(&caller, &body.volume, &body.path).await?;
         let offset = match tokio::fs::metadata(partial_of(&path, &root)?).await {
@@ -274,7 +266,7 @@ impl VolumeService for VolumeApi {
         &self,
         request: Request<Streaming<UploadFileRequest>>,
     ) -> Result<Response<UploadFileResponse>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "use volumes")?;
         let mut stream = request.into_inner();
         let Some(Ok(UploadFileRequest {
             kind: Some(upload_file_request::Kind::Start(start)),
@@ -362,7 +354,7 @@ impl VolumeService for VolumeApi {
         &self,
         request: Request<DownloadFileRequest>,
     ) -> Result<Response<DownloadStream>, Status> {
-        let caller = self.caller(request.metadata()).await?;
+        let caller = authorized(&request, USERS, "use volumes")?;
         let body = request.into_inner();
         let (path, _) = self.path(&caller, &body.volume, &body.path).await?;
         let what = format!("read {:?}", body.path);

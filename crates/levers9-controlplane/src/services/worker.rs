@@ -13,7 +13,7 @@ use levers9_store::TokenType;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::auth::Caller;
+use crate::auth::{authorized, Caller, ADMINS};
 use crate::error::ApiError;
 use crate::fleet::attach;
 use crate::machines::WorkerBinding;
@@ -40,8 +40,11 @@ impl WorkerService for WorkerApi {
         &self,
         request: Request<Streaming<WorkerMessage>>,
     ) -> Result<Response<Self::AttachStream>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(&[TokenType::Worker, TokenType::Admin], "attach a worker")?;
+        let caller = authorized(
+            &request,
+            &[TokenType::Worker, TokenType::Admin],
+            "attach a worker",
+        )?;
         let binding = WorkerBinding::of(&self.shared.machines, &caller).await?;
         let mut inbound = request.into_inner();
         let (worker, outbound, sender) =
@@ -59,8 +62,11 @@ impl WorkerService for WorkerApi {
         &self,
         request: Request<ListWorkersRequest>,
     ) -> Result<Response<ListWorkersResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(&[TokenType::Admin, TokenType::Workspace], "list workers")?;
+        authorized(
+            &request,
+            &[TokenType::Admin, TokenType::Workspace],
+            "list workers",
+        )?;
         let fleet = &self.shared.fleet;
         let cordoned = fleet.cordoned().await?;
         let mut workers = Vec::new();
@@ -122,8 +128,11 @@ impl WorkerService for WorkerApi {
         &self,
         request: Request<CordonWorkerRequest>,
     ) -> Result<Response<CordonWorkerResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(&[TokenType::Admin, TokenType::Worker], "cordon a worker")?;
+        let caller = authorized(
+            &request,
+            &[TokenType::Admin, TokenType::Worker],
+            "cordon a worker",
+        )?;
         let id = self
             .own(&caller, &request.get_ref().worker_id, "cordon")
             .await?;
@@ -136,8 +145,7 @@ impl WorkerService for WorkerApi {
         &self,
         request: Request<UncordonWorkerRequest>,
     ) -> Result<Response<UncordonWorkerResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(&[TokenType::Admin], "uncordon a worker")?;
+        authorized(&request, ADMINS, "uncordon a worker")?;
         let id = self.known(&request.get_ref().worker_id).await?;
         self.set_draining(&id, false).await?;
         tracing::info!(worker_id = %id, "worker uncordoned");
@@ -148,8 +156,11 @@ impl WorkerService for WorkerApi {
         &self,
         request: Request<DrainWorkerRequest>,
     ) -> Result<Response<DrainWorkerResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(&[TokenType::Admin, TokenType::Worker], "drain a worker")?;
+        let caller = authorized(
+            &request,
+            &[TokenType::Admin, TokenType::Worker],
+            "drain a worker",
+        )?;
         WorkerBinding::of(&self.shared.machines, &caller)
             .await?
             .allow(&request.get_ref().worker_id, None)?;

@@ -8,11 +8,11 @@ use levers9_api::v1::{
     GetWorkspaceResponse, SetStorageCredentialsRequest, SetStorageCredentialsResponse,
     StorageCredentials,
 };
-use levers9_store::TokenType;
 use tonic::{Request, Response, Status};
 use zeroize::{Zeroize, Zeroizing};
 
 use super::convert;
+use crate::auth::{self as auth, authorized, ADMINS};
 use crate::error::ApiError;
 use crate::sealing;
 use crate::Shared;
@@ -73,8 +73,7 @@ impl WorkspaceService for WorkspaceApi {
         &self,
         request: Request<CreateWorkspaceRequest>,
     ) -> Result<Response<CreateWorkspaceResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(&[TokenType::Admin], "create workspaces")?;
+        let caller = authorized(&request, ADMINS, "create workspaces")?;
         let name = request.into_inner().name;
         validate_name(&name)?;
         let (workspace, record, minted) =
@@ -96,7 +95,7 @@ impl WorkspaceService for WorkspaceApi {
         &self,
         request: Request<GetWorkspaceRequest>,
     ) -> Result<Response<GetWorkspaceResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
+        let caller = auth::caller(&request)?;
         Ok(Response::new(GetWorkspaceResponse {
             workspace: Some(convert::workspace(caller.workspace)),
         }))
@@ -106,8 +105,7 @@ impl WorkspaceService for WorkspaceApi {
         &self,
         request: Request<SetStorageCredentialsRequest>,
     ) -> Result<Response<SetStorageCredentialsResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(&[TokenType::Admin], "set storage credentials")?;
+        let caller = authorized(&request, ADMINS, "set storage credentials")?;
         let credentials = request.into_inner().credentials.unwrap_or_default();
         validate_storage(&credentials)?;
         let id = sealing::storage_id(&caller.workspace.id);
@@ -130,8 +128,7 @@ impl WorkspaceService for WorkspaceApi {
         &self,
         request: Request<GetStorageCredentialsRequest>,
     ) -> Result<Response<GetStorageCredentialsResponse>, Status> {
-        let caller = self.shared.auth.authenticate(request.metadata()).await?;
-        caller.require(&[TokenType::Admin], "read storage credentials")?;
+        let caller = authorized(&request, ADMINS, "read storage credentials")?;
         let (mut credentials, key_id) = sealing::open_storage(
             self.shared.sealed.as_ref(),
             &self.shared.keyring,
