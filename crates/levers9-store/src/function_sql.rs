@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::FromRow;
 
-use crate::backend::{Backend, Statement};
+use crate::backend::{Backend, Statement, Transactional};
 use crate::error::StoreError;
 use crate::function_model::{NewTask, StubRecord, TaskRecord};
 use crate::sql::at_rest;
@@ -263,7 +263,10 @@ pub(crate) async fn list_stubs(
 /// Inserts pending tasks as one atomic step, a chunk of rows per statement
 /// (a single `.remote()` is one statement, with no BEGIN and COMMIT round
 /// trips on its way to the worker).
-pub(crate) async fn insert_tasks(pool: &impl Backend, tasks: &[NewTask]) -> Result<(), StoreError> {
+pub(crate) async fn insert_tasks(
+    pool: &impl Transactional,
+    tasks: &[NewTask],
+) -> Result<(), StoreError> {
     let inserts = tasks
         .chunks(TASKS_PER_INSERT)
         .map(insert_task_chunk)

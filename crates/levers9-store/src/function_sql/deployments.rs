@@ -2,8 +2,9 @@
 //! `migrations/*/0006_deployments.sql`).
 
 use chrono::{DateTime, Utc};
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
+use sqlx::FromRow;
 
+use crate::backend::{Backend, Statement, Transactional};
 use crate::error::StoreError;
 use crate::function_model::{DeploymentRecord, NewDeployment};
 use crate::sql::at_rest;
@@ -68,27 +69,23 @@ fn already_exists(err: sqlx::Error, what: impl FnOnce() -> String) -> StoreError
 }
 
 /// Stores the next version of the app in one transaction and returns its number.
-pub(crate) async fn deploy<DB>(pool: &Pool<DB>, d: &NewDeployment) -> Result<u32, StoreError>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> bool: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    (i64,): for<'r> FromRow<'r, DB::Row>,
-{
-    let mut tx = pool.begin().await?;
-    let latest: i64 = sqlx::query_scalar(
-        "SELECT COALESCE(MAX(version), 0) FROM deployments WHERE workspace_id = $1 AND app_name = $2",
-    )
-    .bind(d.workspace_id.as_str())
-    .bind(d.app_name.as_str())
-    .fetch_one(&mut *tx)
-    .await?;
+pub(crate) async fn deploy(
+    pool: &impl Transactional,
+    d: &NewDeployment,
+) -> Result<u32, StoreError> {
+    let tx = pool.begin().await?;
+    let (latest,): (i64,) = tx
+        .fetch_one(
+            Statement::new(
+                "SELECT COALESCE(MAX(version), 0) FROM deployments \
+                 WHERE workspace_id = $1 AND app_name = $2",
+            )
+            .bind(d.workspace_id.as_str())
+            .bind(d.app_name.as_str()),
+        )
+        .await?;
     let version = latest + 1;
-    sqlx::query(
+    let insert = Statement::new(
         "INSERT INTO deployments (workspace_id, app_name, version, deployed_by, created_at) \
          VALUES ($1, $2, $3, $4, $5)",
     )
@@ -96,10 +93,8 @@ where
     .bind(d.app_name.as_str())
     .bind(version)
     .bind(d.deployed_by.as_str())
-    .bind(at_rest(d.at))
-    .execute(&mut *tx)
-    .await
-    .map_err(|err| {
+    .bind(at_rest(d.at));
+    tx.execute(insert).await.map_err(|err| {
         already_exists(err, || {
             format!(
                 "version {version} of app {:?} (a concurrent deploy took it; deploy again)",
@@ -108,7 +103,7 @@ where
         })
     })?;
     for (function_name, stub_id) in &d.functions {
-        sqlx::query(
+        let insert = Statement::new(
             "INSERT INTO deployment_functions \
              (workspace_id, app_name, version, function_name, stub_id) \
              VALUES ($1, $2, $3, $4, $5)",
@@ -117,17 +112,15 @@ where
         .bind(d.app_name.as_str())
         .bind(version)
         .bind(function_name.as_str())
-        .bind(stub_id.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(|err| {
+        .bind(stub_id.as_str());
+        tx.execute(insert).await.map_err(|err| {
             already_exists(err, || {
                 format!("function {function_name:?} twice in app {:?}", d.app_name)
             })
         })?;
     }
     super::schedules::replace(
-        &mut *tx,
+        &tx,
         &d.workspace_id,
         &d.app_name,
         version,
@@ -137,7 +130,7 @@ where
     )
     .await?;
     super::endpoints::replace(
-        &mut *tx,
+        &tx,
         &d.workspace_id,
         &d.app_name,
         version,
@@ -145,74 +138,52 @@ where
         &d.endpoints,
     )
     .await?;
-    tx.commit().await?;
+    pool.commit(tx).await?;
     u32::try_from(version)
         .map_err(|_| StoreError::Corrupt(format!("app {:?}: version {version}", d.app_name)))
 }
 
 /// The functions of the current version of every app of the workspace, by app
 /// then function name.
-pub(crate) async fn list<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn list(
+    pool: &impl Backend,
     workspace_id: &str,
-) -> Result<Vec<DeploymentRecord>, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    DeploymentRow: for<'r> FromRow<'r, DB::Row>,
-{
-    let rows: Vec<DeploymentRow> = sqlx::query_as(concat!(
+) -> Result<Vec<DeploymentRecord>, StoreError> {
+    let select = Statement::new(concat!(
         current_functions!(ROW),
         "d.workspace_id = $1 ORDER BY d.app_name, f.function_name"
     ))
-    .bind(workspace_id)
-    .fetch_all(pool)
-    .await?;
+    .bind(workspace_id);
+    let rows: Vec<DeploymentRow> = pool.fetch_all(select).await?;
     rows.into_iter().map(DeploymentRow::into_record).collect()
 }
 
 /// One function of the current version of an app of the workspace.
-pub(crate) async fn get<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn get(
+    pool: &impl Backend,
     workspace_id: &str,
     app_name: &str,
     function_name: &str,
-) -> Result<Option<DeploymentRecord>, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    DeploymentRow: for<'r> FromRow<'r, DB::Row>,
-{
-    let row: Option<DeploymentRow> = sqlx::query_as(concat!(
+) -> Result<Option<DeploymentRecord>, StoreError> {
+    let select = Statement::new(concat!(
         current_functions!(ROW),
         "d.workspace_id = $1 AND d.app_name = $2 AND f.function_name = $3"
     ))
     .bind(workspace_id)
     .bind(app_name)
-    .bind(function_name)
-    .fetch_optional(pool)
-    .await?;
+    .bind(function_name);
+    let row: Option<DeploymentRow> = pool.fetch_optional(select).await?;
     row.map(DeploymentRow::into_record).transpose()
 }
 
 /// The stubs of the current version of every app of every workspace, each
 /// once, as (workspace id, stub id).
-pub(crate) async fn deployed_stubs<DB>(pool: &Pool<DB>) -> Result<Vec<(String, String)>, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    (String, String): for<'r> FromRow<'r, DB::Row>,
-{
-    let rows: Vec<(String, String)> = sqlx::query_as(concat!(
+pub(crate) async fn deployed_stubs(
+    pool: &impl Backend,
+) -> Result<Vec<(String, String)>, StoreError> {
+    let select = Statement::new(concat!(
         current_functions!("DISTINCT d.workspace_id, f.stub_id"),
         "1 = 1 ORDER BY d.workspace_id, f.stub_id"
-    ))
-    .fetch_all(pool)
-    .await?;
-    Ok(rows)
+    ));
+    Ok(pool.fetch_all(select).await?)
 }

@@ -1,8 +1,9 @@
 //! Schedules of deployed functions (see `migrations/*/0008_schedules.sql`).
 
 use chrono::{DateTime, Utc};
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
+use sqlx::FromRow;
 
+use crate::backend::{Backend, Statement, Transactional};
 use crate::error::StoreError;
 use crate::schedule_model::{Fired, NewSchedule, ScheduleFire, ScheduleRecord};
 use crate::sql::at_rest;
@@ -52,27 +53,18 @@ impl ScheduleRow {
 }
 
 /// Replaces the app's schedules by those of its new `version`, inside the
-/// deploy's transaction (`conn`). A schedule deployed again with the same
+/// deploy's transaction (`tx`). A schedule deployed again with the same
 /// spec keeps its ticks; one whose function left the app or lost its
 /// schedule is deleted.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn replace<'c, DB>(
-    conn: &'c mut DB::Connection,
+pub(crate) async fn replace(
+    tx: &impl Backend,
     workspace_id: &str,
     app_name: &str,
     version: i64,
     functions: &[(String, String)],
     schedules: &[NewSchedule],
     at: DateTime<Utc>,
-) -> Result<(), StoreError>
-where
-    DB: Database,
-    for<'e> &'e mut DB::Connection: Executor<'e, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-{
+) -> Result<(), StoreError> {
     for s in schedules {
         let Some((_, stub_id)) = functions.iter().find(|(f, _)| *f == s.function_name) else {
             return Err(StoreError::Invalid(format!(
@@ -81,7 +73,7 @@ where
             )));
         };
         // Every SET reads the row as it was, so the CASE sees the old spec.
-        sqlx::query(
+        let upsert = Statement::new(
             "INSERT INTO schedules \
              (id, workspace_id, app_name, function_name, stub_id, spec, version, next_tick, \
              created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
@@ -98,81 +90,59 @@ where
         .bind(s.spec.as_str())
         .bind(version)
         .bind(s.next_tick)
-        .bind(at_rest(at))
-        .execute(&mut *conn)
-        .await?;
+        .bind(at_rest(at));
+        tx.execute(upsert).await?;
     }
-    sqlx::query("DELETE FROM schedules WHERE workspace_id = $1 AND app_name = $2 AND version < $3")
-        .bind(workspace_id)
-        .bind(app_name)
-        .bind(version)
-        .execute(&mut *conn)
-        .await?;
+    let delete = Statement::new(
+        "DELETE FROM schedules WHERE workspace_id = $1 AND app_name = $2 AND version < $3",
+    )
+    .bind(workspace_id)
+    .bind(app_name)
+    .bind(version);
+    tx.execute(delete).await?;
     Ok(())
 }
 
 /// The workspace's schedules, by app then function.
-pub(crate) async fn list<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn list(
+    pool: &impl Backend,
     workspace_id: &str,
-) -> Result<Vec<ScheduleRecord>, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    ScheduleRow: for<'r> FromRow<'r, DB::Row>,
-{
-    let rows: Vec<ScheduleRow> = sqlx::query_as(concat!(
+) -> Result<Vec<ScheduleRecord>, StoreError> {
+    let select = Statement::new(concat!(
         "SELECT ",
         schedule_columns!(),
         " FROM schedules WHERE workspace_id = $1 ORDER BY app_name, function_name"
     ))
-    .bind(workspace_id)
-    .fetch_all(pool)
-    .await?;
+    .bind(workspace_id);
+    let rows: Vec<ScheduleRow> = pool.fetch_all(select).await?;
     rows.into_iter().map(ScheduleRow::into_record).collect()
 }
 
 /// Schedules whose next tick is at or before `now`, soonest first, at most `limit`.
-pub(crate) async fn due<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn due(
+    pool: &impl Backend,
     now: i64,
     limit: u32,
-) -> Result<Vec<ScheduleRecord>, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    ScheduleRow: for<'r> FromRow<'r, DB::Row>,
-{
-    let rows: Vec<ScheduleRow> = sqlx::query_as(concat!(
+) -> Result<Vec<ScheduleRecord>, StoreError> {
+    let select = Statement::new(concat!(
         "SELECT ",
         schedule_columns!(),
         " FROM schedules WHERE next_tick <= $1 ORDER BY next_tick, id LIMIT $2"
     ))
     .bind(now)
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await?;
+    .bind(i64::from(limit));
+    let rows: Vec<ScheduleRow> = pool.fetch_all(select).await?;
     rows.into_iter().map(ScheduleRow::into_record).collect()
 }
 
 /// Moves the schedule on and inserts the tick's task, in one transaction.
-pub(crate) async fn fire<DB>(pool: &Pool<DB>, fire: &ScheduleFire) -> Result<Fired, StoreError>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
-    // RETURNING rather than a row count: the generic QueryResult has no rows_affected().
-    let mut tx = pool.begin().await?;
-    let moved: Option<(String,)> = sqlx::query_as(
+pub(crate) async fn fire(
+    pool: &impl Transactional,
+    fire: &ScheduleFire,
+) -> Result<Fired, StoreError> {
+    // RETURNING rather than a row count: Backend::execute reports none.
+    let tx = pool.begin().await?;
+    let advance = Statement::new(
         "UPDATE schedules SET last_tick = $1, last_task_id = $2, next_tick = $3 \
          WHERE id = $4 AND next_tick = $5 AND stub_id = $6 RETURNING id",
     )
@@ -181,14 +151,13 @@ where
     .bind(fire.next_tick)
     .bind(fire.schedule_id.as_str())
     .bind(fire.expected_next_tick)
-    .bind(fire.task.stub_id.as_str())
-    .fetch_optional(&mut *tx)
-    .await?;
+    .bind(fire.task.stub_id.as_str());
+    let moved: Option<(String,)> = tx.fetch_optional(advance).await?;
     if moved.is_none() {
         // Dropping the transaction rolls it back; nothing was written.
         return Ok(Fired::Stale);
     }
-    let inserted: Option<(String,)> = sqlx::query_as(
+    let insert = Statement::new(
         "INSERT INTO tasks (id, workspace_id, stub_id, function_name, created_at) \
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING RETURNING id",
     )
@@ -196,10 +165,9 @@ where
     .bind(fire.task.workspace_id.as_str())
     .bind(fire.task.stub_id.as_str())
     .bind(fire.task.function_name.as_str())
-    .bind(at_rest(fire.task.created_at))
-    .fetch_optional(&mut *tx)
-    .await?;
-    tx.commit().await?;
+    .bind(at_rest(fire.task.created_at));
+    let inserted: Option<(String,)> = tx.fetch_optional(insert).await?;
+    pool.commit(tx).await?;
     Ok(if inserted.is_some() {
         Fired::Submitted
     } else {
