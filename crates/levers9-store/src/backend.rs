@@ -30,6 +30,8 @@ pub(crate) enum Value<'a> {
     Bool(bool),
     /// A time; callers pass it through [`crate::sql::at_rest`] first.
     Time(DateTime<Utc>),
+    /// A time or NULL, typed as a time.
+    MaybeTime(Option<DateTime<Utc>>),
 }
 
 impl<'a> From<&'a str> for Value<'a> {
@@ -59,6 +61,12 @@ impl From<bool> for Value<'_> {
 impl From<DateTime<Utc>> for Value<'_> {
     fn from(value: DateTime<Utc>) -> Self {
         Value::Time(value)
+    }
+}
+
+impl From<Option<DateTime<Utc>>> for Value<'_> {
+    fn from(value: Option<DateTime<Utc>>) -> Self {
+        Value::MaybeTime(value)
     }
 }
 
@@ -159,6 +167,7 @@ where
     i64: Encode<'q, DB> + Type<DB>,
     bool: Encode<'q, DB> + Type<DB>,
     DateTime<Utc>: Encode<'q, DB> + Type<DB>,
+    Option<DateTime<Utc>>: Encode<'q, DB> + Type<DB>,
 {
     let mut arguments = DB::Arguments::<'q>::default();
     for (index, value) in values.iter().enumerate() {
@@ -168,6 +177,7 @@ where
             Value::Int(int) => arguments.add(int),
             Value::Bool(flag) => arguments.add(flag),
             Value::Time(time) => arguments.add(time),
+            Value::MaybeTime(time) => arguments.add(time),
         };
         added.map_err(|error| {
             sqlx::Error::Encode(format!("Encoding argument ${} failed: {error}", index + 1).into())

@@ -2,9 +2,10 @@
 //! transitions they follow, many to a statement like those.
 
 use chrono::{DateTime, Utc};
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
+use sqlx::FromRow;
 
 use super::values_text;
+use crate::backend::{Backend, Statement};
 use crate::error::StoreError;
 use crate::function_model::{AttemptRecord, TaskEnd, TaskStart};
 use crate::sql::at_rest;
@@ -31,19 +32,11 @@ pub(crate) fn insert_text(rows: usize) -> String {
 }
 
 /// Ends the open attempt of each task in `ends`.
-pub(crate) async fn close<'e, DB, E>(executor: E, ends: &[AttemptEnd<'_>]) -> Result<(), StoreError>
-where
-    DB: Database,
-    E: Executor<'e, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-{
+pub(crate) async fn close(tx: &impl Backend, ends: &[AttemptEnd<'_>]) -> Result<(), StoreError> {
     if ends.is_empty() {
         return Ok(());
     }
-    let text = close_text(ends.len());
-    let mut update = sqlx::query::<DB>(&text);
+    let mut update = Statement::new(close_text(ends.len()));
     for (task_id, at, outcome, message) in ends {
         update = update
             .bind(*task_id)
@@ -51,7 +44,7 @@ where
             .bind(outcome.as_str())
             .bind(*message);
     }
-    executor.execute(update).await?;
+    tx.execute(update).await?;
     Ok(())
 }
 
@@ -60,24 +53,11 @@ where
 pub(crate) type NewAttempt<'a> = (&'a TaskStart, Option<&'a TaskEnd>);
 
 /// Records attempts, open or (with an end) closed.
-pub(crate) async fn insert<'e, DB, E>(
-    executor: E,
-    rows: &[NewAttempt<'_>],
-) -> Result<(), StoreError>
-where
-    DB: Database,
-    E: Executor<'e, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> Option<DateTime<Utc>>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-{
+pub(crate) async fn insert(tx: &impl Backend, rows: &[NewAttempt<'_>]) -> Result<(), StoreError> {
     if rows.is_empty() {
         return Ok(());
     }
-    let text = insert_text(rows.len());
-    let mut insert = sqlx::query::<DB>(&text);
+    let mut insert = Statement::new(insert_text(rows.len()));
     for (start, end) in rows {
         insert = insert
             .bind(start.task_id.as_str())
@@ -89,7 +69,7 @@ where
             .bind(end.map_or("", |e| AttemptOutcome::Ended(e.state).as_str()))
             .bind(end.map_or("", |e| e.message.as_str()));
     }
-    executor.execute(insert).await?;
+    tx.execute(insert).await?;
     Ok(())
 }
 
@@ -107,24 +87,16 @@ pub(crate) struct AttemptRow {
 
 /// The attempts of a task, oldest first; Corrupt for an outcome this build
 /// does not know.
-pub(crate) async fn list<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn list(
+    pool: &impl Backend,
     task_id: &str,
-) -> Result<Vec<AttemptRecord>, StoreError>
-where
-    DB: Database,
-    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    AttemptRow: for<'r> FromRow<'r, DB::Row>,
-{
-    let rows: Vec<AttemptRow> = sqlx::query_as(
+) -> Result<Vec<AttemptRecord>, StoreError> {
+    let select = Statement::new(
         "SELECT attempt, container_id, worker_id, started_at, ended_at, outcome, message \
          FROM task_attempts WHERE task_id = $1 ORDER BY started_at, attempt",
     )
-    .bind(task_id)
-    .fetch_all(pool)
-    .await?;
+    .bind(task_id);
+    let rows: Vec<AttemptRow> = pool.fetch_all(select).await?;
     rows.into_iter()
         .map(|r| {
             Ok(AttemptRecord {

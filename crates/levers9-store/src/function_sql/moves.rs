@@ -8,11 +8,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use chrono::{DateTime, Utc};
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
+use chrono::Utc;
 
 use super::attempts::{self, NewAttempt};
 use super::values_text;
+use crate::backend::{Backend, Statement, Transactional};
 use crate::error::StoreError;
 use crate::function_model::{TaskEnd, TaskMoves, TaskRetry, TasksMoved};
 use crate::sql::at_rest;
@@ -71,20 +71,10 @@ fn run_text(rows: usize) -> String {
 ///
 /// A task that starts and ends here with no retry between (a short call)
 /// is written once: its row updated to both, its attempt inserted closed.
-pub(crate) async fn move_tasks<DB>(
-    pool: &Pool<DB>,
+pub(crate) async fn move_tasks(
+    pool: &impl Transactional,
     moves: &TaskMoves<'_>,
-) -> Result<TasksMoved, StoreError>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> Option<DateTime<Utc>>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
+) -> Result<TasksMoved, StoreError> {
     let mut moved = TasksMoved::default();
     if moves.starts.is_empty()
         && moves.retries.is_empty()
@@ -117,87 +107,63 @@ where
         .filter(|e| !ran.contains(e.task_id.as_str()))
         .collect();
 
-    let mut tx = pool.begin().await?;
+    let tx = pool.begin().await?;
     for chunk in runs.chunks(TASKS_PER_UPDATE) {
-        let changed = start_chunk(&mut *tx, chunk).await?;
+        let changed = start_chunk(&tx, chunk).await?;
         moved.started += changed;
         moved.ended += changed;
     }
     for chunk in starts.chunks(TASKS_PER_UPDATE) {
-        moved.started += start_chunk(&mut *tx, chunk).await?;
+        moved.started += start_chunk(&tx, chunk).await?;
     }
     for retry in moves.retries {
-        moved.retried += u64::from(
-            back::<DB>(&mut *tx, retry, TaskState::Retry, AttemptOutcome::Retried).await?,
-        );
+        moved.retried +=
+            u64::from(back(&tx, retry, TaskState::Retry, AttemptOutcome::Retried).await?);
     }
     for requeue in moves.requeues {
-        moved.requeued += u64::from(
-            back::<DB>(&mut *tx, requeue, TaskState::Pending, AttemptOutcome::Lost).await?,
-        );
+        moved.requeued +=
+            u64::from(back(&tx, requeue, TaskState::Pending, AttemptOutcome::Lost).await?);
     }
     for chunk in ends.chunks(TASKS_PER_UPDATE) {
-        moved.ended += end_chunk(&mut *tx, chunk).await?;
+        moved.ended += end_chunk(&tx, chunk).await?;
     }
-    tx.commit().await?;
+    pool.commit(tx).await?;
     Ok(moved)
 }
 
 /// Sends a task back to `state` with the retry's message and closes its
 /// open attempt with `outcome`; true if the task was not final.
-async fn back<DB>(
-    conn: &mut DB::Connection,
+async fn back(
+    tx: &impl Backend,
     retry: &TaskRetry<'_>,
     state: TaskState,
     outcome: AttemptOutcome,
-) -> Result<bool, StoreError>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
-    // RETURNING rather than a row count: the generic QueryResult has no rows_affected().
-    let changed: Option<(String,)> = sqlx::query_as(concat!(
+) -> Result<bool, StoreError> {
+    // RETURNING rather than a row count: Backend::execute reports none.
+    let update = Statement::new(concat!(
         "UPDATE tasks SET state = $2, message = $3 WHERE id = $1 AND ",
         unfinished!(),
         " RETURNING id"
     ))
     .bind(retry.task_id)
     .bind(state.as_str())
-    .bind(retry.message)
-    .fetch_optional(&mut *conn)
-    .await?;
+    .bind(retry.message);
+    let changed: Option<(String,)> = tx.fetch_optional(update).await?;
     let close = (retry.task_id, Utc::now(), outcome, retry.message);
-    attempts::close(&mut *conn, &[close]).await?;
+    attempts::close(tx, &[close]).await?;
     Ok(changed.is_some())
 }
 
 /// Starts the chunk's tasks, and ends those whose row carries an end too
 /// (every row of a chunk does, or none): their attempts go in closed.
-async fn start_chunk<DB>(
-    conn: &mut DB::Connection,
-    chunk: &[NewAttempt<'_>],
-) -> Result<u64, StoreError>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> Option<DateTime<Utc>>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
+async fn start_chunk(tx: &impl Backend, chunk: &[NewAttempt<'_>]) -> Result<u64, StoreError> {
     let ending = chunk.first().is_some_and(|(_, end)| end.is_some());
     let text = if ending {
         run_text(chunk.len())
     } else {
         start_text(chunk.len())
     };
-    let mut update = sqlx::query_as::<_, (String,)>(&text);
+    let mut update = Statement::new(text);
     for (start, end) in chunk {
         update = update
             .bind(start.task_id.as_str())
@@ -212,7 +178,7 @@ where
                 .bind(at_rest(end.at));
         }
     }
-    let changed: Vec<(String,)> = update.fetch_all(&mut *conn).await?;
+    let changed: Vec<(String,)> = tx.fetch_all(update).await?;
     let changed: HashSet<&str> = changed.iter().map(|(id,)| id.as_str()).collect();
     let moved: Vec<NewAttempt> = chunk
         .iter()
@@ -230,22 +196,13 @@ where
             )
         })
         .collect();
-    attempts::close(&mut *conn, &closes).await?;
-    attempts::insert(&mut *conn, &moved).await?;
+    attempts::close(tx, &closes).await?;
+    attempts::insert(tx, &moved).await?;
     Ok(changed.len() as u64)
 }
 
-async fn end_chunk<DB>(conn: &mut DB::Connection, chunk: &[&TaskEnd]) -> Result<u64, StoreError>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    (String,): for<'r> FromRow<'r, DB::Row>,
-{
-    let text = end_text(chunk.len());
-    let mut update = sqlx::query_as::<_, (String,)>(&text);
+async fn end_chunk(tx: &impl Backend, chunk: &[&TaskEnd]) -> Result<u64, StoreError> {
+    let mut update = Statement::new(end_text(chunk.len()));
     for end in chunk {
         update = update
             .bind(end.task_id.as_str())
@@ -253,7 +210,7 @@ where
             .bind(end.message.as_str())
             .bind(at_rest(end.at));
     }
-    let changed = update.fetch_all(&mut *conn).await?.len() as u64;
+    let changed = tx.fetch_all::<(String,)>(update).await?.len() as u64;
     let closes: Vec<attempts::AttemptEnd> = chunk
         .iter()
         .map(|e| {
@@ -265,7 +222,7 @@ where
             )
         })
         .collect();
-    attempts::close(&mut *conn, &closes).await?;
+    attempts::close(tx, &closes).await?;
     Ok(changed)
 }
 
