@@ -124,3 +124,32 @@ impl From<levers9_volumes::VolumeError> for ApiError {
         }
     }
 }
+
+/// A domain error reaches the wire through its [`ApiError`], so handlers that
+/// return `Status` can use `?` on it too; the mapping stays the one above.
+macro_rules! status_through_api_error {
+    ($($domain:ty),* $(,)?) => {$(
+        impl From<$domain> for Status {
+            fn from(error: $domain) -> Self {
+                ApiError::from(error).into()
+            }
+        }
+    )*};
+}
+
+status_through_api_error!(crate::machines::MachineError);
+
+impl From<crate::machines::MachineError> for ApiError {
+    fn from(error: crate::machines::MachineError) -> Self {
+        use crate::machines::MachineError as E;
+        match error {
+            E::InvalidPoolName(_) | E::JoinTtlTooLong { .. } => {
+                ApiError::InvalidArgument(error.to_string())
+            }
+            E::OtherWorker { .. } | E::OtherPool { .. } => {
+                ApiError::PermissionDenied(error.to_string())
+            }
+            E::Store(e) => ApiError::Store(e),
+        }
+    }
+}

@@ -3,6 +3,9 @@
 //! a machine's credential may only act as that machine's worker.
 
 pub mod download;
+mod error;
+
+pub use error::MachineError;
 
 use std::sync::Arc;
 
@@ -11,7 +14,6 @@ use levers9_config::PoolConfig;
 use levers9_store::{MachineStore, PoolRecord, TokenType};
 
 use crate::auth::Caller;
-use crate::error::ApiError;
 
 /// Prefix of join tokens, so one pasted where a token belongs (or leaked)
 /// is told apart from an API token.
@@ -72,7 +74,7 @@ pub fn merged_pools<'a>(
 }
 
 /// Checks a pool name: it becomes part of hot-state keys and file names.
-pub fn validate_pool_name(name: &str) -> Result<(), ApiError> {
+pub fn validate_pool_name(name: &str) -> Result<(), MachineError> {
     let ok = !name.is_empty()
         && name.len() <= 63
         && name
@@ -82,24 +84,18 @@ pub fn validate_pool_name(name: &str) -> Result<(), ApiError> {
     if ok {
         return Ok(());
     }
-    Err(ApiError::InvalidArgument(format!(
-        "pool name {name:?} must be 1 to 63 lower-case letters, digits or '-', not starting \
-         with '-', e.g. gpu-l40s"
-    )))
+    Err(MachineError::InvalidPoolName(name.to_owned()))
 }
 
 /// The join token's lifetime from a request: 0 for the default.
-pub fn join_ttl(ttl_seconds: u32) -> Result<chrono::Duration, ApiError> {
+pub fn join_ttl(ttl_seconds: u32) -> Result<chrono::Duration, MachineError> {
     let seconds = if ttl_seconds == 0 {
         DEFAULT_JOIN_TTL_SECONDS
     } else {
         ttl_seconds
     };
     if seconds > MAX_JOIN_TTL_SECONDS {
-        return Err(ApiError::InvalidArgument(format!(
-            "a join token may work for at most {MAX_JOIN_TTL_SECONDS} seconds (7 days); \
-             ask for less with --ttl"
-        )));
+        return Err(MachineError::JoinTtlTooLong { requested: seconds });
     }
     Ok(chrono::Duration::seconds(i64::from(seconds)))
 }
@@ -121,7 +117,10 @@ pub enum WorkerBinding {
 impl WorkerBinding {
     /// Looks up whether the caller's token is a machine's credential. Only
     /// worker tokens can be; attach and drain are rare, so one read each.
-    pub async fn of(machines: &Arc<dyn MachineStore>, caller: &Caller) -> Result<Self, ApiError> {
+    pub async fn of(
+        machines: &Arc<dyn MachineStore>,
+        caller: &Caller,
+    ) -> Result<Self, MachineError> {
         if caller.token_type != TokenType::Worker {
             return Ok(WorkerBinding::Any);
         }
@@ -135,21 +134,23 @@ impl WorkerBinding {
     }
 
     /// Refuses to act as `worker_id` of `pool` unless bound to it.
-    pub fn allow(&self, worker_id: &str, pool: Option<&str>) -> Result<(), ApiError> {
+    pub fn allow(&self, worker_id: &str, pool: Option<&str>) -> Result<(), MachineError> {
         let WorkerBinding::Machine { id, pool: own_pool } = self else {
             return Ok(());
         };
         if id != worker_id {
-            return Err(ApiError::PermissionDenied(format!(
-                "this is the credential of machine {id}: it may only act as worker {id}, not \
-                 {worker_id:?}"
-            )));
+            return Err(MachineError::OtherWorker {
+                machine: id.clone(),
+                worker: worker_id.to_owned(),
+            });
         }
         if let Some(pool) = pool {
             if pool != own_pool {
-                return Err(ApiError::PermissionDenied(format!(
-                    "machine {id} belongs to pool {own_pool}, not {pool:?}"
-                )));
+                return Err(MachineError::OtherPool {
+                    machine: id.clone(),
+                    own_pool: own_pool.clone(),
+                    pool: pool.to_owned(),
+                });
             }
         }
         Ok(())
