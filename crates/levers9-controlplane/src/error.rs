@@ -137,7 +137,10 @@ macro_rules! status_through_api_error {
     )*};
 }
 
-status_through_api_error!(crate::machines::MachineError);
+status_through_api_error!(
+    crate::images::ImageServiceError,
+    crate::machines::MachineError,
+);
 
 impl From<crate::machines::MachineError> for ApiError {
     fn from(error: crate::machines::MachineError) -> Self {
@@ -150,6 +153,30 @@ impl From<crate::machines::MachineError> for ApiError {
                 ApiError::PermissionDenied(error.to_string())
             }
             E::Store(e) => ApiError::Store(e),
+        }
+    }
+}
+
+impl From<crate::images::ImageServiceError> for ApiError {
+    fn from(error: crate::images::ImageServiceError) -> Self {
+        use crate::images::ImageServiceError as E;
+        match error {
+            E::InvalidSpec(_) | E::InvalidReference(_) | E::MissingBuildObject(_) => {
+                ApiError::InvalidArgument(error.to_string())
+            }
+            E::ImageNotFound { .. } => ApiError::NotFound(error.to_string()),
+            E::Credentials(_)
+            | E::NoImageRegistry
+            | E::BaseImageWithoutRegistry(_)
+            | E::BaseImageMissing { .. }
+            | E::NoBuildPool(_)
+            | E::RegistryRefused { .. }
+            | E::CredentialsRefused { .. }
+            | E::DeletesDisabled(_) => ApiError::FailedPrecondition(error.to_string()),
+            E::CorruptImage { id, source } => ApiError::Corrupt(format!("image {id}: {source}")),
+            E::RegistryUnavailable { .. } => ApiError::Unavailable(error.to_string()),
+            E::State(e) => ApiError::State(e),
+            E::Fleet(e) => e,
         }
     }
 }

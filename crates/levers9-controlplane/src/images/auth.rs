@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use levers9_image::{RegistryCredentials, RegistryKeychain};
 use levers9_sync::Lock;
 
-use crate::error::ApiError;
+use super::ImageServiceError;
 
 /// How long a token server's token is reused when it names no lifetime
 /// (the distribution spec's default is 60 s).
@@ -91,11 +91,11 @@ impl Authorizer {
         }
     }
 
-    async fn credentials(&self, host: &str) -> Result<RegistryCredentials, ApiError> {
+    async fn credentials(&self, host: &str) -> Result<RegistryCredentials, ImageServiceError> {
         self.keychain
             .credentials_for(host)
             .await
-            .map_err(|e| ApiError::FailedPrecondition(e.to_string()))
+            .map_err(|e| ImageServiceError::Credentials(e.to_string()))
     }
 
     /// The header to send before any challenge, from an earlier answer.
@@ -104,7 +104,7 @@ impl Authorizer {
         host: &str,
         repo: &str,
         delete: bool,
-    ) -> Result<Option<String>, ApiError> {
+    ) -> Result<Option<String>, ImageServiceError> {
         let key = (host.to_owned(), repo.to_owned(), delete);
         let basic = {
             let mut answers = self.answers.lock();
@@ -134,7 +134,7 @@ impl Authorizer {
         repo: &str,
         delete: bool,
         www_authenticate: Option<&str>,
-    ) -> Result<Option<String>, ApiError> {
+    ) -> Result<Option<String>, ImageServiceError> {
         let Some(challenge) = www_authenticate.and_then(parse_challenge) else {
             return Ok(None);
         };
@@ -173,16 +173,16 @@ impl Authorizer {
         service: Option<&str>,
         scope: &str,
         credentials: &RegistryCredentials,
-    ) -> Result<(String, Duration), ApiError> {
+    ) -> Result<(String, Duration), ImageServiceError> {
         if let RegistryCredentials::Bearer { .. } = credentials {
             // A ready-made token is sent as it is.
             let header = credentials.authorization().unwrap_or_default();
             return Ok((header, Duration::from_secs(MAX_TOKEN_SECONDS)));
         }
-        let unavailable = |detail: String| {
-            ApiError::Unavailable(format!(
-                "registry {host}: getting a token for {scope} from {realm}: {detail}"
-            ))
+        let unavailable = |detail: String| ImageServiceError::RegistryUnavailable {
+            host: host.to_owned(),
+            what: format!("getting a token for {scope} from {realm}"),
+            detail,
         };
         let mut query = vec![("scope", scope)];
         if let Some(service) = service {
@@ -199,10 +199,10 @@ impl Authorizer {
         match response.status().as_u16() {
             200..=299 => {}
             401 | 403 => {
-                return Err(ApiError::FailedPrecondition(format!(
-                    "registry {host} refused the credentials for {scope}: check the entry of \
-                     {host} in imageService.registryCredentialsFile"
-                )))
+                return Err(ImageServiceError::CredentialsRefused {
+                    host: host.to_owned(),
+                    scope: scope.to_owned(),
+                })
             }
             code => return Err(unavailable(format!("HTTP {code}"))),
         }

@@ -13,7 +13,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::spec::{Canonical, Step};
 use super::ImageBuilds;
-use crate::error::ApiError;
+use super::ImageServiceError;
 use crate::fleet::records::{ContainerRecord, ContainerState};
 use crate::scheduler::{self, send_stop};
 use crate::Shared;
@@ -99,7 +99,7 @@ pub(super) async fn run(
     shared: &Arc<Shared>,
     request: &BuildRequest,
     events: &broadcast::Sender<BuildEvent>,
-) -> Result<BuildEvent, ApiError> {
+) -> Result<BuildEvent, ImageServiceError> {
     let images = &shared.images;
     let canonical = &request.canonical;
     let id = canonical.id();
@@ -128,13 +128,7 @@ pub(super) async fn run(
         .fleet
         .require_pool(&container.pool)
         .await
-        .map_err(|_| {
-            ApiError::FailedPrecondition(format!(
-                "no pool {:?} to build images in: add a worker pool of that name \
-             (worker.pools) or set imageService.buildPoolSelector",
-                container.pool
-            ))
-        })?;
+        .map_err(|_| ImageServiceError::NoBuildPool(container.pool.clone()))?;
     let fleet = &shared.fleet;
     let live = fleet.follow_container(&container.id).await?;
     scheduler::enqueue(&shared.scheduling, &container).await?;
@@ -192,7 +186,7 @@ async fn start_point(
     images: &ImageBuilds,
     canonical: &Canonical,
     force: bool,
-) -> Result<(String, usize), ApiError> {
+) -> Result<(String, usize), ImageServiceError> {
     if !force {
         for n in (1..canonical.steps.len()).rev() {
             if let Some(digest) = images.existing(&canonical.prefix(n).id()).await? {
@@ -209,14 +203,10 @@ fn container(
     start: &str,
     from: usize,
     registry_auth_hosts: Vec<String>,
-) -> Result<ContainerRecord, ApiError> {
+) -> Result<ContainerRecord, ImageServiceError> {
     let canonical = &request.canonical;
     let steps = &canonical.steps[from..];
-    let missing = |what: &str| {
-        ApiError::InvalidArgument(format!(
-            "BuildImage needs {what}: upload it as an object and pass its digest (the SDK does)"
-        ))
-    };
+    let missing = |what: &str| ImageServiceError::MissingBuildObject(what.to_owned());
     if request.sdk_digest.is_empty() {
         return Err(missing("sdk_digest (the SDK, which holds the builder)"));
     }

@@ -8,6 +8,7 @@
 
 mod auth;
 pub mod build;
+mod error;
 pub mod registry;
 mod replicas;
 pub mod spec;
@@ -20,11 +21,11 @@ use levers9_image::RegistryKeychain;
 use levers9_sync::Lock;
 use tokio::sync::broadcast;
 
-use crate::error::ApiError;
 use registry::RegistryClient;
 use spec::{Canonical, SpecRequest};
 
 pub use build::BuildEvent;
+pub use error::ImageServiceError;
 
 /// Image builds of this replica (one build per image id across replicas:
 /// see `replicas`).
@@ -84,16 +85,12 @@ impl ImageBuilds {
         self
     }
 
-    fn configured(&self) -> Result<(), ApiError> {
+    fn configured(&self) -> Result<(), ImageServiceError> {
         if let Some(error) = &self.credentials_error {
-            return Err(ApiError::FailedPrecondition(error.clone()));
+            return Err(ImageServiceError::Credentials(error.clone()));
         }
         if self.host.is_empty() {
-            return Err(ApiError::FailedPrecondition(
-                "worker.imageRegistry is not set: images are pushed there, so set it \
-                 (LEVERS9_IMAGE_REGISTRY) to build images"
-                    .into(),
-            ));
+            return Err(ImageServiceError::NoImageRegistry);
         }
         Ok(())
     }
@@ -104,7 +101,7 @@ impl ImageBuilds {
     }
 
     /// The spec with its base image resolved to a digest.
-    pub async fn resolve(&self, spec: SpecRequest) -> Result<Canonical, ApiError> {
+    pub async fn resolve(&self, spec: SpecRequest) -> Result<Canonical, ImageServiceError> {
         self.configured()?;
         let name = if !spec.base_image.is_empty() {
             spec.base_image.clone()
@@ -128,15 +125,14 @@ impl ImageBuilds {
                 });
             }
         }
-        Err(ApiError::FailedPrecondition(format!(
-            "base image {name:?} is not in the registry (tried {}): push it there, or set \
-             imageService.runner.baseImageRegistry to a registry that has it",
-            candidates.join(", ")
-        )))
+        Err(ImageServiceError::BaseImageMissing {
+            name,
+            tried: candidates.join(", "),
+        })
     }
 
     /// The digest of image `id`, if it has been built.
-    pub async fn existing(&self, id: &str) -> Result<Option<String>, ApiError> {
+    pub async fn existing(&self, id: &str) -> Result<Option<String>, ImageServiceError> {
         self.configured()?;
         Ok(self
             .registry
@@ -146,7 +142,7 @@ impl ImageBuilds {
     }
 
     /// The built image ids (tags that are sha256 hex).
-    pub async fn ids(&self) -> Result<Vec<String>, ApiError> {
+    pub async fn ids(&self) -> Result<Vec<String>, ImageServiceError> {
         self.configured()?;
         let mut ids: Vec<String> = self
             .registry
@@ -163,13 +159,11 @@ impl ImageBuilds {
     pub async fn describe(
         &self,
         id: &str,
-    ) -> Result<(String, serde_json::Value, serde_json::Value), ApiError> {
+    ) -> Result<(String, serde_json::Value, serde_json::Value), ImageServiceError> {
         self.configured()?;
-        let not_found = || {
-            ApiError::NotFound(format!(
-                "no image {id:?} in {}/{}: see levers9 image list",
-                self.host, self.repository
-            ))
+        let not_found = || ImageServiceError::ImageNotFound {
+            id: id.to_owned(),
+            repository: format!("{}/{}", self.host, self.repository),
         };
         if id.len() != 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(not_found());
@@ -179,7 +173,10 @@ impl ImageBuilds {
             .manifest(&self.host, &self.repository, id)
             .await?
             .ok_or_else(not_found)?;
-        let corrupt = |e: serde_json::Error| ApiError::Corrupt(format!("image {id}: {e}"));
+        let corrupt = |source| ImageServiceError::CorruptImage {
+            id: id.to_owned(),
+            source,
+        };
         let manifest: serde_json::Value = serde_json::from_slice(&body).map_err(corrupt)?;
         let config_digest = manifest["config"]["digest"].as_str().unwrap_or_default();
         let config = self
@@ -192,7 +189,7 @@ impl ImageBuilds {
 
     /// Removes image `id` (its manifest and tag; layers other images share
     /// stay, and the registry's garbage collection frees the rest).
-    pub async fn delete(&self, id: &str) -> Result<(), ApiError> {
+    pub async fn delete(&self, id: &str) -> Result<(), ImageServiceError> {
         let (digest, _, _) = self.describe(id).await?;
         self.registry
             .delete(&self.host, &self.repository, &digest)

@@ -8,7 +8,7 @@ use levers9_image::is_loopback_host;
 use sha2::{Digest, Sha256};
 
 use super::auth::Authorizer;
-use crate::error::ApiError;
+use super::ImageServiceError;
 
 const ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, \
     application/vnd.docker.distribution.manifest.v2+json, \
@@ -27,7 +27,7 @@ pub struct RegistryClient {
 }
 
 /// `host/repository` and the tag or digest of a reference.
-pub fn split(reference: &str) -> Result<(&str, &str, &str), ApiError> {
+pub fn split(reference: &str) -> Result<(&str, &str, &str), ImageServiceError> {
     let (name, tag) = match reference.split_once('@') {
         Some(parts) => parts,
         None => {
@@ -38,11 +38,9 @@ pub fn split(reference: &str) -> Result<(&str, &str, &str), ApiError> {
             }
         }
     };
-    let (host, repo) = name.split_once('/').ok_or_else(|| {
-        ApiError::InvalidArgument(format!(
-            "{reference:?} is not a full image reference (registry/repository:tag)"
-        ))
-    })?;
+    let (host, repo) = name
+        .split_once('/')
+        .ok_or_else(|| ImageServiceError::InvalidReference(reference.to_owned()))?;
     Ok((host, repo, tag))
 }
 
@@ -54,15 +52,19 @@ fn repo_of(path: &str) -> &str {
         .unwrap_or(path)
 }
 
-fn refused(host: &str, what: &str) -> ApiError {
-    ApiError::FailedPrecondition(format!(
-        "registry {host} refused {what}: give the controlplane credentials for {host} \
-         (imageService.registryCredentialsFile) or check them"
-    ))
+fn refused(host: &str, what: &str) -> ImageServiceError {
+    ImageServiceError::RegistryRefused {
+        host: host.to_owned(),
+        what: what.to_owned(),
+    }
 }
 
-fn unavailable(host: &str, what: &str, detail: impl std::fmt::Display) -> ApiError {
-    ApiError::Unavailable(format!("registry {host}: {what}: {detail}"))
+fn unavailable(host: &str, what: &str, detail: impl std::fmt::Display) -> ImageServiceError {
+    ImageServiceError::RegistryUnavailable {
+        host: host.to_owned(),
+        what: what.to_owned(),
+        detail: detail.to_string(),
+    }
 }
 
 impl Default for RegistryClient {
@@ -98,7 +100,7 @@ impl RegistryClient {
         delete: bool,
         request: reqwest::RequestBuilder,
         what: &str,
-    ) -> Result<reqwest::Response, ApiError> {
+    ) -> Result<reqwest::Response, ImageServiceError> {
         let again = request.try_clone();
         let mut first = request;
         if let Some(header) = self.auth.known(host, repo, delete).await? {
@@ -153,7 +155,7 @@ impl RegistryClient {
         path: &str,
         what: &str,
         accept: Option<&str>,
-    ) -> Result<Option<reqwest::Response>, ApiError> {
+    ) -> Result<Option<reqwest::Response>, ImageServiceError> {
         let mut request = self.http.get(self.url(host, path));
         if let Some(accept) = accept {
             request = request.header("Accept", accept);
@@ -173,7 +175,7 @@ impl RegistryClient {
         host: &str,
         repo: &str,
         reference: &str,
-    ) -> Result<Option<(String, Vec<u8>)>, ApiError> {
+    ) -> Result<Option<(String, Vec<u8>)>, ImageServiceError> {
         let what = format!("reading manifest {repo}:{reference}");
         let path = format!("{repo}/manifests/{reference}");
         let Some(response) = self.get(host, &path, &what, Some(ACCEPT)).await? else {
@@ -188,7 +190,12 @@ impl RegistryClient {
     }
 
     /// A blob's bytes (configs are small).
-    pub async fn blob(&self, host: &str, repo: &str, digest: &str) -> Result<Vec<u8>, ApiError> {
+    pub async fn blob(
+        &self,
+        host: &str,
+        repo: &str,
+        digest: &str,
+    ) -> Result<Vec<u8>, ImageServiceError> {
         let what = format!("reading blob {digest} of {repo}");
         let path = format!("{repo}/blobs/{digest}");
         let response = self
@@ -203,7 +210,7 @@ impl RegistryClient {
     }
 
     /// The tags of a repository (none when it does not exist yet).
-    pub async fn tags(&self, host: &str, repo: &str) -> Result<Vec<String>, ApiError> {
+    pub async fn tags(&self, host: &str, repo: &str) -> Result<Vec<String>, ImageServiceError> {
         #[derive(serde::Deserialize)]
         struct Tags {
             tags: Option<Vec<String>>,
@@ -221,16 +228,19 @@ impl RegistryClient {
     }
 
     /// Deletes a manifest by digest (its tags go with it).
-    pub async fn delete(&self, host: &str, repo: &str, digest: &str) -> Result<(), ApiError> {
+    pub async fn delete(
+        &self,
+        host: &str,
+        repo: &str,
+        digest: &str,
+    ) -> Result<(), ImageServiceError> {
         let url = self.url(host, &format!("{repo}/manifests/{digest}"));
         let what = format!("deleting manifest {digest} of {repo}");
         let request = self.http.delete(&url);
         let response = self.send(host, repo, true, request, &what).await?;
         match response.status().as_u16() {
             200..=299 => Ok(()),
-            405 => Err(ApiError::FailedPrecondition(format!(
-                "registry {host} does not allow deletes: enable storage.delete in its configuration"
-            ))),
+            405 => Err(ImageServiceError::DeletesDisabled(host.to_owned())),
             code => Err(unavailable(host, &what, format!("HTTP {code}"))),
         }
     }

@@ -16,7 +16,7 @@ use prost::Message;
 use tokio::sync::{broadcast, watch};
 
 use super::build::{self, BuildEvent, BuildRequest};
-use crate::error::ApiError;
+use super::ImageServiceError;
 use crate::Shared;
 
 /// How long a replica that died mid-build keeps the others waiting.
@@ -32,7 +32,7 @@ pub(super) async fn build_once(
     shared: &Arc<Shared>,
     request: &BuildRequest,
     events: &broadcast::Sender<BuildEvent>,
-) -> Result<BuildEvent, ApiError> {
+) -> Result<BuildEvent, ImageServiceError> {
     let state = &shared.state;
     let id = request.canonical.id();
     let name = keys::image_build(&id);

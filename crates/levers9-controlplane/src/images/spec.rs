@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::ApiError;
+use super::ImageServiceError;
 
 /// The config label a built image keeps its canonical spec in.
 pub const SPEC_LABEL: &str = "dev.levers9.image.spec";
@@ -92,12 +92,12 @@ impl Canonical {
     }
 }
 
-fn invalid(message: String) -> ApiError {
-    ApiError::InvalidArgument(message)
+fn invalid(message: String) -> ImageServiceError {
+    ImageServiceError::InvalidSpec(message)
 }
 
 /// Parses and checks a spec from the SDK.
-pub fn parse(json: &str) -> Result<SpecRequest, ApiError> {
+pub fn parse(json: &str) -> Result<SpecRequest, ImageServiceError> {
     let spec: SpecRequest = serde_json::from_str(json)
         .map_err(|e| invalid(format!("the image spec is not valid: {e}")))?;
     for step in &spec.steps {
@@ -106,7 +106,7 @@ pub fn parse(json: &str) -> Result<SpecRequest, ApiError> {
     Ok(spec)
 }
 
-fn check_step(step: &Step) -> Result<(), ApiError> {
+fn check_step(step: &Step) -> Result<(), ImageServiceError> {
     match step {
         Step::Pip { packages } => {
             if packages.is_empty() {
@@ -173,16 +173,13 @@ fn check_step(step: &Step) -> Result<(), ApiError> {
 /// first part has no `.` or `:` (and is not `localhost`) lives in the
 /// registry; a one-part name may be an official image under `library/`.
 /// Candidates in order; a name with its own registry is its only one.
-pub fn base_candidates(name: &str, registry: &str) -> Result<Vec<String>, ApiError> {
+pub fn base_candidates(name: &str, registry: &str) -> Result<Vec<String>, ImageServiceError> {
     let first = name.split('/').next().unwrap_or_default();
     if name.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost") {
         return Ok(vec![with_tag(name)]);
     }
     if registry.is_empty() {
-        return Err(ApiError::FailedPrecondition(format!(
-            "base image {name:?} names no registry and imageService.runner.baseImageRegistry is \
-             not set: set it (LEVERS9_BASE_IMAGE_REGISTRY) or give a full reference"
-        )));
+        return Err(ImageServiceError::BaseImageWithoutRegistry(name.to_owned()));
     }
     let registry = registry.trim_end_matches('/');
     let mut out = vec![with_tag(&format!("{registry}/{name}"))];
@@ -235,7 +232,7 @@ mod tests {
             r#"{"steps":[{"kind":"nope"}]}"#,
         ] {
             assert!(
-                matches!(parse(bad), Err(ApiError::InvalidArgument(_))),
+                matches!(parse(bad), Err(ImageServiceError::InvalidSpec(_))),
                 "{bad}"
             );
         }
