@@ -9,7 +9,8 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use sqlx::FromRow;
 
-use crate::error::{token_insert_error, StoreError};
+use crate::backend::{Backend, Statement, Transactional, Value};
+use crate::error::StoreError;
 use crate::model::{NewToken, TokenType};
 use crate::postgres::PostgresStore;
 use crate::sql::{at_rest, insert_token};
@@ -213,59 +214,180 @@ const POOL_COLUMNS: &str = "name, runtime, gpu_type, created_at";
 const MACHINE_COLUMNS: &str = "id, workspace_id, pool, state, join_expires_at, join_used_at, \
                                token_id, hostname, capacity, created_at";
 
+/// Stores a pool; AlreadyExists if the name is taken.
+async fn insert_pool(writer: &impl Backend, pool: PoolRecord) -> Result<PoolRecord, StoreError> {
+    let stored = PoolRecord {
+        created_at: at_rest(pool.created_at),
+        ..pool
+    };
+    let insert = Statement::new(format!(
+        "INSERT INTO pools ({POOL_COLUMNS}) VALUES ($1, $2, $3, $4)"
+    ))
+    .bind(stored.name.as_str())
+    .bind(stored.runtime.as_str())
+    .bind(stored.gpu_type.as_str())
+    .bind(stored.created_at);
+    writer
+        .execute(insert)
+        .await
+        .map_err(|e| match e.as_database_error() {
+            Some(db) if db.is_unique_violation() => {
+                StoreError::AlreadyExists(format!("pool {:?}", stored.name))
+            }
+            _ => StoreError::Database(e),
+        })?;
+    Ok(stored)
+}
+
+/// Stores a machine, pending, with its join token's hash.
+async fn insert_machine(
+    writer: &impl Backend,
+    machine: &NewMachine,
+) -> Result<MachineRecord, StoreError> {
+    let insert = Statement::new(format!(
+        "INSERT INTO machines (id, workspace_id, pool, state, join_hash, \
+         join_expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+         RETURNING {MACHINE_COLUMNS}"
+    ))
+    .bind(machine.id.as_str())
+    .bind(machine.workspace_id.as_str())
+    .bind(machine.pool.as_str())
+    .bind(MachineState::Pending.as_str())
+    .bind(machine.join_hash.as_slice())
+    .bind(at_rest(machine.join_expires_at))
+    .bind(at_rest(machine.created_at));
+    Ok(writer.fetch_one(insert).await?)
+}
+
+/// The machine whose `column` (a unique one, named here, never by a caller)
+/// holds `value`.
+async fn machine_where<'a>(
+    pool: &impl Backend,
+    column: &'static str,
+    value: impl Into<Value<'a>>,
+) -> Result<Option<MachineRecord>, StoreError> {
+    let select = Statement::new(format!(
+        "SELECT {MACHINE_COLUMNS} FROM machines WHERE {column} = $1"
+    ))
+    .bind(value);
+    Ok(pool.fetch_optional(select).await?)
+}
+
+/// Redeems a join token in one transaction: the worker credential and the
+/// machine's new state are stored together, or neither is.
+async fn redeem_join(
+    writer: &impl Transactional,
+    redemption: &JoinRedemption,
+) -> Result<JoinOutcome, StoreError> {
+    let at = at_rest(redemption.at);
+    let tx = writer.begin().await?;
+    let found = machine_where(&tx, "join_hash", redemption.join_hash.as_slice()).await?;
+    let Some(machine) = found else {
+        return Ok(JoinOutcome::Unknown);
+    };
+    if machine.join_used_at.is_some() {
+        return Ok(JoinOutcome::AlreadyUsed(machine));
+    }
+    if machine.join_expires_at <= at {
+        return Ok(JoinOutcome::Expired(machine));
+    }
+    let credential = NewToken {
+        id: redemption.credential_id.clone(),
+        workspace_id: machine.workspace_id.clone(),
+        token_type: TokenType::Worker,
+        description: format!("machine {}", machine.id),
+        hash: redemption.credential_hash.clone(),
+        created_at: at,
+    };
+    insert_token(&tx, &credential).await?;
+    // The join_used_at test again: a concurrent redemption that committed
+    // first leaves no row here.
+    let join = Statement::new(format!(
+        "UPDATE machines SET join_used_at = $2, state = $3, hostname = $4, \
+         capacity = $5, token_id = $6 WHERE id = $1 AND join_used_at IS NULL \
+         RETURNING {MACHINE_COLUMNS}"
+    ))
+    .bind(machine.id.as_str())
+    .bind(at)
+    .bind(MachineState::Joined.as_str())
+    .bind(redemption.hostname.as_str())
+    .bind(redemption.capacity.as_str())
+    .bind(credential.id.as_str());
+    let joined: Option<MachineRecord> = tx.fetch_optional(join).await?;
+    match joined {
+        Some(joined) => {
+            writer.commit(tx).await?;
+            Ok(JoinOutcome::Joined(joined))
+        }
+        None => Ok(JoinOutcome::AlreadyUsed(machine)),
+    }
+}
+
+/// Sets a machine's state; None if there is no such machine.
+async fn set_machine_state(
+    writer: &impl Backend,
+    id: &str,
+    state: MachineState,
+) -> Result<Option<MachineRecord>, StoreError> {
+    let update = Statement::new(format!(
+        "UPDATE machines SET state = $2 WHERE id = $1 RETURNING {MACHINE_COLUMNS}"
+    ))
+    .bind(id)
+    .bind(state.as_str());
+    Ok(writer.fetch_optional(update).await?)
+}
+
+/// Deletes a machine and revokes its credential, in one transaction.
+async fn delete_machine(
+    writer: &impl Transactional,
+    id: &str,
+    at: DateTime<Utc>,
+) -> Result<Option<MachineRecord>, StoreError> {
+    let tx = writer.begin().await?;
+    let delete = Statement::new(format!(
+        "DELETE FROM machines WHERE id = $1 RETURNING {MACHINE_COLUMNS}"
+    ))
+    .bind(id);
+    let gone: Option<MachineRecord> = tx.fetch_optional(delete).await?;
+    if let Some(token_id) = gone.as_ref().and_then(|m| m.token_id.as_deref()) {
+        let revoke =
+            Statement::new("UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1")
+                .bind(token_id)
+                .bind(at_rest(at));
+        tx.execute(revoke).await?;
+    }
+    writer.commit(tx).await?;
+    Ok(gone)
+}
+
 /// Implements [`MachineStore`] over a reader and a writer pool (the same
 /// pool on Postgres). SQLite takes the `$N` placeholders too, so the
-/// statements are written once.
+/// statements above are written once.
 macro_rules! machine_store_impl {
     ($store:ty, $reader:ident, $writer:ident) => {
         #[async_trait::async_trait]
         impl MachineStore for $store {
             async fn insert_pool(&self, pool: PoolRecord) -> Result<PoolRecord, StoreError> {
-                let stored = PoolRecord {
-                    created_at: at_rest(pool.created_at),
-                    ..pool
-                };
-                sqlx::query(&format!(
-                    "INSERT INTO pools ({POOL_COLUMNS}) VALUES ($1, $2, $3, $4)"
-                ))
-                .bind(&stored.name)
-                .bind(&stored.runtime)
-                .bind(&stored.gpu_type)
-                .bind(stored.created_at)
-                .execute(&self.$writer)
-                .await
-                .map_err(|e| match e.as_database_error() {
-                    Some(db) if db.is_unique_violation() => {
-                        StoreError::AlreadyExists(format!("pool {:?}", stored.name))
-                    }
-                    _ => StoreError::Database(e),
-                })?;
-                Ok(stored)
+                insert_pool(&self.$writer, pool).await
             }
 
             async fn list_pools(&self) -> Result<Vec<PoolRecord>, StoreError> {
-                Ok(
-                    sqlx::query_as(&format!("SELECT {POOL_COLUMNS} FROM pools ORDER BY name"))
-                        .fetch_all(&self.$reader)
-                        .await?,
-                )
+                let select =
+                    Statement::new(format!("SELECT {POOL_COLUMNS} FROM pools ORDER BY name"));
+                Ok(self.$reader.fetch_all(select).await?)
             }
 
             async fn get_pool(&self, name: &str) -> Result<Option<PoolRecord>, StoreError> {
-                Ok(
-                    sqlx::query_as(&format!("SELECT {POOL_COLUMNS} FROM pools WHERE name = $1"))
-                        .bind(name)
-                        .fetch_optional(&self.$reader)
-                        .await?,
-                )
+                let select =
+                    Statement::new(format!("SELECT {POOL_COLUMNS} FROM pools WHERE name = $1"))
+                        .bind(name);
+                Ok(self.$reader.fetch_optional(select).await?)
             }
 
             async fn delete_pool(&self, name: &str) -> Result<bool, StoreError> {
-                let gone: Option<(String,)> =
-                    sqlx::query_as("DELETE FROM pools WHERE name = $1 RETURNING name")
-                        .bind(name)
-                        .fetch_optional(&self.$writer)
-                        .await?;
+                let delete =
+                    Statement::new("DELETE FROM pools WHERE name = $1 RETURNING name").bind(name);
+                let gone: Option<(String,)> = self.$writer.fetch_optional(delete).await?;
                 Ok(gone.is_some())
             }
 
@@ -273,106 +395,32 @@ macro_rules! machine_store_impl {
                 &self,
                 machine: NewMachine,
             ) -> Result<MachineRecord, StoreError> {
-                Ok(sqlx::query_as(&format!(
-                    "INSERT INTO machines (id, workspace_id, pool, state, join_hash, \
-                     join_expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-                     RETURNING {MACHINE_COLUMNS}"
-                ))
-                .bind(&machine.id)
-                .bind(&machine.workspace_id)
-                .bind(&machine.pool)
-                .bind(MachineState::Pending.as_str())
-                .bind(&machine.join_hash)
-                .bind(at_rest(machine.join_expires_at))
-                .bind(at_rest(machine.created_at))
-                .fetch_one(&self.$writer)
-                .await?)
+                insert_machine(&self.$writer, &machine).await
             }
 
             async fn list_machines(&self) -> Result<Vec<MachineRecord>, StoreError> {
-                Ok(sqlx::query_as(&format!(
+                let select = Statement::new(format!(
                     "SELECT {MACHINE_COLUMNS} FROM machines ORDER BY created_at, id"
-                ))
-                .fetch_all(&self.$reader)
-                .await?)
+                ));
+                Ok(self.$reader.fetch_all(select).await?)
             }
 
             async fn get_machine(&self, id: &str) -> Result<Option<MachineRecord>, StoreError> {
-                Ok(sqlx::query_as(&format!(
-                    "SELECT {MACHINE_COLUMNS} FROM machines WHERE id = $1"
-                ))
-                .bind(id)
-                .fetch_optional(&self.$reader)
-                .await?)
+                machine_where(&self.$reader, "id", id).await
             }
 
             async fn machine_by_token(
                 &self,
                 token_id: &str,
             ) -> Result<Option<MachineRecord>, StoreError> {
-                Ok(sqlx::query_as(&format!(
-                    "SELECT {MACHINE_COLUMNS} FROM machines WHERE token_id = $1"
-                ))
-                .bind(token_id)
-                .fetch_optional(&self.$reader)
-                .await?)
+                machine_where(&self.$reader, "token_id", token_id).await
             }
 
             async fn redeem_join(
                 &self,
                 redemption: JoinRedemption,
             ) -> Result<JoinOutcome, StoreError> {
-                let at = at_rest(redemption.at);
-                let mut tx = self.$writer.begin().await?;
-                let found: Option<MachineRecord> = sqlx::query_as(&format!(
-                    "SELECT {MACHINE_COLUMNS} FROM machines WHERE join_hash = $1"
-                ))
-                .bind(&redemption.join_hash)
-                .fetch_optional(&mut *tx)
-                .await?;
-                let Some(machine) = found else {
-                    return Ok(JoinOutcome::Unknown);
-                };
-                if machine.join_used_at.is_some() {
-                    return Ok(JoinOutcome::AlreadyUsed(machine));
-                }
-                if machine.join_expires_at <= at {
-                    return Ok(JoinOutcome::Expired(machine));
-                }
-                let credential = NewToken {
-                    id: redemption.credential_id.clone(),
-                    workspace_id: machine.workspace_id.clone(),
-                    token_type: TokenType::Worker,
-                    description: format!("machine {}", machine.id),
-                    hash: redemption.credential_hash.clone(),
-                    created_at: at,
-                };
-                insert_token(&credential)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(|e| token_insert_error(e, &credential))?;
-                // The join_used_at test again: a concurrent redemption that
-                // committed first leaves no row here.
-                let joined: Option<MachineRecord> = sqlx::query_as(&format!(
-                    "UPDATE machines SET join_used_at = $2, state = $3, hostname = $4, \
-                     capacity = $5, token_id = $6 WHERE id = $1 AND join_used_at IS NULL \
-                     RETURNING {MACHINE_COLUMNS}"
-                ))
-                .bind(&machine.id)
-                .bind(at)
-                .bind(MachineState::Joined.as_str())
-                .bind(&redemption.hostname)
-                .bind(&redemption.capacity)
-                .bind(&credential.id)
-                .fetch_optional(&mut *tx)
-                .await?;
-                match joined {
-                    Some(joined) => {
-                        tx.commit().await?;
-                        Ok(JoinOutcome::Joined(joined))
-                    }
-                    None => Ok(JoinOutcome::AlreadyUsed(machine)),
-                }
+                redeem_join(&self.$writer, &redemption).await
             }
 
             async fn set_machine_state(
@@ -380,13 +428,7 @@ macro_rules! machine_store_impl {
                 id: &str,
                 state: MachineState,
             ) -> Result<Option<MachineRecord>, StoreError> {
-                Ok(sqlx::query_as(&format!(
-                    "UPDATE machines SET state = $2 WHERE id = $1 RETURNING {MACHINE_COLUMNS}"
-                ))
-                .bind(id)
-                .bind(state.as_str())
-                .fetch_optional(&self.$writer)
-                .await?)
+                set_machine_state(&self.$writer, id, state).await
             }
 
             async fn delete_machine(
@@ -394,24 +436,7 @@ macro_rules! machine_store_impl {
                 id: &str,
                 at: DateTime<Utc>,
             ) -> Result<Option<MachineRecord>, StoreError> {
-                let mut tx = self.$writer.begin().await?;
-                let gone: Option<MachineRecord> = sqlx::query_as(&format!(
-                    "DELETE FROM machines WHERE id = $1 RETURNING {MACHINE_COLUMNS}"
-                ))
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-                if let Some(token_id) = gone.as_ref().and_then(|m| m.token_id.as_deref()) {
-                    sqlx::query(
-                        "UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1",
-                    )
-                    .bind(token_id)
-                    .bind(at_rest(at))
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                tx.commit().await?;
-                Ok(gone)
+                delete_machine(&self.$writer, id, at).await
             }
         }
     };

@@ -1,9 +1,10 @@
 //! [`RecordStore`] for both databases: the SQL lives in `sql.rs`, written
-//! once; each database only says which pool serves reads and which writes.
+//! once over `Backend`; each database only says which pool serves reads and
+//! which writes.
 
 use chrono::{DateTime, Utc};
 
-use crate::error::{token_insert_error, StoreError};
+use crate::error::StoreError;
 use crate::model::{NewToken, NewWorkspace, TokenRecord, Workspace};
 use crate::postgres::PostgresStore;
 use crate::sqlite::SqliteStore;
@@ -20,8 +21,7 @@ macro_rules! record_store_impl {
             }
 
             async fn ping(&self) -> Result<(), StoreError> {
-                sql::ping().execute(&self.$reader).await?;
-                Ok(())
+                sql::ping(&self.$reader).await
             }
 
             async fn bootstrap_first_workspace(
@@ -33,7 +33,7 @@ macro_rules! record_store_impl {
             }
 
             async fn has_workspace(&self) -> Result<bool, StoreError> {
-                Ok(sql::workspace_exists().fetch_one(&self.$reader).await?)
+                sql::has_workspace(&self.$reader).await
             }
 
             async fn create_workspace(
@@ -45,45 +45,29 @@ macro_rules! record_store_impl {
             }
 
             async fn get_workspace(&self, id: &str) -> Result<Option<Workspace>, StoreError> {
-                let row = sql::select_workspace(id)
-                    .fetch_optional(&self.$reader)
-                    .await?;
-                Ok(row.map(sql::WorkspaceRow::into_workspace))
+                sql::get_workspace(&self.$reader, id).await
             }
 
             async fn first_workspace(&self) -> Result<Option<Workspace>, StoreError> {
-                let row = sql::select_first_workspace()
-                    .fetch_optional(&self.$reader)
-                    .await?;
-                Ok(row.map(sql::WorkspaceRow::into_workspace))
+                sql::first_workspace(&self.$reader).await
             }
 
             async fn insert_token(&self, token: NewToken) -> Result<TokenRecord, StoreError> {
-                sql::insert_token(&token)
-                    .execute(&self.$writer)
-                    .await
-                    .map_err(|e| token_insert_error(e, &token))?;
-                Ok(sql::stored_token(&token))
+                sql::insert_token(&self.$writer, &token).await
             }
 
             async fn find_token_by_hash(
                 &self,
                 hash: &[u8],
             ) -> Result<Option<(TokenRecord, Workspace)>, StoreError> {
-                let row = sql::find_token_by_hash(hash)
-                    .fetch_optional(&self.$reader)
-                    .await?;
-                row.map(sql::TokenWithWorkspaceRow::into_pair).transpose()
+                sql::find_token_by_hash(&self.$reader, hash).await
             }
 
             async fn list_tokens(
                 &self,
                 workspace_id: &str,
             ) -> Result<Vec<TokenRecord>, StoreError> {
-                let rows = sql::list_tokens(workspace_id)
-                    .fetch_all(&self.$reader)
-                    .await?;
-                rows.into_iter().map(sql::TokenRow::into_record).collect()
+                sql::list_tokens(&self.$reader, workspace_id).await
             }
 
             async fn revoke_token(
@@ -92,10 +76,7 @@ macro_rules! record_store_impl {
                 token_id: &str,
                 at: DateTime<Utc>,
             ) -> Result<Option<TokenRecord>, StoreError> {
-                let row = sql::revoke_token(workspace_id, token_id, at)
-                    .fetch_optional(&self.$writer)
-                    .await?;
-                row.map(sql::TokenRow::into_record).transpose()
+                sql::revoke_token(&self.$writer, workspace_id, token_id, at).await
             }
 
             async fn touch_token(
@@ -103,10 +84,7 @@ macro_rules! record_store_impl {
                 token_id: &str,
                 at: DateTime<Utc>,
             ) -> Result<(), StoreError> {
-                sql::touch_token(token_id, at)
-                    .execute(&self.$writer)
-                    .await?;
-                Ok(())
+                sql::touch_token(&self.$writer, token_id, at).await
             }
         }
     };

@@ -1,21 +1,15 @@
-//! What both backends share: statement text with its bindings, and row decoding.
+//! The workspace and token queries, written once over [`Backend`] for both
+//! databases, with their row decoding; and [`at_rest`], the time every query binds.
 //!
 //! SQLite accepts Postgres-style `$N` placeholders, so one statement text serves both;
 //! only the schemas differ (see `migrations/`).
 
 use chrono::{DateTime, SubsecRound, Utc};
-use sqlx::query::{Query, QueryAs, QueryScalar};
-use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
+use sqlx::FromRow;
 
+use crate::backend::{Backend, Statement, Transactional};
 use crate::error::{token_insert_error, workspace_insert_error, StoreError};
 use crate::model::{NewToken, NewWorkspace, TokenRecord, Workspace};
-
-/// A statement whose result is only a row count.
-type Statement<'q, DB> = Query<'q, DB, <DB as Database>::Arguments<'q>>;
-/// A statement that yields rows of `O`.
-type Select<'q, DB, O> = QueryAs<'q, DB, O, <DB as Database>::Arguments<'q>>;
-/// A statement that yields one column of `O`.
-type Scalar<'q, DB, O> = QueryScalar<'q, DB, O, <DB as Database>::Arguments<'q>>;
 
 /// The token columns every token query yields, in `TokenRow` order; qualified so
 /// that the join with `workspaces` stays unambiguous.
@@ -35,7 +29,7 @@ pub(crate) fn at_rest(t: DateTime<Utc>) -> DateTime<Utc> {
 }
 
 /// The record a successful insert of `workspace` leaves behind.
-pub(crate) fn stored_workspace(workspace: &NewWorkspace) -> Workspace {
+fn stored_workspace(workspace: &NewWorkspace) -> Workspace {
     Workspace {
         id: workspace.id.clone(),
         name: workspace.name.clone(),
@@ -44,7 +38,7 @@ pub(crate) fn stored_workspace(workspace: &NewWorkspace) -> Workspace {
 }
 
 /// The record a successful insert of `token` leaves behind.
-pub(crate) fn stored_token(token: &NewToken) -> TokenRecord {
+fn stored_token(token: &NewToken) -> TokenRecord {
     TokenRecord {
         id: token.id.clone(),
         workspace_id: token.workspace_id.clone(),
@@ -57,76 +51,107 @@ pub(crate) fn stored_token(token: &NewToken) -> TokenRecord {
 }
 
 /// A cheap round trip.
-pub(crate) fn ping<'q, DB: Database>() -> Statement<'q, DB> {
-    sqlx::query("SELECT 1")
+pub(crate) async fn ping(pool: &impl Backend) -> Result<(), StoreError> {
+    pool.execute(Statement::new("SELECT 1")).await?;
+    Ok(())
 }
 
 /// Whether any workspace exists.
-pub(crate) fn workspace_exists<'q, DB>() -> Scalar<'q, DB, bool>
-where
-    DB: Database,
-    (bool,): for<'r> FromRow<'r, DB::Row>,
-{
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM workspaces)")
+pub(crate) async fn has_workspace(pool: &impl Backend) -> Result<bool, StoreError> {
+    let (exists,): (bool,) = pool
+        .fetch_one(Statement::new("SELECT EXISTS (SELECT 1 FROM workspaces)"))
+        .await?;
+    Ok(exists)
 }
 
-/// Takes the single bootstrap claim, yielding a row only if this call took it.
-// RETURNING rather than a row count: the generic QueryResult has no rows_affected().
-pub(crate) fn claim_bootstrap<'q, DB>(at: DateTime<Utc>) -> Scalar<'q, DB, bool>
-where
-    DB: Database,
-    DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    (bool,): for<'r> FromRow<'r, DB::Row>,
-{
-    sqlx::query_scalar(
+/// Creates the first workspace and its token if the install has none; None otherwise.
+///
+/// Taking the claim before inserting the workspace means concurrent callers wait on
+/// (Postgres) or queue behind (SQLite's single writer) the claim's primary key, and
+/// never collide on the workspace name.
+pub(crate) async fn bootstrap(
+    pool: &impl Transactional,
+    workspace: &NewWorkspace,
+    token: &NewToken,
+) -> Result<Option<Workspace>, StoreError> {
+    let tx = pool.begin().await?;
+    if has_workspace(&tx).await? {
+        return Ok(None);
+    }
+    // RETURNING rather than a row count: Backend::execute reports none; a
+    // row comes back only if this call took the claim.
+    let claim = Statement::new(
         "INSERT INTO bootstrap_claim (singleton, claimed_at) VALUES (1, $1) \
          ON CONFLICT DO NOTHING RETURNING TRUE",
     )
-    .bind(at_rest(at))
+    .bind(at_rest(workspace.created_at));
+    let claimed: Option<(bool,)> = tx.fetch_optional(claim).await?;
+    if claimed.is_none() {
+        return Ok(None);
+    }
+    insert_workspace_with_token(&tx, workspace, token).await?;
+    pool.commit(tx).await?;
+    Ok(Some(stored_workspace(workspace)))
 }
 
-/// Inserts a workspace.
-pub(crate) fn insert_workspace<'q, DB>(workspace: &'q NewWorkspace) -> Statement<'q, DB>
-where
-    DB: Database,
-    &'q str: Encode<'q, DB> + Type<DB>,
-    DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-{
-    sqlx::query("INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3)")
-        .bind(workspace.id.as_str())
-        .bind(workspace.name.as_str())
-        .bind(at_rest(workspace.created_at))
+/// Creates a workspace and its first token in one transaction.
+pub(crate) async fn create_workspace(
+    pool: &impl Transactional,
+    workspace: &NewWorkspace,
+    token: &NewToken,
+) -> Result<Workspace, StoreError> {
+    let tx = pool.begin().await?;
+    insert_workspace_with_token(&tx, workspace, token).await?;
+    pool.commit(tx).await?;
+    Ok(stored_workspace(workspace))
+}
+
+/// Inserts a workspace and its first token inside a transaction (`tx`).
+async fn insert_workspace_with_token(
+    tx: &impl Backend,
+    workspace: &NewWorkspace,
+    token: &NewToken,
+) -> Result<(), StoreError> {
+    let insert =
+        Statement::new("INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3)")
+            .bind(workspace.id.as_str())
+            .bind(workspace.name.as_str())
+            .bind(at_rest(workspace.created_at));
+    tx.execute(insert)
+        .await
+        .map_err(|e| workspace_insert_error(e, workspace))?;
+    insert_token(tx, token).await?;
+    Ok(())
 }
 
 /// A workspace by id.
-pub(crate) fn select_workspace<'q, DB>(id: &'q str) -> Select<'q, DB, WorkspaceRow>
-where
-    DB: Database,
-    &'q str: Encode<'q, DB> + Type<DB>,
-    WorkspaceRow: for<'r> FromRow<'r, DB::Row>,
-{
-    sqlx::query_as("SELECT id, name, created_at FROM workspaces WHERE id = $1").bind(id)
+pub(crate) async fn get_workspace(
+    pool: &impl Backend,
+    id: &str,
+) -> Result<Option<Workspace>, StoreError> {
+    let select =
+        Statement::new("SELECT id, name, created_at FROM workspaces WHERE id = $1").bind(id);
+    let row: Option<WorkspaceRow> = pool.fetch_optional(select).await?;
+    Ok(row.map(WorkspaceRow::into_workspace))
 }
 
 /// The install's first workspace (the one bootstrap made); the id breaks
 /// ties as uuid v7 ids sort by time.
-pub(crate) fn select_first_workspace<'q, DB>() -> Select<'q, DB, WorkspaceRow>
-where
-    DB: Database,
-    WorkspaceRow: for<'r> FromRow<'r, DB::Row>,
-{
-    sqlx::query_as("SELECT id, name, created_at FROM workspaces ORDER BY created_at, id LIMIT 1")
+pub(crate) async fn first_workspace(pool: &impl Backend) -> Result<Option<Workspace>, StoreError> {
+    let select = Statement::new(
+        "SELECT id, name, created_at FROM workspaces ORDER BY created_at, id LIMIT 1",
+    );
+    let row: Option<WorkspaceRow> = pool.fetch_optional(select).await?;
+    Ok(row.map(WorkspaceRow::into_workspace))
 }
 
-/// Inserts a token.
-pub(crate) fn insert_token<'q, DB>(token: &'q NewToken) -> Statement<'q, DB>
-where
-    DB: Database,
-    &'q str: Encode<'q, DB> + Type<DB>,
-    &'q [u8]: Encode<'q, DB> + Type<DB>,
-    DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-{
-    sqlx::query(
+/// Inserts a token, on a pool or inside a caller's transaction; AlreadyExists
+/// on a clash of id or hash.
+pub(crate) async fn insert_token(
+    pool: &impl Backend,
+    token: &NewToken,
+) -> Result<TokenRecord, StoreError> {
+    let insert = Statement::new(
         "INSERT INTO tokens (id, workspace_id, token_type, description, hash, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6)",
     )
@@ -135,160 +160,84 @@ where
     .bind(token.token_type.as_str())
     .bind(token.description.as_str())
     .bind(token.hash.as_slice())
-    .bind(at_rest(token.created_at))
+    .bind(at_rest(token.created_at));
+    pool.execute(insert)
+        .await
+        .map_err(|e| token_insert_error(e, token))?;
+    Ok(stored_token(token))
 }
 
 /// The token with this hash, joined with its workspace.
-pub(crate) fn find_token_by_hash<'q, DB>(hash: &'q [u8]) -> Select<'q, DB, TokenWithWorkspaceRow>
-where
-    DB: Database,
-    &'q [u8]: Encode<'q, DB> + Type<DB>,
-    TokenWithWorkspaceRow: for<'r> FromRow<'r, DB::Row>,
-{
-    sqlx::query_as(concat!(
+pub(crate) async fn find_token_by_hash(
+    pool: &impl Backend,
+    hash: &[u8],
+) -> Result<Option<(TokenRecord, Workspace)>, StoreError> {
+    let select = Statement::new(concat!(
         "SELECT ",
         token_columns!(),
         ", workspaces.name AS workspace_name, workspaces.created_at AS workspace_created_at \
          FROM tokens JOIN workspaces ON workspaces.id = tokens.workspace_id \
          WHERE tokens.hash = $1"
     ))
-    .bind(hash)
+    .bind(hash);
+    let row: Option<TokenWithWorkspaceRow> = pool.fetch_optional(select).await?;
+    row.map(TokenWithWorkspaceRow::into_pair).transpose()
 }
 
 /// The tokens of one workspace, oldest first; the id breaks ties as uuid v7 ids sort by time.
-pub(crate) fn list_tokens<'q, DB>(workspace_id: &'q str) -> Select<'q, DB, TokenRow>
-where
-    DB: Database,
-    &'q str: Encode<'q, DB> + Type<DB>,
-    TokenRow: for<'r> FromRow<'r, DB::Row>,
-{
-    sqlx::query_as(concat!(
+pub(crate) async fn list_tokens(
+    pool: &impl Backend,
+    workspace_id: &str,
+) -> Result<Vec<TokenRecord>, StoreError> {
+    let select = Statement::new(concat!(
         "SELECT ",
         token_columns!(),
         " FROM tokens WHERE workspace_id = $1 ORDER BY created_at, id"
     ))
-    .bind(workspace_id)
+    .bind(workspace_id);
+    let rows: Vec<TokenRow> = pool.fetch_all(select).await?;
+    rows.into_iter().map(TokenRow::into_record).collect()
 }
 
-/// Revokes a token of one workspace, keeping an earlier revocation time.
-pub(crate) fn revoke_token<'q, DB>(
-    workspace_id: &'q str,
-    token_id: &'q str,
+/// Revokes a token of one workspace, keeping an earlier revocation time;
+/// None if the workspace has no such token.
+pub(crate) async fn revoke_token(
+    pool: &impl Backend,
+    workspace_id: &str,
+    token_id: &str,
     at: DateTime<Utc>,
-) -> Select<'q, DB, TokenRow>
-where
-    DB: Database,
-    &'q str: Encode<'q, DB> + Type<DB>,
-    DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    TokenRow: for<'r> FromRow<'r, DB::Row>,
-{
-    sqlx::query_as(concat!(
+) -> Result<Option<TokenRecord>, StoreError> {
+    let update = Statement::new(concat!(
         "UPDATE tokens SET revoked_at = COALESCE(revoked_at, $3) \
          WHERE workspace_id = $1 AND id = $2 RETURNING ",
         token_columns!()
     ))
     .bind(workspace_id)
     .bind(token_id)
-    .bind(at_rest(at))
+    .bind(at_rest(at));
+    let row: Option<TokenRow> = pool.fetch_optional(update).await?;
+    row.map(TokenRow::into_record).transpose()
 }
 
 /// Moves a token's last use forward; requests finishing out of order never move it back.
-pub(crate) fn touch_token<'q, DB>(token_id: &'q str, at: DateTime<Utc>) -> Statement<'q, DB>
-where
-    DB: Database,
-    &'q str: Encode<'q, DB> + Type<DB>,
-    DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-{
-    sqlx::query(
+pub(crate) async fn touch_token(
+    pool: &impl Backend,
+    token_id: &str,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let update = Statement::new(
         "UPDATE tokens SET last_used_at = $2 \
          WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)",
     )
     .bind(token_id)
-    .bind(at_rest(at))
-}
-
-/// Creates the first workspace and its token if the install has none; None otherwise.
-///
-/// Taking the claim before inserting the workspace means concurrent callers wait on
-/// (Postgres) or queue behind (SQLite's single writer) the claim's primary key, and
-/// never collide on the workspace name.
-pub(crate) async fn bootstrap<DB>(
-    pool: &Pool<DB>,
-    workspace: &NewWorkspace,
-    token: &NewToken,
-) -> Result<Option<Workspace>, StoreError>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> &'q [u8]: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    (bool,): for<'r> FromRow<'r, DB::Row>,
-{
-    let mut tx = pool.begin().await?;
-    if workspace_exists().fetch_one(&mut *tx).await? {
-        return Ok(None);
-    }
-    let claimed = claim_bootstrap(workspace.created_at)
-        .fetch_optional(&mut *tx)
-        .await?;
-    if claimed.is_none() {
-        return Ok(None);
-    }
-    insert_workspace_with_token(&mut tx, workspace, token).await?;
-    tx.commit().await?;
-    Ok(Some(stored_workspace(workspace)))
-}
-
-/// Creates a workspace and its first token in one transaction.
-pub(crate) async fn create_workspace<DB>(
-    pool: &Pool<DB>,
-    workspace: &NewWorkspace,
-    token: &NewToken,
-) -> Result<Workspace, StoreError>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> &'q [u8]: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-{
-    let mut tx = pool.begin().await?;
-    insert_workspace_with_token(&mut tx, workspace, token).await?;
-    tx.commit().await?;
-    Ok(stored_workspace(workspace))
-}
-
-/// Inserts a workspace and its first token on a connection already in a transaction.
-async fn insert_workspace_with_token<DB>(
-    conn: &mut DB::Connection,
-    workspace: &NewWorkspace,
-    token: &NewToken,
-) -> Result<(), StoreError>
-where
-    DB: Database,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> &'q [u8]: Encode<'q, DB> + Type<DB>,
-    for<'q> DateTime<Utc>: Encode<'q, DB> + Type<DB>,
-    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-{
-    insert_workspace(workspace)
-        .execute(&mut *conn)
-        .await
-        .map_err(|e| workspace_insert_error(e, workspace))?;
-    insert_token(token)
-        .execute(&mut *conn)
-        .await
-        .map_err(|e| token_insert_error(e, token))?;
+    .bind(at_rest(at));
+    pool.execute(update).await?;
     Ok(())
 }
 
 /// A `workspaces` row.
 #[derive(FromRow)]
-pub(crate) struct WorkspaceRow {
+struct WorkspaceRow {
     id: String,
     name: String,
     created_at: DateTime<Utc>,
@@ -296,7 +245,7 @@ pub(crate) struct WorkspaceRow {
 
 impl WorkspaceRow {
     /// The workspace this row holds.
-    pub(crate) fn into_workspace(self) -> Workspace {
+    fn into_workspace(self) -> Workspace {
         Workspace {
             id: self.id,
             name: self.name,
@@ -307,7 +256,7 @@ impl WorkspaceRow {
 
 /// A `tokens` row, without the hash.
 #[derive(FromRow)]
-pub(crate) struct TokenRow {
+struct TokenRow {
     id: String,
     workspace_id: String,
     token_type: String,
@@ -319,7 +268,7 @@ pub(crate) struct TokenRow {
 
 impl TokenRow {
     /// The token this row holds; Corrupt if its type is not one this build knows.
-    pub(crate) fn into_record(self) -> Result<TokenRecord, StoreError> {
+    fn into_record(self) -> Result<TokenRecord, StoreError> {
         let token_type = self
             .token_type
             .parse()
@@ -338,7 +287,7 @@ impl TokenRow {
 
 /// A `tokens` row joined with its workspace.
 #[derive(FromRow)]
-pub(crate) struct TokenWithWorkspaceRow {
+struct TokenWithWorkspaceRow {
     #[sqlx(flatten)]
     token: TokenRow,
     workspace_name: String,
@@ -347,7 +296,7 @@ pub(crate) struct TokenWithWorkspaceRow {
 
 impl TokenWithWorkspaceRow {
     /// The token and its workspace.
-    pub(crate) fn into_pair(self) -> Result<(TokenRecord, Workspace), StoreError> {
+    fn into_pair(self) -> Result<(TokenRecord, Workspace), StoreError> {
         let token = self.token.into_record()?;
         let workspace = Workspace {
             id: token.workspace_id.clone(),
