@@ -39,10 +39,7 @@ pub fn router(shared: Arc<Shared>, services: Services, metrics: Arc<Metrics>) ->
             }),
         )
     };
-    let mut router = probes
-        .merge(scrape)
-        .merge(endpoints)
-        .merge(rest);
+    let mut router = probes.merge(scrape).merge(endpoints).merge(rest);
     if let Some(images) = local_images {
         router = router.merge(crate::registry::router(images));
     }
