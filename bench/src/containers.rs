@@ -13,8 +13,10 @@ use futures::StreamExt;
 use levers9_api::v1::{
     container_log_event, container_service_client::ContainerServiceClient,
     token_service_client::TokenServiceClient, worker_service_client::WorkerServiceClient,
-    CreateTokenRequest, ListWorkersRequest, RunContainerRequest, StreamContainerLogsRequest,
+    ContainerState, CreateTokenRequest, ListWorkersRequest, RunContainerRequest,
+    StreamContainerLogsRequest,
 };
+use levers9_api::Words;
 use levers9_worker::{RuntimeKind, WorkerOptions};
 use tokio::io::AsyncReadExt;
 use tonic::transport::Channel;
@@ -180,8 +182,9 @@ async fn run_once(channel: &Channel, token: &str, image: &str) -> Result<(Durati
                 first_output.get_or_insert_with(|| started.elapsed());
             }
             Some(container_log_event::Kind::Exited(c)) => {
-                if c.state != "exited" || c.exit_code != 0 {
-                    bail!("bench container ended {} ({})", c.state, c.message);
+                if c.state() != ContainerState::Exited || c.exit_code != 0 {
+                    let state = ContainerState::word_of(c.state);
+                    bail!("bench container ended {state} ({})", c.message);
                 }
                 let exit = started.elapsed();
                 return Ok((first_output.unwrap_or(exit), exit));

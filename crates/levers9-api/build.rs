@@ -17,6 +17,21 @@ const SECRET_BEARING: [&str; 10] = [
     ".levers9.v1.Registered",
 ];
 
+/// Enum fields and their enums: prost keeps them as `i32`, which serde would
+/// write as a number; the REST JSON writes each as its lower-case word
+/// instead (src/words.rs), the text these fields carried before they were
+/// enums.
+const ENUM_FIELDS: [(&str, &str); 8] = [
+    (".levers9.v1.TaskOutcome.state", "FinalTaskState"),
+    (".levers9.v1.Task.state", "TaskState"),
+    (".levers9.v1.TaskAttempt.outcome", "AttemptOutcome"),
+    (".levers9.v1.TaskResult.state", "TaskResultState"),
+    (".levers9.v1.ContainerEvent.state", "ContainerEventState"),
+    (".levers9.v1.Worker.status", "WorkerStatus"),
+    (".levers9.v1.Container.state", "ContainerState"),
+    (".levers9.v1.Machine.state", "MachineState"),
+];
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto_root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
     let service_dir = proto_root.join("levers9/v1");
@@ -31,7 +46,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let descriptors = protox::compile(&files, [&proto_root])?;
-    tonic_prost_build::configure()
+    let mut config = tonic_prost_build::configure();
+    for (field, enumeration) in ENUM_FIELDS {
+        config = config.field_attribute(
+            field,
+            format!(
+                "#[serde(serialize_with = \"crate::words::serialize::<crate::v1::{enumeration}, _>\", \
+                 deserialize_with = \"crate::words::deserialize::<crate::v1::{enumeration}, _>\")]"
+            ),
+        );
+    }
+    config
         // The REST mapping reads and writes these messages as JSON the way
         // grpc-gateway does: lowerCamelCase names, absent fields are defaults.
         .message_attribute(

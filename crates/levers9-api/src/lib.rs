@@ -19,9 +19,11 @@ mod bearer;
 pub mod dial;
 mod http_status;
 mod redact;
+pub mod words;
 
 pub use bearer::{Bearer, InvalidToken};
 pub use http_status::http_status_of;
+pub use words::Words;
 
 /// gRPC metadata key that carries the bootstrap secret on the first Authorize.
 pub const BOOTSTRAP_SECRET_METADATA: &str = "x-levers9-bootstrap-secret";

@@ -19,7 +19,7 @@ use common::fleet::{python_image, Worker};
 use common::stubs::{other_workspace, workspace_token};
 use common::{backend_env, text, with_token, Backend, Controlplane, BIN, SECRET};
 use levers9_api::v1::log_service_client::LogServiceClient;
-use levers9_api::v1::{ListLogsRequest, ListTasksRequest};
+use levers9_api::v1::{ListLogsRequest, ListTasksRequest, TaskState};
 
 /// `talk` prints on both streams; `slow` prints, waits for an item on the
 /// queue `go`, then prints again.
@@ -108,7 +108,7 @@ async fn wait_complete(cp: &Controlplane, token: &str, ids: &[&str], logs: &dyn 
         let done = |id: &str| {
             tasks
                 .iter()
-                .any(|t| t.task_id == id && t.state == "complete")
+                .any(|t| t.task_id == id && t.state() == TaskState::Complete)
         };
         if ids.iter().all(|id| done(id)) {
             return;

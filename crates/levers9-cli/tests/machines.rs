@@ -18,7 +18,7 @@ use common::fleet::busybox_image;
 use common::{text, with_token, Backend, Controlplane, BIN};
 use levers9_api::v1::machine_service_client::MachineServiceClient;
 use levers9_api::v1::worker_service_client::WorkerServiceClient;
-use levers9_api::v1::{DrainWorkerRequest, JoinMachineRequest, ListMachinesRequest};
+use levers9_api::v1::{DrainWorkerRequest, JoinMachineRequest, ListMachinesRequest, MachineState};
 
 /// Runs the CLI as the admin with its own HOME.
 fn cli(cp: &Controlplane, home: &Path, admin: &str, args: &[&str]) -> std::process::Output {
@@ -434,7 +434,7 @@ async fn a_second_host_joins_with_the_join_file_and_runs_a_container() {
             .machines;
         let machine = listed.iter().find(|m| m.machine_id == id).expect("listed");
         if machine.connected {
-            assert_eq!(machine.state, "joined");
+            assert_eq!(machine.state(), MachineState::Joined);
             assert!(machine
                 .capacity
                 .as_ref()

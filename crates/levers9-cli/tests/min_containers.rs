@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use common::fleet::{python_image, Worker};
 use common::stubs::workspace_token;
 use common::{backend_env, text, with_token, Backend, Controlplane, SECRET};
-use levers9_api::v1::ListContainersRequest;
+use levers9_api::v1::{ContainerState, ListContainersRequest};
 
 /// The app, with `{floor}` for its `min_containers`: the function answers
 /// with the id of the container that ran it.
@@ -99,7 +99,7 @@ async fn running(cp: &Controlplane, token: &str) -> Vec<String> {
         .containers;
     listed
         .into_iter()
-        .filter(|c| c.state == "running")
+        .filter(|c| c.state() == ContainerState::Running)
         .map(|c| c.container_id)
         .collect()
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::fleet::busybox_image;
 use common::{backend_env, text, with_token, Backend, Controlplane, SECRET};
-use levers9_api::v1::{ListTokensRequest, ListWorkersRequest};
+use levers9_api::v1::{ListTokensRequest, ListWorkersRequest, WorkerStatus};
 
 const CONFIG: &str = "worker:
   pools:
@@ -32,7 +32,7 @@ async fn ready_workers(cp: &Controlplane, admin: &str) -> Vec<String> {
         .into_inner()
         .workers
         .into_iter()
-        .filter(|w| w.pool == "default" && w.status == "ready")
+        .filter(|w| w.pool == "default" && w.status() == WorkerStatus::Ready)
         .map(|w| w.worker_id)
         .collect()
 }

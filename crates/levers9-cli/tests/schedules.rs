@@ -16,7 +16,7 @@ use common::stubs::{stub, workspace_token};
 use common::{backend_env, text, with_token, Backend, Controlplane, SECRET};
 use levers9_api::v1::{
     schedule, DeployRequest, DeployedFunction, ListSchedulesRequest, ListTasksRequest, Schedule,
-    Task,
+    Task, TaskState,
 };
 
 const FIRES: &str = "this replica fires schedules";
@@ -96,14 +96,21 @@ async fn complete_runs(
         let all = tasks(cp, token).await;
         let done = all
             .iter()
-            .filter(|t| t.function_name == "beat" && t.state == "complete" && tick_of(t) > after)
+            .filter(|t| {
+                t.function_name == "beat" && t.state() == TaskState::Complete && tick_of(t) > after
+            })
             .count();
         if done >= count {
             return all;
         }
         let failed: Vec<&Task> = all
             .iter()
-            .filter(|t| matches!(t.state.as_str(), "error" | "timeout" | "cancelled"))
+            .filter(|t| {
+                matches!(
+                    t.state(),
+                    TaskState::Error | TaskState::Timeout | TaskState::Cancelled
+                )
+            })
             .collect();
         assert!(failed.is_empty(), "runs failed: {failed:#?}\n{}", logs());
         assert!(

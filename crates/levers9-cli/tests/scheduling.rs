@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use common::fleet::{busybox_image, python_image, wait_for_state, wait_wanted, Worker};
 use common::{backend_env, text, with_token, Backend, Controlplane, SECRET};
-use levers9_api::v1::{CreateTokenRequest, ListTasksRequest, RunContainerRequest};
+use levers9_api::v1::{
+    ContainerState, CreateTokenRequest, ListTasksRequest, RunContainerRequest, TaskState,
+};
 
 fn run_cli(cp: &Controlplane, token: &str, args: &[&str]) -> std::process::Output {
     cp.cli_as(token, args, None)
@@ -340,7 +342,7 @@ async fn running_task(cp: &Controlplane, token: &str, within: Duration) -> lever
             .await
             .map(|r| r.into_inner().tasks)
             .unwrap_or_default();
-        if let Some(task) = tasks.into_iter().find(|t| t.state == "running") {
+        if let Some(task) = tasks.into_iter().find(|t| t.state() == TaskState::Running) {
             return task;
         }
         assert!(
@@ -409,7 +411,7 @@ async fn requests_a_finished_map_no_longer_needs_are_withdrawn() {
             .iter()
             .partition(|c| ran.contains(&c.container_id));
         let withdrawn = others.iter().all(|c| {
-            c.state == "failed"
+            c.state() == ContainerState::Failed
                 && c.worker_id.is_empty()
                 && c.message.starts_with("withdrawn before a worker took it")
         });

@@ -19,7 +19,7 @@ use common::fleet::{python_image, wait_for_state, Worker};
 use common::sdk::controlplane;
 use common::stubs::stub_with;
 use common::{text, with_token, Backend, Controlplane, BIN};
-use levers9_api::v1::{DeployRequest, DeployedFunction, StubConfig};
+use levers9_api::v1::{ContainerState, DeployRequest, DeployedFunction, StubConfig};
 use nix::pty::{openpty, OpenptyResult, Winsize};
 
 nix::ioctl_write_int_bad!(
@@ -239,7 +239,7 @@ async fn shell_on(runtime: &str) -> (Controlplane, String, Worker) {
     );
     // Stopped once the shell ended.
     let ended = wait_for_state(&cp, &admin, &id, "exited", Duration::from_secs(60)).await;
-    assert_eq!(ended.state, "exited");
+    assert_eq!(ended.state(), ContainerState::Exited);
     (cp, admin, worker)
 }
 

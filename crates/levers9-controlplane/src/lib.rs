@@ -20,6 +20,7 @@ pub mod sealing;
 pub mod server;
 pub mod services;
 pub mod tls;
+mod wire_states;
 
 use std::sync::Arc;
 

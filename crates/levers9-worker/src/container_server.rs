@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
-use levers9_api::v1::{worker_message, TaskInput, TaskResult, WorkerMessage};
+use levers9_api::v1::{worker_message, TaskInput, TaskResult, TaskResultState, WorkerMessage};
 use levers9_ids::{ContainerId, InvalidContainerId};
 use levers9_sync::Lock;
 use tokio::net::UnixListener;
@@ -380,11 +380,16 @@ impl Drop for ContainerServer {
 
 /// The result of an input that never ran here: `lost` (it goes back to
 /// the queue) or `cancelled` (nobody wants it).
-fn never_ran(container_id: &str, task_id: &str, state: &str, why: String) -> WorkerMessage {
+fn never_ran(
+    container_id: &str,
+    task_id: &str,
+    state: TaskResultState,
+    why: String,
+) -> WorkerMessage {
     message(worker_message::Kind::TaskResult(TaskResult {
         container_id: container_id.to_owned(),
         task_id: task_id.to_owned(),
-        state: state.to_owned(),
+        state: state.into(),
         message: why,
         ..TaskResult::default()
     }))
@@ -392,12 +397,12 @@ fn never_ran(container_id: &str, task_id: &str, state: &str, why: String) -> Wor
 
 fn lost(container_id: &str, task_id: &str, why: &str) -> WorkerMessage {
     let why = format!("the input never ran in container {container_id}: {why}");
-    never_ran(container_id, task_id, "lost", why)
+    never_ran(container_id, task_id, TaskResultState::Lost, why)
 }
 
 fn cancelled(container_id: &str, task_id: &str) -> WorkerMessage {
     let why = "cancelled before it started".to_owned();
-    never_ran(container_id, task_id, "cancelled", why)
+    never_ran(container_id, task_id, TaskResultState::Cancelled, why)
 }
 
 impl State {
@@ -518,7 +523,7 @@ async fn time_out(shared: Weak<Shared>, task_id: String, timeout_ms: u64) {
     let result = TaskResult {
         container_id: shared.container_id.clone(),
         task_id,
-        state: "timeout".into(),
+        state: TaskResultState::Timeout.into(),
         message: format!(
             "timed out after {} s (the function's timeout)",
             seconds(timeout_ms)

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_api::v1::{
-    worker_message, ContainerEvent, LogChunk, RunContainer, RunningContainer, WorkerMessage,
+    worker_message, ContainerEvent, ContainerEventState, LogChunk, RunContainer, RunningContainer,
+    WorkerMessage,
 };
 use levers9_config::JuiceFsConfig;
 use levers9_image::ImageStore;
@@ -105,10 +106,10 @@ pub struct Supervisor {
     compiled: Arc<compiled::Compiled>,
 }
 
-fn event(container_id: &str, state: &str) -> ContainerEvent {
+fn event(container_id: &str, state: ContainerEventState) -> ContainerEvent {
     ContainerEvent {
         container_id: container_id.to_owned(),
-        state: state.to_owned(),
+        state: state.into(),
         ..Default::default()
     }
 }
@@ -355,7 +356,7 @@ impl Supervisor {
                     tracing::warn!(container_id = %id, %reason, "container failed");
                     ContainerEvent {
                         message: reason,
-                        ..event(&id, "failed")
+                        ..event(&id, ContainerEventState::Failed)
                     }
                 }
             };
@@ -455,8 +456,11 @@ impl Supervisor {
             .map_err(|e| format!("cannot start the container: {e}"))?;
         // Where a container's start goes, for whoever tunes it.
         tracing::debug!(container_id = %id, pulled_ms, rootfs_ms, spec_ms, started_ms = began.elapsed().as_millis(), "container started");
-        self.report(message(worker_message::Kind::Event(event(&id, "running"))))
-            .await;
+        self.report(message(worker_message::Kind::Event(event(
+            &id,
+            ContainerEventState::Running,
+        ))))
+        .await;
         let forward = tokio::spawn(forward_output(
             id.clone(),
             container.logs().clone(),
@@ -531,7 +535,7 @@ fn exited(container_id: &str, exit: Exit) -> ContainerEvent {
         } else {
             String::new()
         },
-        ..event(container_id, "exited")
+        ..event(container_id, ContainerEventState::Exited)
     }
 }
 

@@ -13,8 +13,9 @@ use levers9_api::v1::{
     CancelTaskRequest, Container, CreateTokenRequest, CreateTokenResponse, GetContainerRequest,
     GetTaskRequest, GetTaskResponse, GetWorkspaceRequest, ListContainersRequest,
     ListSecretsRequest, ListTasksRequest, ListTokensRequest, ListWorkersRequest,
-    RevokeTokenRequest, Secret, Task, Token, Worker, Workspace,
+    RevokeTokenRequest, Secret, Task, TaskState, Token, Worker, Workspace,
 };
+use levers9_api::Words;
 use serde::Deserialize;
 
 use crate::controlplane::call;
@@ -125,7 +126,7 @@ async fn list_tasks(
             filter
                 .state
                 .as_ref()
-                .is_none_or(|s| s.is_empty() || &t.state == s)
+                .is_none_or(|s| s.is_empty() || TaskState::word_of(t.state) == *s)
         })
         .filter(|t| {
             filter

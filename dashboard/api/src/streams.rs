@@ -10,9 +10,10 @@ use axum::routing::get;
 use axum::Router;
 use futures::StreamExt as _;
 use levers9_api::v1::{
-    container_log_event, run_event, ContainerLogEvent, RunEvent, StreamContainerLogsRequest,
-    WaitTaskRequest,
+    container_log_event, run_event, ContainerLogEvent, FinalTaskState, RunEvent,
+    StreamContainerLogsRequest, WaitTaskRequest,
 };
+use levers9_api::Words;
 use serde::Serialize;
 
 use crate::error::ApiError;
@@ -112,7 +113,7 @@ async fn task_events(
             Event::default()
                 .event("result")
                 .json_data(serde_json::json!({
-                    "state": outcome.state,
+                    "state": FinalTaskState::word_of(outcome.state),
                     "message": outcome.message,
                     "traceback": outcome.traceback,
                 }))

@@ -1,7 +1,8 @@
 """What a task's outcome means for the caller: a value, or an exception to raise.
 
 Works on anything shaped like the TaskOutcome message (state, payload,
-traceback, message, task_id), so it needs no protobuf import.
+traceback, message, task_id). Imports the generated code only when called,
+as an outcome comes over gRPC: importing levers9 loads no protobuf.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from .errors import RemoteError, RemoteTraceback, TaskCancelled, TaskFailed, Tas
 
 def outcome_value(outcome) -> Tuple[bool, Any]:
     """(True, the return value) or (False, the exception the caller should see)."""
+    from .v1 import function_pb2 as pb
+    from .words import word
+
     state = outcome.state
-    if state == "complete":
+    if state == pb.FINAL_TASK_STATE_COMPLETE:
         try:
             return True, cloudpickle.loads(outcome.payload)
         except Exception as e:  # unpickling raises anything the pickled classes do
@@ -24,13 +28,14 @@ def outcome_value(outcome) -> Tuple[bool, Any]:
                 f"the result of task {outcome.task_id} cannot be unpickled here ({type(e).__name__}: {e}); "
                 f"the modules its classes come from must be importable in this process"
             )
-    if state == "error":
+    if state == pb.FINAL_TASK_STATE_ERROR:
         return False, remote_exception(outcome)
-    if state == "timeout":
+    if state == pb.FINAL_TASK_STATE_TIMEOUT:
         return False, TaskTimeout(outcome.message or f"task {outcome.task_id} ran past its timeout")
-    if state == "cancelled":
+    if state == pb.FINAL_TASK_STATE_CANCELLED:
         return False, TaskCancelled(outcome.message or f"task {outcome.task_id} was cancelled")
-    return False, TaskFailed(outcome.message or f"task {outcome.task_id} ended in state {state!r}")
+    shown = word(pb.FinalTaskState, state)
+    return False, TaskFailed(outcome.message or f"task {outcome.task_id} ended in state {shown!r}")
 
 
 def remote_exception(outcome) -> BaseException:

@@ -25,6 +25,7 @@ from collections import deque
 from typing import Dict, Iterator, Optional, Union
 
 from .errors import ControlplaneError, Levers9Error
+from .words import word
 
 # How long create() waits for the container to run (an image pull included).
 START_TIMEOUT_SECONDS = 300.0
@@ -34,7 +35,15 @@ STOP_TIMEOUT_SECONDS = 30.0
 STDIN_CHUNK_BYTES = 64 * 1024
 STDIN_QUEUE_CHUNKS = 16
 _POLL_SECONDS = 0.2
-_FINAL_STATES = ("exited", "failed", "lost")
+
+
+def _is_final(container_pb2, state: int) -> bool:
+    """Whether a container in ``state`` will change no more."""
+    return state in (
+        container_pb2.CONTAINER_STATE_EXITED,
+        container_pb2.CONTAINER_STATE_FAILED,
+        container_pb2.CONTAINER_STATE_LOST,
+    )
 
 
 class SandboxTerminated(ControlplaneError):
@@ -285,19 +294,21 @@ class Sandbox:
 
     def _wait_running(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        container_pb2, _ = _container_pb2()
         while True:
             container = self._get()
-            if container.state == "running":
+            state = word(container_pb2.ContainerState, container.state)
+            if container.state == container_pb2.CONTAINER_STATE_RUNNING:
                 return
-            if container.state in _FINAL_STATES:
+            if _is_final(container_pb2, container.state):
                 raise SandboxTerminated(
-                    f"sandbox {self.object_id} ended before it ran ({container.state}: {container.message})",
+                    f"sandbox {self.object_id} ended before it ran ({state}: {container.message})",
                     code="FAILED_PRECONDITION",
                 )
             if time.monotonic() > deadline:
                 raise Levers9Error(
                     f"sandbox {self.object_id} did not start within {START_TIMEOUT_SECONDS:g} s "
-                    f"(it is {container.state}): is a worker of its pool up? See levers9 container get"
+                    f"(it is {state}): is a worker of its pool up? See levers9 container get"
                 )
             time.sleep(_POLL_SECONDS)
 
@@ -359,7 +370,7 @@ class Sandbox:
         request = container_pb2.StopContainerRequest(container_id=self.object_id)
         _client().call_service(container_pb2_grpc.ContainerServiceStub, "StopContainer", request)
         deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
-        while self._get().state not in _FINAL_STATES and time.monotonic() < deadline:
+        while not _is_final(container_pb2, self._get().state) and time.monotonic() < deadline:
             time.sleep(_POLL_SECONDS)
 
     def __enter__(self) -> "Sandbox":

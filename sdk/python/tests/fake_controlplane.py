@@ -29,6 +29,16 @@ from levers9.v1 import function_pb2_grpc
 TOKEN = "good-token"
 
 
+def _final_state(text):
+    """The runner's frames say how a task ended in words, the wire as an enum.
+    A word that names no value (a test's "lost") becomes a number no value
+    names, as a newer controlplane might send."""
+    try:
+        return pb.FinalTaskState.Value("FINAL_TASK_STATE_" + text.upper())
+    except ValueError:
+        return 99
+
+
 class FakeState(Exception):
     """Raised by a test function to end its task in a state other than error."""
 
@@ -85,7 +95,7 @@ class FakeFunctionService(function_pb2_grpc.FunctionServiceServicer):
         outcome = pb.TaskOutcome(
             index=index,
             task_id=task_id,
-            state=header["state"],
+            state=_final_state(header["state"]),
             payload=body,
             traceback=header.get("traceback", ""),
             message=header.get("message", ""),
@@ -198,9 +208,11 @@ class FakeFunctionService(function_pb2_grpc.FunctionServiceServicer):
         self._authorize(context)
         task = self.tasks[request.task_id]
         if task["outcome"] is None:
-            task["outcome"] = pb.TaskOutcome(task_id=request.task_id, state="cancelled", message="cancelled by the caller")
+            task["outcome"] = pb.TaskOutcome(
+                task_id=request.task_id, state=pb.FINAL_TASK_STATE_CANCELLED, message="cancelled by the caller"
+            )
             task["done"].set()
-        return pb.CancelTaskResponse(task=pb.Task(task_id=request.task_id, state="cancelled"))
+        return pb.CancelTaskResponse(task=pb.Task(task_id=request.task_id, state=pb.TASK_STATE_CANCELLED))
 
 
 def start_server():

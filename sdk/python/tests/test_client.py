@@ -174,3 +174,12 @@ def test_an_unreachable_controlplane_says_so(clean_env):
 def test_no_configuration_is_a_clear_error(clean_env):
     with pytest.raises(levers9.ConfigError, match="levers9 up"):
         fake_app.identity.remote(1)
+
+
+def test_enum_values_show_as_the_words_they_were_on_the_wire():
+    from levers9.v1 import container_pb2, function_pb2
+    from levers9.words import word
+
+    assert word(container_pb2.ContainerState, container_pb2.CONTAINER_STATE_RUNNING) == "running"
+    assert word(function_pb2.AttemptOutcome, function_pb2.ATTEMPT_OUTCOME_UNSPECIFIED) == ""
+    assert word(function_pb2.FinalTaskState, 99) == "99"

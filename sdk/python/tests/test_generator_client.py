@@ -22,7 +22,7 @@ def item(index, value, task_id="t-1"):
 
 
 def result(count, task_id="t-1"):
-    return pb.RunEvent(result=pb.TaskOutcome(task_id=task_id, state="complete", payload=cloudpickle.dumps(count)))
+    return pb.RunEvent(result=pb.TaskOutcome(task_id=task_id, state=pb.FINAL_TASK_STATE_COMPLETE, payload=cloudpickle.dumps(count)))
 
 
 class ScriptedGenerators(function_pb2_grpc.FunctionServiceServicer):
@@ -134,7 +134,7 @@ def test_a_stream_that_starts_over_or_loses_items_is_refused(scripted):
 
 
 def test_an_error_comes_after_the_items_before_it(scripted):
-    error = pb.TaskOutcome(task_id="t-1", state="error", payload=cloudpickle.dumps(KeyError("gone")), message="KeyError")
+    error = pb.TaskOutcome(task_id="t-1", state=pb.FINAL_TASK_STATE_ERROR, payload=cloudpickle.dumps(KeyError("gone")), message="KeyError")
     scripted.script = [item(0, 1), item(1, 2), pb.RunEvent(result=error)]
     taken = []
     with pytest.raises(KeyError, match="gone"):

@@ -49,7 +49,7 @@ class LoopbackCall:
             if len(items) > 1:
                 self.largest_batch_bytes = max(self.largest_batch_bytes, sum(len(i.payload) for i in items))
             for item in items:
-                event = pb.RunEvent(result=pb.TaskOutcome(index=item.index, state="complete", payload=item.payload))
+                event = pb.RunEvent(result=pb.TaskOutcome(index=item.index, state=pb.FINAL_TASK_STATE_COMPLETE, payload=item.payload))
                 with self._lock:
                     self.received += 1
                     self._held.append(event)

@@ -9,9 +9,10 @@ use anyhow::{bail, Context as _, Result};
 use clap::Subcommand;
 use futures::StreamExt;
 use levers9_api::v1::{
-    container_log_event, Container, GetContainerRequest, ListContainersRequest,
+    container_log_event, Container, ContainerState, GetContainerRequest, ListContainersRequest,
     RunContainerRequest, StopContainerRequest, StreamContainerLogsRequest,
 };
+use levers9_api::Words;
 
 use crate::client::Client;
 use crate::output::{self, ExitWith};
@@ -186,7 +187,7 @@ pub async fn run(command: ContainerCommand, context: Option<&str>) -> Result<()>
             let rows: Vec<Vec<String>> = containers
                 .into_iter()
                 .map(|c| {
-                    let exit = if c.state == "exited" {
+                    let exit = if c.state() == ContainerState::Exited {
                         c.exit_code.to_string()
                     } else {
                         "-".into()
@@ -196,7 +197,7 @@ pub async fn run(command: ContainerCommand, context: Option<&str>) -> Result<()>
                         c.image,
                         output::or_dash(&c.pool),
                         output::or_dash(&c.worker_id),
-                        c.state,
+                        ContainerState::word_of(c.state),
                         exit,
                         c.created_at,
                     ]
@@ -292,9 +293,9 @@ fn finish(ended: Option<Container>) -> Result<()> {
     let Some(container) = ended else {
         bail!("the log stream ended before the container did: see levers9 container list");
     };
-    match container.state.as_str() {
-        "exited" if container.exit_code == 0 => Ok(()),
-        "exited" => {
+    match container.state() {
+        ContainerState::Exited if container.exit_code == 0 => Ok(()),
+        ContainerState::Exited => {
             if container.oom_killed {
                 eprintln!(
                     "container {}: {}",
@@ -303,10 +304,12 @@ fn finish(ended: Option<Container>) -> Result<()> {
             }
             Err(ExitWith(u8::try_from(container.exit_code).unwrap_or(1)).into())
         }
-        state => {
+        _ => {
             eprintln!(
-                "container {} {state}: {}",
-                container.container_id, container.message
+                "container {} {}: {}",
+                container.container_id,
+                ContainerState::word_of(container.state),
+                container.message
             );
             Err(ExitWith(125).into())
         }

@@ -8,7 +8,9 @@ use anyhow::{Context as _, Result};
 use clap::{Args, Subcommand};
 use levers9_api::v1::{
     CreateMachineRequest, DeleteMachineRequest, DrainMachineRequest, ListMachinesRequest,
+    MachineState,
 };
+use levers9_api::Words;
 
 use crate::output::{self, or_dash};
 use join_file::JoinCommand;
@@ -200,7 +202,7 @@ async fn list(context: Option<&str>) -> Result<()> {
             vec![
                 m.machine_id,
                 m.pool,
-                m.state,
+                MachineState::word_of(m.state),
                 or_dash(&m.hostname),
                 if capacity.cpu_millicores > 0 {
                     format!("{}m/{} MiB", capacity.cpu_millicores, capacity.memory_mib)

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use levers9_api::v1::{
-    GetContainerRequest, GetDeploymentRequest, GetStubRequest, RunContainerRequest,
+    ContainerState, GetContainerRequest, GetDeploymentRequest, GetStubRequest, RunContainerRequest,
     StopContainerRequest,
 };
+use levers9_api::Words;
 
 use super::container::exec::{self, Exec, NOT_A_TERMINAL};
 use super::container::tty::TerminatingSignals;
@@ -242,10 +243,10 @@ async fn wait_running(client: &Client, id: &str) -> Result<()> {
             .into_inner()
             .container
             .context("the controlplane sent no container")?;
-        match container.state.as_str() {
-            "running" => return Ok(()),
-            state @ ("exited" | "failed" | "lost") => {
-                bail!("container {id} is {state}: {}", container.message)
+        match container.state() {
+            ContainerState::Running => return Ok(()),
+            state @ (ContainerState::Exited | ContainerState::Failed | ContainerState::Lost) => {
+                bail!("container {id} is {}: {}", state.word(), container.message)
             }
             // Pending or scheduled (placed, the image on its way).
             _ if Instant::now() < deadline => {

@@ -2,7 +2,10 @@
 
 use anyhow::Result;
 use clap::Subcommand;
-use levers9_api::v1::{CancelTaskRequest, GetTaskRequest, ListTasksRequest, Task};
+use levers9_api::v1::{
+    AttemptOutcome, CancelTaskRequest, GetTaskRequest, ListTasksRequest, Task, TaskState,
+};
+use levers9_api::Words;
 
 use crate::output;
 
@@ -46,7 +49,7 @@ pub async fn run(command: TaskCommand, context: Option<&str>) -> Result<()> {
                     vec![
                         t.task_id,
                         t.function_name,
-                        t.state,
+                        TaskState::word_of(t.state),
                         t.attempts.to_string(),
                         t.created_at,
                         output::or_dash(&t.ended_at),
@@ -76,7 +79,7 @@ pub async fn run(command: TaskCommand, context: Option<&str>) -> Result<()> {
                             a.container_id,
                             a.started_at,
                             output::or_dash(&a.ended_at),
-                            output::or_dash(&a.outcome),
+                            output::or_dash(&AttemptOutcome::word_of(a.outcome)),
                             output::or_dash(&a.message),
                         ]
                     })
@@ -102,18 +105,23 @@ pub async fn run(command: TaskCommand, context: Option<&str>) -> Result<()> {
                 .into_inner()
                 .task
                 .unwrap_or_default();
-            eprintln!("Task {} is {}", task.task_id, task.state);
+            eprintln!(
+                "Task {} is {}",
+                task.task_id,
+                TaskState::word_of(task.state)
+            );
         }
     }
     Ok(())
 }
 
 fn show(task: &Task) {
+    let state = TaskState::word_of(task.state);
     let fields = [
         ("ID", &task.task_id),
         ("FUNCTION", &task.function_name),
         ("STUB", &task.stub_id),
-        ("STATE", &task.state),
+        ("STATE", &state),
         ("ATTEMPTS", &task.attempts.to_string()),
         ("CONTAINER", &task.container_id),
         ("WORKER", &task.worker_id),

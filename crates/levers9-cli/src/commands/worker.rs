@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use levers9_api::v1::ListWorkersRequest;
+use levers9_api::v1::{ListWorkersRequest, WorkerStatus};
+use levers9_api::Words;
 use levers9_image::credentials::HostCredentials;
 use levers9_worker::security::PoolOrigin;
 use levers9_worker::{
@@ -223,6 +224,11 @@ async fn list(context: Option<&str>) -> Result<()> {
                     format!("{free}/{} {}", g.count, g.gpu_type)
                 })
                 .collect();
+            let status = if w.cordoned && w.status == i32::from(WorkerStatus::Ready) {
+                "cordoned".to_owned()
+            } else {
+                WorkerStatus::word_of(w.status)
+            };
             vec![
                 w.worker_id,
                 w.pool,
@@ -231,11 +237,7 @@ async fn list(context: Option<&str>) -> Result<()> {
                 format!("{}m/{}m", free.cpu_millicores, capacity.cpu_millicores),
                 format!("{}/{} MiB", free.memory_mib, capacity.memory_mib),
                 output::or_dash(&gpus.join(",")),
-                if w.cordoned && w.status == "ready" {
-                    "cordoned".to_owned()
-                } else {
-                    w.status
-                },
+                status,
                 w.last_heartbeat_at,
             ]
         })

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use levers9_api::v1::cluster_service_client::ClusterServiceClient;
 use levers9_api::v1::{
-    CreateTokenRequest, GetContainerRequest, GetWorkersWantedRequest, GetWorkersWantedResponse,
-    ListWorkersRequest, PoolScaling,
+    ContainerState, CreateTokenRequest, GetContainerRequest, GetWorkersWantedRequest,
+    GetWorkersWantedResponse, ListWorkersRequest, PoolScaling, WorkerStatus,
 };
+use levers9_api::Words;
 
 use super::{text, with_token, Controlplane, BIN};
 
@@ -262,7 +263,7 @@ impl Worker {
                 .workers;
             if workers
                 .iter()
-                .any(|w| w.worker_id == worker_id && w.status == "ready")
+                .any(|w| w.worker_id == worker_id && w.status() == WorkerStatus::Ready)
             {
                 return;
             }
@@ -359,13 +360,13 @@ pub async fn wait_for_state(
             .into_inner()
             .container
             .expect("container");
-        if container.state == state {
+        if ContainerState::word_of(container.state) == state {
             return container;
         }
         assert!(
             Instant::now() < deadline,
             "container {container_id} is {} ({}), not {state}",
-            container.state,
+            ContainerState::word_of(container.state),
             container.message
         );
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use levers9_api::v1::GetTaskRequest;
+use levers9_api::v1::{AttemptOutcome, GetTaskRequest, TaskState};
 
 use super::common::fleet::Worker;
 use super::common::{backend_env, text, with_token, Backend, Controlplane};
@@ -42,13 +42,13 @@ async fn a_task_outlives_its_killed_worker() {
         .await
         .expect("get task")
         .into_inner();
-    assert_eq!(shown.task.expect("task").state, "complete");
+    assert_eq!(shown.task.expect("task").state(), TaskState::Complete);
     let attempts = shown.attempts;
     assert_eq!(attempts.len(), 2, "{attempts:?}");
     assert_eq!(attempts[0].worker_id, killed);
     assert_eq!(
-        (attempts[0].attempt, attempts[0].outcome.as_str()),
-        (1, "lost")
+        (attempts[0].attempt, attempts[0].outcome()),
+        (1, AttemptOutcome::Lost)
     );
     assert!(
         attempts[0].message.contains("stopped sending heartbeats")
@@ -57,7 +57,7 @@ async fn a_task_outlives_its_killed_worker() {
     );
     assert_eq!(attempts[1].attempt, 1);
     assert_ne!(attempts[1].worker_id, killed);
-    assert_eq!(attempts[1].outcome, "complete");
+    assert_eq!(attempts[1].outcome(), AttemptOutcome::Complete);
     let show = text(&run_cli(&cp, &token, &["task", "show", &task.task_id]).stdout);
     assert!(show.contains("ATTEMPT") && show.contains(&killed), "{show}");
 }
@@ -251,13 +251,16 @@ async fn a_sigterm_drain_hands_the_input_back_without_using_an_attempt() {
         .expect("get task")
         .into_inner()
         .attempts;
-    let seen: Vec<(u32, &str, bool)> = attempts
+    let seen: Vec<(u32, AttemptOutcome, bool)> = attempts
         .iter()
-        .map(|a| (a.attempt, a.outcome.as_str(), a.worker_id == stopped))
+        .map(|a| (a.attempt, a.outcome(), a.worker_id == stopped))
         .collect();
     assert_eq!(
         seen,
-        [(1, "requeued", true), (1, "complete", false)],
+        [
+            (1, AttemptOutcome::Requeued, true),
+            (1, AttemptOutcome::Complete, false)
+        ],
         "{attempts:?}"
     );
 }

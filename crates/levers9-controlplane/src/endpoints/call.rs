@@ -22,7 +22,7 @@ use super::{asgi, pin, request, streamed, websocket};
 use crate::auth::{missing_token, USERS};
 use crate::error::ApiError;
 use crate::services::FunctionApi;
-use crate::Shared;
+use crate::{wire_states, Shared};
 
 /// How long a request may wait beyond its function's timeout: for a
 /// container to start and for the inputs queued ahead of it. Past it the
@@ -233,12 +233,12 @@ fn not_found(workspace: &str, name: &str) -> ApiError {
 /// answer; the function's exception is 500 and its timeout 504, with the
 /// message the runner wrote.
 fn respond(kind: EndpointKind, outcome: TaskOutcome) -> Result<Response, ApiError> {
-    match outcome.state.parse() {
-        Ok(FinalState::Complete) if kind == EndpointKind::Asgi => asgi::response(outcome.payload),
-        Ok(FinalState::Complete) => {
+    match wire_states::final_state_from_wire(outcome.state()) {
+        Some(FinalState::Complete) if kind == EndpointKind::Asgi => asgi::response(outcome.payload),
+        Some(FinalState::Complete) => {
             Ok(([(CONTENT_TYPE, "application/json")], outcome.payload).into_response())
         }
-        Ok(FinalState::Error | FinalState::Timeout | FinalState::Cancelled) | Err(_) => {
+        Some(FinalState::Error | FinalState::Timeout | FinalState::Cancelled) | None => {
             Err(failure(outcome))
         }
     }
@@ -246,12 +246,12 @@ fn respond(kind: EndpointKind, outcome: TaskOutcome) -> Result<Response, ApiErro
 
 /// The error a call that did not complete answers with.
 pub(super) fn failure(outcome: TaskOutcome) -> ApiError {
-    match outcome.state.parse() {
-        Ok(FinalState::Timeout) => ApiError::DeadlineExceeded(outcome.message),
-        Ok(FinalState::Cancelled) => {
+    match wire_states::final_state_from_wire(outcome.state()) {
+        Some(FinalState::Timeout) => ApiError::DeadlineExceeded(outcome.message),
+        Some(FinalState::Cancelled) => {
             ApiError::FunctionFailed(format!("the call was cancelled: {}", outcome.message))
         }
-        Ok(FinalState::Complete | FinalState::Error) | Err(_) => {
+        Some(FinalState::Complete | FinalState::Error) | None => {
             ApiError::FunctionFailed(outcome.message)
         }
     }

@@ -15,8 +15,7 @@ use axum::body::{Body, Bytes};
 use axum::response::Response;
 use futures::stream::BoxStream;
 use futures::StreamExt;
-use levers9_api::v1::{run_event, ItemsReceived, RunEvent, TaskItemEvent};
-use levers9_store::FinalState;
+use levers9_api::v1::{run_event, FinalTaskState, ItemsReceived, RunEvent, TaskItemEvent};
 use tokio::sync::mpsc::UnboundedSender;
 use tonic::Status;
 
@@ -69,7 +68,7 @@ fn chunks(rest: Rest) -> impl futures::Stream<Item = Result<Bytes, io::Error>> +
                 }
                 Some(Ok(RunEvent {
                     kind: Some(run_event::Kind::Result(outcome)),
-                })) if outcome.state == FinalState::Complete.as_str() => return None,
+                })) if outcome.state() == FinalTaskState::Complete => return None,
                 Some(Ok(RunEvent {
                     kind: Some(run_event::Kind::Result(outcome)),
                 })) => format!("the app failed after its answer began: {}", outcome.message),
@@ -87,9 +86,11 @@ fn chunks(rest: Rest) -> impl futures::Stream<Item = Result<Bytes, io::Error>> +
 mod tests {
     use axum::body::to_bytes;
     use levers9_api::v1::TaskOutcome;
+    use levers9_store::FinalState;
     use tokio::sync::mpsc;
 
     use super::*;
+    use crate::wire_states;
 
     fn item(index: u64, payload: &[u8]) -> TaskItemEvent {
         TaskItemEvent {
@@ -107,7 +108,7 @@ mod tests {
     fn ended(state: FinalState) -> Result<RunEvent, Status> {
         event(run_event::Kind::Result(TaskOutcome {
             task_id: "t1".into(),
-            state: state.as_str().into(),
+            state: wire_states::final_state(state).into(),
             message: "RuntimeError: broke".into(),
             ..TaskOutcome::default()
         }))

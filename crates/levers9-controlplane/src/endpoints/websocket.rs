@@ -38,9 +38,8 @@ use axum::http::HeaderValue;
 use axum::response::Response;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
-use levers9_api::v1::{run_event, ItemsReceived, RunEvent};
+use levers9_api::v1::{run_event, FinalTaskState, ItemsReceived, RunEvent};
 use levers9_state::{keys, HotState};
-use levers9_store::FinalState;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 use tonic::Status;
@@ -92,7 +91,7 @@ pub(super) async fn open(
     );
     let (first, rest) = match gateway.call(endpoint, input).await? {
         Answer::Streamed(first, rest) => (first, rest),
-        Answer::Whole(outcome) if outcome.state == FinalState::Complete.as_str() => {
+        Answer::Whole(outcome) if outcome.state() == FinalTaskState::Complete => {
             return Err(refused("the app ended without accepting the websocket").into())
         }
         Answer::Whole(outcome) => return Err(failure(outcome).into()),
@@ -331,7 +330,7 @@ async fn app_to_client(
         }
         Some(Ok(RunEvent {
             kind: Some(run_event::Kind::Result(outcome)),
-        })) if outcome.state == FinalState::Complete.as_str() => None,
+        })) if outcome.state() == FinalTaskState::Complete => None,
         Some(Ok(RunEvent {
             kind: Some(run_event::Kind::Result(outcome)),
         })) => Some(format!("the app failed: {}", outcome.message)),

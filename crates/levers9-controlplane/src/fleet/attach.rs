@@ -31,6 +31,7 @@ use crate::error::ApiError;
 use crate::functions::worker_stream::StreamTasks;
 use crate::machines::WorkerBinding;
 use crate::scheduler::{self, Scheduling};
+use crate::wire_states;
 use levers9_store::TokenType;
 
 pub(crate) mod execs;
@@ -284,8 +285,11 @@ async fn container_event(
     worker: &WorkerRecord,
     event: ContainerEvent,
 ) -> Result<(), ApiError> {
-    let Some(state) = ContainerState::parse(&event.state) else {
-        tracing::warn!(worker_id = %worker.id, container_id = %event.container_id, state = %event.state, "container event in a state no worker sends; ignored");
+    // An event that names no state (unspecified, or a number of a newer
+    // worker's) cannot move the container anywhere; the next event, or the
+    // worker's loss, will.
+    let Some(state) = wire_states::container_event_state(event.state()) else {
+        tracing::warn!(worker_id = %worker.id, container_id = %event.container_id, state = event.state, "container event in a state this controlplane does not know; ignored");
         return Ok(());
     };
     let Some(mut container) = fleet.container(&event.container_id).await? else {

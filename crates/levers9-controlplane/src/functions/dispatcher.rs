@@ -53,6 +53,7 @@ use super::spec::{self, StubSpec};
 use super::{DispatchEvent, InputEnd, TaskState, Ticket};
 use crate::error::ApiError;
 use crate::scheduler::{self, send_stop, Scheduling};
+use crate::wire_states;
 
 const LEASE: &str = "function-dispatcher";
 const LEASE_TTL: Duration = Duration::from_secs(10);
@@ -542,7 +543,7 @@ impl Dispatcher {
         let notice = TaskOutcome {
             index: ticket.index,
             task_id: ticket.task_id.clone(),
-            state: state.as_str().to_owned(),
+            state: wire_states::final_state(state).into(),
             message: message.to_owned(),
             ..TaskOutcome::default()
         };

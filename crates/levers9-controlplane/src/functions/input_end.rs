@@ -1,4 +1,5 @@
-//! How a worker says one input ended: the `state` of its `TaskResult`.
+//! How a worker says one input ended: the `state` of its `TaskResult`
+//! (read from the wire in [`crate::wire_states`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +24,8 @@ pub enum InputEnd {
 
 impl InputEnd {
     /// Every end, in declaration order.
-    const ALL: [InputEnd; 5] = [
+    #[cfg(test)]
+    pub(crate) const ALL: [InputEnd; 5] = [
         InputEnd::Complete,
         InputEnd::Error,
         InputEnd::Timeout,
@@ -31,7 +33,8 @@ impl InputEnd {
         InputEnd::Lost,
     ];
 
-    /// As the worker sends it, and as the dispatcher's events carry it.
+    /// As the dispatcher's events carry it (and the REST JSON shows the
+    /// worker's `TaskResult`).
     pub fn as_str(self) -> &'static str {
         match self {
             InputEnd::Complete => "complete",
@@ -40,11 +43,6 @@ impl InputEnd {
             InputEnd::Cancelled => "cancelled",
             InputEnd::Lost => "lost",
         }
-    }
-
-    /// The end a worker's text names; None for text no worker sends.
-    pub fn parse(wire: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|end| end.as_str() == wire)
     }
 }
 
@@ -57,8 +55,6 @@ mod tests {
         for end in InputEnd::ALL {
             let json = serde_json::to_string(&end).unwrap();
             assert_eq!(json, format!("\"{}\"", end.as_str()));
-            assert_eq!(InputEnd::parse(end.as_str()), Some(end));
         }
-        assert_eq!(InputEnd::parse("retry"), None);
     }
 }

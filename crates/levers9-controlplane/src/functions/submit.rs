@@ -1,11 +1,12 @@
 //! A task's way into the system and its end as callers read it: the rows
 //! and inputs of submitted tasks, and the final outcome of one that ended.
 
-use levers9_api::v1::TaskOutcome;
-use levers9_store::{FinalState, FunctionStore, NewTask, StubRecord};
+use levers9_api::v1::{FinalTaskState, TaskOutcome};
+use levers9_store::{FunctionStore, NewTask, StubRecord};
 
 use super::{DispatchEvent, TaskState, Ticket};
 use crate::error::ApiError;
+use crate::wire_states;
 
 /// A new task's id.
 pub(crate) fn new_task_id() -> String {
@@ -60,14 +61,14 @@ pub(crate) async fn final_outcome(
 ) -> Result<TaskOutcome, ApiError> {
     let outcome = tasks.outcome(&end.task_id).await?;
     Ok(match outcome {
-        Some(mut outcome) if outcome.state.parse::<FinalState>().is_ok() => {
+        Some(mut outcome) if wire_states::final_state_from_wire(outcome.state()).is_some() => {
             outcome.index = end.index;
             outcome
         }
-        _ if end.state == FinalState::Complete.as_str() => TaskOutcome {
+        _ if end.state() == FinalTaskState::Complete => TaskOutcome {
             index: end.index,
             task_id: end.task_id.clone(),
-            state: FinalState::Error.as_str().to_owned(),
+            state: FinalTaskState::Error.into(),
             message: "the task completed, but its result expired: results are kept for \
                       controlplane.taskResultTtlSeconds"
                 .into(),

@@ -16,6 +16,7 @@ use super::items::MAX_INLINE_ITEM_BYTES;
 use super::logs::TaskLogs;
 use super::{DispatchEvent, InputEnd, TaskState, Ticket};
 use crate::error::ApiError;
+use crate::wire_states;
 
 /// Complete results up to this size go to the caller's channel directly.
 const MAX_INLINE_RESULT_BYTES: usize = 1 << 20;
@@ -135,9 +136,14 @@ impl StreamTasks {
     /// Stores how an attempt ended and tells the dispatcher.
     pub(crate) async fn result(&self, result: TaskResult) -> Result<(), ApiError> {
         let ticket = self.tickets.lock().remove(&result.task_id);
-        let end = InputEnd::parse(&result.state).unwrap_or_else(|| {
-            tracing::warn!(task_id = %result.task_id, state = %result.state, "a worker ended an input in a state no worker sends; taken as an error");
-            InputEnd::Error
+        // A result that names no end (unspecified, or a number of a newer
+        // worker's) cannot be trusted to say the function ran: taken as
+        // lost, the input runs again without using an attempt, rather than
+        // a task failing for what may be a worker's mistake. A worker
+        // repeating it fails the same way each time; the warning says so.
+        let end = wire_states::input_end(result.state()).unwrap_or_else(|| {
+            tracing::warn!(task_id = %result.task_id, state = result.state, "a worker ended an input in a state this controlplane does not know; taken as lost");
+            InputEnd::Lost
         });
         let reported = match end {
             InputEnd::Complete => Some(FinalState::Complete),
@@ -153,7 +159,7 @@ impl StreamTasks {
             let outcome = TaskOutcome {
                 index: ticket.as_ref().map_or(0, |t| t.index),
                 task_id: result.task_id.clone(),
-                state: state.as_str().to_owned(),
+                state: wire_states::final_state(state).into(),
                 payload: result.payload,
                 traceback: result.traceback,
                 message: result.message.clone(),

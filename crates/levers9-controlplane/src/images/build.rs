@@ -14,7 +14,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::spec::{Canonical, Step};
 use super::ImageBuilds;
 use super::ImageServiceError;
-use crate::fleet::records::{ContainerRecord, ContainerState};
+use crate::fleet::records::ContainerRecord;
 use crate::scheduler::{self, send_stop};
 use crate::Shared;
 
@@ -337,9 +337,8 @@ impl Watch {
         canonical: &Canonical,
         ended: &levers9_api::v1::Container,
     ) -> BuildEvent {
-        let state = ContainerState::parse(&ended.state);
-        if let (Some(digest), 0, Some(ContainerState::Exited)) =
-            (&self.image, ended.exit_code, state)
+        if let (Some(digest), 0, levers9_api::v1::ContainerState::Exited) =
+            (&self.image, ended.exit_code, ended.state())
         {
             return done(id, images.reference(digest), false);
         }
@@ -402,7 +401,7 @@ mod tests {
         ));
         assert_eq!(events.len(), 2, "markers are not log lines: {events:?}");
         let ended = levers9_api::v1::Container {
-            state: "exited".into(),
+            state: levers9_api::v1::ContainerState::Exited.into(),
             exit_code: 1,
             ..Default::default()
         };
@@ -420,7 +419,7 @@ mod tests {
         let mut watch = Watch::default();
         watch.feed(b"::levers9 image sha256:ab\n");
         let ended = levers9_api::v1::Container {
-            state: "exited".into(),
+            state: levers9_api::v1::ContainerState::Exited.into(),
             ..Default::default()
         };
         let BuildEvent::Event(BuildImageEvent {

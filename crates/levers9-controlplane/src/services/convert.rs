@@ -6,7 +6,7 @@ use levers9_store::{DeploymentRecord, StubRecord, TaskRecord, TokenRecord, Works
 
 use crate::error::ApiError;
 use crate::functions::spec::StubSpec;
-use crate::rfc3339;
+use crate::{rfc3339, wire_states};
 
 fn rfc3339_or_empty(at: Option<DateTime<Utc>>) -> String {
     at.map(rfc3339).unwrap_or_default()
@@ -53,7 +53,7 @@ pub(super) fn attempt(a: &levers9_store::AttemptRecord) -> v1::TaskAttempt {
         worker_id: a.worker_id.clone(),
         started_at: rfc3339(a.started_at),
         ended_at: rfc3339_or_empty(a.ended_at),
-        outcome: a.outcome.map_or("", |o| o.as_str()).to_owned(),
+        outcome: wire_states::attempt_outcome(a.outcome).into(),
         message: a.message.clone(),
     }
 }
@@ -88,7 +88,7 @@ pub(super) fn task(t: &TaskRecord) -> v1::Task {
         task_id: t.id.clone(),
         stub_id: t.stub_id.clone(),
         function_name: t.function_name.clone(),
-        state: t.state.as_str().to_owned(),
+        state: wire_states::task_state(t.state).into(),
         attempts: t.attempts,
         container_id: t.container_id.clone(),
         worker_id: t.worker_id.clone(),

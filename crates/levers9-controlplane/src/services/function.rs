@@ -17,7 +17,7 @@ use levers9_api::v1::{
     WaitTaskRequest,
 };
 use levers9_state::keys;
-use levers9_store::{FinalState, TaskRecord, TokenType};
+use levers9_store::{FinalState, TaskRecord, TaskState, TokenType};
 use prost::Message;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -33,7 +33,7 @@ use crate::error::ApiError;
 use crate::functions::objects::digest_hex;
 use crate::functions::submit;
 use crate::functions::{DispatchEvent, Ticket};
-use crate::Shared;
+use crate::{wire_states, Shared};
 
 const INSTALL_WIDE: &[TokenType] = &[TokenType::Admin, TokenType::Worker];
 /// How often a task's follower reads its row, for an end not told on the
@@ -385,10 +385,10 @@ impl FunctionService for FunctionApi {
             look_again.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             look_again.reset();
             loop {
-                if task.state.is_final() {
+                if let TaskState::Ended(ended) = task.state {
                     let end = TaskOutcome {
                         task_id: task.id.clone(),
-                        state: task.state.as_str().to_owned(),
+                        state: wire_states::final_state(ended).into(),
                         message: task.message.clone(),
                         ..TaskOutcome::default()
                     };
@@ -423,7 +423,7 @@ impl FunctionService for FunctionApi {
                     // A complete result comes with its payload from the
                     // worker's stream, maybe before it is stored.
                     run_event::Kind::Result(notice)
-                        if notice.state == FinalState::Complete.as_str()
+                        if notice.state() == levers9_api::v1::FinalTaskState::Complete
                             && !notice.payload.is_empty() =>
                     {
                         let _ = tx.send(event(run_event::Kind::Result(notice))).await;
@@ -432,7 +432,7 @@ impl FunctionService for FunctionApi {
                     // Notices carry final states only; anything else waits
                     // for the row.
                     run_event::Kind::Result(notice) => {
-                        if let Ok(end) = notice.state.parse::<FinalState>() {
+                        if let Some(end) = wire_states::final_state_from_wire(notice.state()) {
                             task.state = end.into();
                             task.message = notice.message;
                         }

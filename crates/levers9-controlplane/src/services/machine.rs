@@ -20,7 +20,7 @@ use crate::auth::token::{mint, mint_with_prefix};
 use crate::auth::{authorized, ADMINS, USERS};
 use crate::error::ApiError;
 use crate::machines::{self, PoolView, JOIN_TOKEN_PREFIX};
-use crate::Shared;
+use crate::{wire_states, Shared};
 
 /// The MachineService implementation.
 pub struct MachineApi {
@@ -66,17 +66,12 @@ impl MachineApi {
     async fn view(&self, record: MachineRecord, now: DateTime<Utc>) -> Result<Machine, ApiError> {
         let pending = record.state == MachineState::Pending;
         let connected = !pending && self.shared.fleet.is_alive(&record.id).await?;
-        // Not a stored state: a pending machine whose join token ran out.
-        let state = if pending && record.join_expires_at <= now {
-            "expired"
-        } else {
-            record.state.as_str()
-        };
+        let state = wire_states::machine_state(record.state, record.join_expires_at <= now);
         Ok(Machine {
             capacity: serde_json::from_str::<Capacity>(&record.capacity).ok(),
             machine_id: record.id,
             pool: record.pool,
-            state: state.to_owned(),
+            state: state.into(),
             hostname: record.hostname,
             created_at: rfc3339(record.created_at),
             join_expires_at: rfc3339(record.join_expires_at),

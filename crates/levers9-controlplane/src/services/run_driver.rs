@@ -11,7 +11,7 @@ use levers9_api::v1::{
     RunEvent, RunInput, RunInputs, RunRequest, RunStart, TaskAccepted, TaskItemEvent, TaskOutcome,
     TaskOutcomes,
 };
-use levers9_store::{FinalState, StubRecord};
+use levers9_store::StubRecord;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
@@ -299,7 +299,8 @@ impl RunDriver {
                 self.running_at.remove(&notice.task_id);
                 // A complete result comes with its payload from the
                 // worker's stream; other ends are notices to look up.
-                if notice.state == FinalState::Complete.as_str() && !notice.payload.is_empty() {
+                let complete = notice.state() == levers9_api::v1::FinalTaskState::Complete;
+                if complete && !notice.payload.is_empty() {
                     if !self.batch_results {
                         return self.send(run_event::Kind::Result(notice)).await;
                     }

@@ -17,7 +17,7 @@ use crate::auth::{authorized, Caller, ADMINS};
 use crate::error::ApiError;
 use crate::fleet::attach;
 use crate::machines::WorkerBinding;
-use crate::Shared;
+use crate::{wire_states, Shared};
 
 /// The WorkerService implementation.
 pub struct WorkerApi {
@@ -114,7 +114,7 @@ impl WorkerService for WorkerApi {
                 }),
                 cordoned: cordoned.contains(&id),
                 containers: u32::try_from(containers).unwrap_or(u32::MAX),
-                status: if alive { "ready" } else { "lost" }.to_owned(),
+                status: wire_states::worker_status(alive).into(),
                 last_heartbeat_at: record
                     .last_heartbeat_at
                     .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),

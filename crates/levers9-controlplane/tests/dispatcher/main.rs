@@ -8,7 +8,7 @@ mod rig;
 
 use std::time::Duration;
 
-use levers9_api::v1::{controlplane_message, run_event, StubConfig};
+use levers9_api::v1::{controlplane_message, run_event, FinalTaskState, StubConfig};
 use levers9_controlplane::fleet::inbox;
 use levers9_controlplane::fleet::records::ContainerState;
 use levers9_controlplane::functions::{DispatchEvent, InputEnd};
@@ -30,7 +30,7 @@ async fn a_warm_container_takes_the_next_input_without_a_new_container() {
     assert_eq!(input.timeout_ms, 300_000, "the default timeout");
     rig.finish(&input, InputEnd::Complete, "").await;
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Complete.as_str()),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
         other => panic!("expected the result, got {other:?}"),
     }
     rig.row(&first, FinalState::Complete).await;
@@ -57,7 +57,7 @@ async fn a_task_submitted_as_the_dispatcher_starts_runs_once() {
     rig.no_container_requested().await;
     rig.finish(&input, InputEnd::Complete, "").await;
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Complete.as_str()),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
         other => panic!("expected the result, got {other:?}"),
     }
     let more = rig
@@ -103,7 +103,7 @@ async fn a_failed_attempt_is_retried_within_the_budget_then_fails() {
     rig.finish(&again, InputEnd::Error, "ValueError: boom")
         .await;
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Error.as_str()),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Error),
         other => panic!("expected the result, got {other:?}"),
     }
     let row = rig.row(&task, FinalState::Error).await;
@@ -238,7 +238,7 @@ async fn a_container_that_cannot_start_fails_the_queue_with_the_reason() {
     rig.fleet.publish_end(&container_id).await.expect("end");
     match next_event(&mut events).await {
         run_event::Kind::Result(notice) => {
-            assert_eq!(notice.state, FinalState::Error.as_str());
+            assert_eq!(notice.state(), FinalTaskState::Error);
             assert!(
                 notice.message.contains("failed to start")
                     && notice.message.contains("cannot pull image"),
@@ -271,7 +271,7 @@ async fn a_cancelled_input_its_runner_has_not_started_is_dropped_and_the_contain
         (container.clone(), waiting.clone())
     );
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Cancelled.as_str()),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Cancelled),
         other => panic!("expected the result, got {other:?}"),
     }
     rig.finish(&b, InputEnd::Cancelled, "cancelled before it started")
@@ -312,7 +312,7 @@ async fn a_cancelled_input_already_running_stops_its_container_and_the_others_ru
     );
     rig.finish(&input, InputEnd::Complete, "").await;
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Complete.as_str()),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
         other => panic!("expected the result without a retry, got {other:?}"),
     }
     rig.row(&running, FinalState::Cancelled).await;
@@ -353,7 +353,7 @@ async fn a_draining_workers_inputs_are_handed_back_without_using_an_attempt() {
     .await;
     rig.finish(&input, InputEnd::Complete, "").await;
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Complete.as_str()),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
         other => panic!("expected the result without a retry, got {other:?}"),
     }
     match rig.inbox().await {
@@ -403,7 +403,7 @@ async fn a_lost_workers_input_runs_again_without_using_a_retry() {
     );
     rig.finish(&input, InputEnd::Complete, "").await;
     match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state, FinalState::Complete.as_str()),
+        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
         other => panic!("expected the result, got {other:?}"),
     }
     rig.row(&task, FinalState::Complete).await;

@@ -9,8 +9,8 @@ use chrono::Utc;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use levers9_api::v1::{
-    controlplane_message, run_event, CancelInput, ControlplaneMessage, RunEvent, StubConfig,
-    TaskInput, TaskOutcome,
+    controlplane_message, run_event, CancelInput, ControlplaneMessage, FinalTaskState, RunEvent,
+    StubConfig, TaskInput, TaskOutcome,
 };
 use levers9_controlplane::fleet::records::ContainerState;
 use levers9_controlplane::fleet::{inbox, Fleet, SecretOpener};
@@ -318,10 +318,16 @@ impl Rig {
     /// Plays the worker's stream reporting how an attempt ended.
     pub async fn finish(&self, input: &TaskInput, outcome: InputEnd, message: &str) {
         // As the worker's stream does: neither ends the task.
-        if outcome != InputEnd::Lost && outcome != InputEnd::Cancelled {
+        let stored = match outcome {
+            InputEnd::Complete => Some(FinalTaskState::Complete),
+            InputEnd::Error => Some(FinalTaskState::Error),
+            InputEnd::Timeout => Some(FinalTaskState::Timeout),
+            InputEnd::Lost | InputEnd::Cancelled => None,
+        };
+        if let Some(state) = stored {
             let stored = TaskOutcome {
                 task_id: input.task_id.clone(),
-                state: outcome.as_str().into(),
+                state: state.into(),
                 payload: b"result".to_vec(),
                 message: message.into(),
                 ..TaskOutcome::default()

@@ -93,7 +93,7 @@ impl Shared {
                 let result = TaskResult {
                     container_id: self.container_id.clone(),
                     task_id,
-                    state: state.as_str().to_owned(),
+                    state: state.to_wire().into(),
                     payload: body,
                     traceback,
                     message: text,

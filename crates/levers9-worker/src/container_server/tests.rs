@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use levers9_api::v1::{worker_message, TaskInput, TaskResult, WorkerMessage};
+use levers9_api::v1::{worker_message, TaskInput, TaskResult, TaskResultState, WorkerMessage};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
@@ -215,7 +215,7 @@ async fn an_input_is_delivered_and_its_output_and_result_reported() {
         TaskResult {
             container_id: ID.into(),
             task_id: "t1".into(),
-            state: "error".into(),
+            state: TaskResultState::Error.into(),
             payload: b"exc-pickle".to_vec(),
             traceback: "Traceback…".into(),
             message: "ValueError: no".into(),
@@ -266,8 +266,8 @@ async fn an_input_past_its_timeout_is_reported_and_its_container_stopped() {
 
     let result = f.next_result().await;
     assert_eq!(
-        (result.task_id.as_str(), result.state.as_str()),
-        ("slow", "timeout")
+        (result.task_id.as_str(), result.state()),
+        ("slow", TaskResultState::Timeout)
     );
     assert_eq!(
         result.message,
@@ -308,7 +308,7 @@ async fn a_result_in_time_cancels_the_timeout() {
         b"42",
     )
     .await;
-    assert_eq!(f.next_result().await.state, "complete");
+    assert_eq!(f.next_result().await.state(), TaskResultState::Complete);
 
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(f.stops.try_recv().is_err(), "the container was stopped");
@@ -348,8 +348,8 @@ async fn a_malformed_frame_closes_the_connection_and_later_inputs_are_lost() {
     f.server.send_input(input("after", b"", 0));
     let result = f.next_result().await;
     assert_eq!(
-        (result.task_id.as_str(), result.state.as_str()),
-        ("after", "lost")
+        (result.task_id.as_str(), result.state()),
+        ("after", TaskResultState::Lost)
     );
     assert!(
         result
@@ -408,8 +408,8 @@ async fn inputs_never_delivered_are_reported_lost_at_shutdown() {
     f.server.shut_down().await;
     let result = f.next_result().await;
     assert_eq!(
-        (result.task_id.as_str(), result.state.as_str()),
-        ("queued", "lost")
+        (result.task_id.as_str(), result.state()),
+        ("queued", TaskResultState::Lost)
     );
     assert_eq!(
         result.message,
@@ -466,8 +466,8 @@ async fn inputs_waiting_for_a_hello_are_lost_when_the_runner_leaves() {
     drop(runner);
     let result = f.next_result().await;
     assert_eq!(
-        (result.task_id.as_str(), result.state.as_str()),
-        ("waiting", "lost")
+        (result.task_id.as_str(), result.state()),
+        ("waiting", TaskResultState::Lost)
     );
     assert_eq!(
         result.message,
@@ -497,7 +497,11 @@ async fn enforce_refuses_a_runner_without_the_credential() {
     );
     f.server.send_input(input("t1", b"", 0));
     let lost = f.next_result().await;
-    assert_eq!(lost.state, "lost", "nothing reaches an unproven runner");
+    assert_eq!(
+        lost.state(),
+        TaskResultState::Lost,
+        "nothing reaches an unproven runner"
+    );
     drop(f);
 
     let mut f = fixture_with(auth(ContainerServerAuthMode::Enforce, &metrics));

@@ -4,6 +4,7 @@
 //! the runner needs nothing beyond Python's standard library, and the body
 //! stays raw bytes (a cloudpickle) instead of being escaped into the JSON.
 
+use levers9_api::v1::TaskResultState;
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -136,12 +137,12 @@ pub enum ResultState {
 }
 
 impl ResultState {
-    /// The name the controlplane expects.
-    pub fn as_str(self) -> &'static str {
+    /// As the worker reports it to the controlplane.
+    pub fn to_wire(self) -> TaskResultState {
         match self {
-            ResultState::Complete => "complete",
-            ResultState::Error => "error",
-            ResultState::Cancelled => "cancelled",
+            ResultState::Complete => TaskResultState::Complete,
+            ResultState::Error => TaskResultState::Error,
+            ResultState::Cancelled => TaskResultState::Cancelled,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use levers9_api::v1::{
     worker_message, CancelInput, ContainerEvent, ItemsAck, ObjectMount, RunContainer, TaskInput,
-    TaskResult,
+    TaskResult, TaskResultState,
 };
 use levers9_runtime::{BindMount, ContainerSpec, Network};
 
@@ -124,7 +124,7 @@ impl Supervisor {
             ),
             container_id: input.container_id,
             task_id: input.task_id,
-            state: "lost".into(),
+            state: TaskResultState::Lost.into(),
             ..TaskResult::default()
         };
         // Not awaited: the session loop calls this and must not block.

@@ -7,7 +7,10 @@ mod harness;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use levers9_api::v1::{worker_message, ObjectMount, TaskInput, TaskResult, VolumeMount};
+use levers9_api::v1::{
+    worker_message, ContainerEventState, ObjectMount, TaskInput, TaskResult, TaskResultState,
+    VolumeMount,
+};
 use levers9_runtime::{Exit, Stream};
 use levers9_volumes::Owner;
 
@@ -51,11 +54,11 @@ async fn a_container_reports_its_output_then_its_exit_once_and_is_forgotten() {
     assert_eq!(
         (
             exit.container_id.as_str(),
-            exit.state.as_str(),
+            exit.state(),
             exit.exit_code,
             exit.oom_killed
         ),
-        ("c1", "exited", 3, false)
+        ("c1", ContainerEventState::Exited, 3, false)
     );
     assert_eq!(exit.message, "");
     assert!(h.held().is_empty(), "still held: {:?}", h.held());
@@ -108,7 +111,7 @@ async fn a_repeated_run_request_starts_one_container() {
     h.start(request("c1")).await;
     h.supervisor.run(request("c1"));
     h.runtime.exit("c1", Exit::Code(0));
-    assert_eq!(h.event().await.state, "exited");
+    assert_eq!(h.event().await.state(), ContainerEventState::Exited);
     assert_eq!(h.runtime.started().len(), 1);
     h.assert_no_more_reports().await;
 }
@@ -131,7 +134,7 @@ async fn a_start_failure_is_reported_with_its_reason_and_frees_everything() {
     h.start(with_gpus("c2", 2)).await;
     assert_eq!(env_of(&h.spec_of("c2"), "NVIDIA_VISIBLE_DEVICES"), ["0,1"]);
     h.runtime.exit("c2", Exit::Code(0));
-    assert_eq!(h.event().await.state, "exited");
+    assert_eq!(h.event().await.state(), ContainerEventState::Exited);
     h.assert_no_more_reports().await;
 }
 
@@ -159,7 +162,7 @@ async fn gpus_go_to_one_container_at_a_time_and_come_back_at_its_exit() {
     assert!(!h.prepared().contains("c3"));
 
     h.runtime.exit("c1", Exit::Code(0));
-    assert_eq!(h.event().await.state, "exited");
+    assert_eq!(h.event().await.state(), ContainerEventState::Exited);
     h.start(with_gpus("c4", 1)).await;
     assert_eq!(env_of(&h.spec_of("c4"), "NVIDIA_VISIBLE_DEVICES"), ["0"]);
     assert_eq!(h.held(), ["c2", "c4"]);
@@ -230,7 +233,7 @@ async fn how_a_container_ended_is_told_in_its_exit_code() {
         h.start(request(id)).await;
         h.runtime.exit(id, exit);
         let event = h.event().await;
-        assert_eq!(event.state, "exited", "{id}");
+        assert_eq!(event.state(), ContainerEventState::Exited, "{id}");
         match id {
             "oom" => {
                 assert_eq!((event.exit_code, event.oom_killed), (137, true));
@@ -268,12 +271,8 @@ async fn concurrent_stops_pass_the_grace_and_the_exit_is_reported_once() {
     h.supervisor.stop("c1".into(), Duration::from_secs(7));
     let exit = h.event().await;
     assert_eq!(
-        (
-            exit.container_id.as_str(),
-            exit.state.as_str(),
-            exit.exit_code
-        ),
-        ("c1", "exited", 143),
+        (exit.container_id.as_str(), exit.state(), exit.exit_code),
+        ("c1", ContainerEventState::Exited, 143),
         "SIGTERM is 128 + 15"
     );
     h.runtime
@@ -311,13 +310,13 @@ async fn a_shutting_down_worker_stops_every_container_it_holds() {
             ("c2".to_owned(), Duration::from_secs(10))
         ]
     );
-    let mut ended = [h.event().await, h.event().await].map(|e| (e.container_id, e.state));
+    let mut ended = [h.event().await, h.event().await].map(|e| (e.container_id.clone(), e.state()));
     ended.sort();
     assert_eq!(
         ended,
         [
-            ("c1".to_owned(), "exited".to_owned()),
-            ("c2".to_owned(), "exited".to_owned())
+            ("c1".to_owned(), ContainerEventState::Exited),
+            ("c2".to_owned(), ContainerEventState::Exited)
         ]
     );
 }
@@ -351,8 +350,8 @@ async fn a_dead_volume_mount_stops_only_the_containers_bound_to_it() {
     h.supervisor.stop_volume_users(Duration::from_secs(5));
     let exit = h.event().await;
     assert_eq!(
-        (exit.container_id.as_str(), exit.state.as_str()),
-        ("bound", "exited")
+        (exit.container_id.as_str(), exit.state()),
+        ("bound", ContainerEventState::Exited)
     );
     assert_eq!(
         h.runtime.stops(),
@@ -409,7 +408,7 @@ async fn a_function_container_that_fails_to_start_leaves_no_server() {
             TaskResult {
                 container_id: "f1".into(),
                 task_id: "t1".into(),
-                state: "lost".into(),
+                state: TaskResultState::Lost.into(),
                 message: "container f1 is not running on worker w1".into(),
                 ..TaskResult::default()
             }

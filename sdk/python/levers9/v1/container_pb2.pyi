@@ -1,10 +1,28 @@
 from levers9.v1 import worker_pb2 as _worker_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class ContainerState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONTAINER_STATE_UNSPECIFIED: _ClassVar[ContainerState]
+    CONTAINER_STATE_PENDING: _ClassVar[ContainerState]
+    CONTAINER_STATE_SCHEDULED: _ClassVar[ContainerState]
+    CONTAINER_STATE_RUNNING: _ClassVar[ContainerState]
+    CONTAINER_STATE_EXITED: _ClassVar[ContainerState]
+    CONTAINER_STATE_FAILED: _ClassVar[ContainerState]
+    CONTAINER_STATE_LOST: _ClassVar[ContainerState]
+CONTAINER_STATE_UNSPECIFIED: ContainerState
+CONTAINER_STATE_PENDING: ContainerState
+CONTAINER_STATE_SCHEDULED: ContainerState
+CONTAINER_STATE_RUNNING: ContainerState
+CONTAINER_STATE_EXITED: ContainerState
+CONTAINER_STATE_FAILED: ContainerState
+CONTAINER_STATE_LOST: ContainerState
 
 class Container(_message.Message):
     __slots__ = ("container_id", "image", "pool", "worker_id", "state", "exit_code", "oom_killed", "message", "created_at", "args", "secrets", "gpu_type", "gpu_count")
@@ -25,7 +43,7 @@ class Container(_message.Message):
     image: str
     pool: str
     worker_id: str
-    state: str
+    state: ContainerState
     exit_code: int
     oom_killed: bool
     message: str
@@ -34,7 +52,7 @@ class Container(_message.Message):
     secrets: _containers.RepeatedScalarFieldContainer[str]
     gpu_type: str
     gpu_count: int
-    def __init__(self, container_id: _Optional[str] = ..., image: _Optional[str] = ..., pool: _Optional[str] = ..., worker_id: _Optional[str] = ..., state: _Optional[str] = ..., exit_code: _Optional[int] = ..., oom_killed: bool = ..., message: _Optional[str] = ..., created_at: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., secrets: _Optional[_Iterable[str]] = ..., gpu_type: _Optional[str] = ..., gpu_count: _Optional[int] = ...) -> None: ...
+    def __init__(self, container_id: _Optional[str] = ..., image: _Optional[str] = ..., pool: _Optional[str] = ..., worker_id: _Optional[str] = ..., state: _Optional[_Union[ContainerState, str]] = ..., exit_code: _Optional[int] = ..., oom_killed: bool = ..., message: _Optional[str] = ..., created_at: _Optional[str] = ..., args: _Optional[_Iterable[str]] = ..., secrets: _Optional[_Iterable[str]] = ..., gpu_type: _Optional[str] = ..., gpu_count: _Optional[int] = ...) -> None: ...
 
 class RunContainerRequest(_message.Message):
     __slots__ = ("image", "args", "env", "pool", "cpu_millicores", "memory_mib", "secrets", "gpu_types", "gpu_count")

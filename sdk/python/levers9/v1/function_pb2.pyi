@@ -1,10 +1,62 @@
 from levers9.v1 import volume_pb2 as _volume_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class FinalTaskState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FINAL_TASK_STATE_UNSPECIFIED: _ClassVar[FinalTaskState]
+    FINAL_TASK_STATE_COMPLETE: _ClassVar[FinalTaskState]
+    FINAL_TASK_STATE_ERROR: _ClassVar[FinalTaskState]
+    FINAL_TASK_STATE_TIMEOUT: _ClassVar[FinalTaskState]
+    FINAL_TASK_STATE_CANCELLED: _ClassVar[FinalTaskState]
+
+class TaskState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TASK_STATE_UNSPECIFIED: _ClassVar[TaskState]
+    TASK_STATE_PENDING: _ClassVar[TaskState]
+    TASK_STATE_RUNNING: _ClassVar[TaskState]
+    TASK_STATE_RETRY: _ClassVar[TaskState]
+    TASK_STATE_COMPLETE: _ClassVar[TaskState]
+    TASK_STATE_ERROR: _ClassVar[TaskState]
+    TASK_STATE_TIMEOUT: _ClassVar[TaskState]
+    TASK_STATE_CANCELLED: _ClassVar[TaskState]
+
+class AttemptOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ATTEMPT_OUTCOME_UNSPECIFIED: _ClassVar[AttemptOutcome]
+    ATTEMPT_OUTCOME_RETRIED: _ClassVar[AttemptOutcome]
+    ATTEMPT_OUTCOME_LOST: _ClassVar[AttemptOutcome]
+    ATTEMPT_OUTCOME_REQUEUED: _ClassVar[AttemptOutcome]
+    ATTEMPT_OUTCOME_COMPLETE: _ClassVar[AttemptOutcome]
+    ATTEMPT_OUTCOME_ERROR: _ClassVar[AttemptOutcome]
+    ATTEMPT_OUTCOME_TIMEOUT: _ClassVar[AttemptOutcome]
+    ATTEMPT_OUTCOME_CANCELLED: _ClassVar[AttemptOutcome]
+FINAL_TASK_STATE_UNSPECIFIED: FinalTaskState
+FINAL_TASK_STATE_COMPLETE: FinalTaskState
+FINAL_TASK_STATE_ERROR: FinalTaskState
+FINAL_TASK_STATE_TIMEOUT: FinalTaskState
+FINAL_TASK_STATE_CANCELLED: FinalTaskState
+TASK_STATE_UNSPECIFIED: TaskState
+TASK_STATE_PENDING: TaskState
+TASK_STATE_RUNNING: TaskState
+TASK_STATE_RETRY: TaskState
+TASK_STATE_COMPLETE: TaskState
+TASK_STATE_ERROR: TaskState
+TASK_STATE_TIMEOUT: TaskState
+TASK_STATE_CANCELLED: TaskState
+ATTEMPT_OUTCOME_UNSPECIFIED: AttemptOutcome
+ATTEMPT_OUTCOME_RETRIED: AttemptOutcome
+ATTEMPT_OUTCOME_LOST: AttemptOutcome
+ATTEMPT_OUTCOME_REQUEUED: AttemptOutcome
+ATTEMPT_OUTCOME_COMPLETE: AttemptOutcome
+ATTEMPT_OUTCOME_ERROR: AttemptOutcome
+ATTEMPT_OUTCOME_TIMEOUT: AttemptOutcome
+ATTEMPT_OUTCOME_CANCELLED: AttemptOutcome
 
 class HeadObjectRequest(_message.Message):
     __slots__ = ("digest",)
@@ -285,11 +337,11 @@ class TaskOutcome(_message.Message):
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     index: int
     task_id: str
-    state: str
+    state: FinalTaskState
     payload: bytes
     traceback: str
     message: str
-    def __init__(self, index: _Optional[int] = ..., task_id: _Optional[str] = ..., state: _Optional[str] = ..., payload: _Optional[bytes] = ..., traceback: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    def __init__(self, index: _Optional[int] = ..., task_id: _Optional[str] = ..., state: _Optional[_Union[FinalTaskState, str]] = ..., payload: _Optional[bytes] = ..., traceback: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class SpawnTaskRequest(_message.Message):
     __slots__ = ("stub_id", "payload")
@@ -327,7 +379,7 @@ class Task(_message.Message):
     task_id: str
     stub_id: str
     function_name: str
-    state: str
+    state: TaskState
     attempts: int
     container_id: str
     worker_id: str
@@ -335,7 +387,7 @@ class Task(_message.Message):
     created_at: str
     started_at: str
     ended_at: str
-    def __init__(self, task_id: _Optional[str] = ..., stub_id: _Optional[str] = ..., function_name: _Optional[str] = ..., state: _Optional[str] = ..., attempts: _Optional[int] = ..., container_id: _Optional[str] = ..., worker_id: _Optional[str] = ..., message: _Optional[str] = ..., created_at: _Optional[str] = ..., started_at: _Optional[str] = ..., ended_at: _Optional[str] = ...) -> None: ...
+    def __init__(self, task_id: _Optional[str] = ..., stub_id: _Optional[str] = ..., function_name: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., attempts: _Optional[int] = ..., container_id: _Optional[str] = ..., worker_id: _Optional[str] = ..., message: _Optional[str] = ..., created_at: _Optional[str] = ..., started_at: _Optional[str] = ..., ended_at: _Optional[str] = ...) -> None: ...
 
 class ListTasksRequest(_message.Message):
     __slots__ = ("limit",)
@@ -377,9 +429,9 @@ class TaskAttempt(_message.Message):
     worker_id: str
     started_at: str
     ended_at: str
-    outcome: str
+    outcome: AttemptOutcome
     message: str
-    def __init__(self, attempt: _Optional[int] = ..., container_id: _Optional[str] = ..., worker_id: _Optional[str] = ..., started_at: _Optional[str] = ..., ended_at: _Optional[str] = ..., outcome: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    def __init__(self, attempt: _Optional[int] = ..., container_id: _Optional[str] = ..., worker_id: _Optional[str] = ..., started_at: _Optional[str] = ..., ended_at: _Optional[str] = ..., outcome: _Optional[_Union[AttemptOutcome, str]] = ..., message: _Optional[str] = ...) -> None: ...
 
 class CancelTaskRequest(_message.Message):
     __slots__ = ("task_id",)

@@ -25,13 +25,15 @@ _sym_db = _symbol_database.Default()
 from levers9.v1 import worker_pb2 as levers9_dot_v1_dot_worker__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18levers9/v1/machine.proto\x12\nlevers9.v1\x1a\x17levers9/v1/worker.proto\"m\n\x04Pool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x0f\n\x07runtime\x18\x03 \x01(\t\x12\x10\n\x08gpu_type\x18\x04 \x01(\t\x12\x12\n\ncreated_at\x18\x05 \x01(\t\x12\x10\n\x08machines\x18\x06 \x01(\r\"D\n\x11\x43reatePoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07runtime\x18\x02 \x01(\t\x12\x10\n\x08gpu_type\x18\x03 \x01(\t\"4\n\x12\x43reatePoolResponse\x12\x1e\n\x04pool\x18\x01 \x01(\x0b\x32\x10.levers9.v1.Pool\"\x12\n\x10ListPoolsRequest\"4\n\x11ListPoolsResponse\x12\x1f\n\x05pools\x18\x01 \x03(\x0b\x32\x10.levers9.v1.Pool\"!\n\x11\x44\x65letePoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x14\n\x12\x44\x65letePoolResponse\"\xc7\x01\n\x07Machine\x12\x12\n\nmachine_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x10\n\x08hostname\x18\x04 \x01(\t\x12&\n\x08\x63\x61pacity\x18\x05 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\x12\n\ncreated_at\x18\x06 \x01(\t\x12\x17\n\x0fjoin_expires_at\x18\x07 \x01(\t\x12\x11\n\tjoined_at\x18\x08 \x01(\t\x12\x11\n\tconnected\x18\t \x01(\x08\"9\n\x14\x43reateMachineRequest\x12\x0c\n\x04pool\x18\x01 \x01(\t\x12\x13\n\x0bttl_seconds\x18\x02 \x01(\r\"Q\n\x15\x43reateMachineResponse\x12$\n\x07machine\x18\x01 \x01(\x0b\x32\x13.levers9.v1.Machine\x12\x12\n\njoin_token\x18\x02 \x01(\t\"\x15\n\x13ListMachinesRequest\"=\n\x14ListMachinesResponse\x12%\n\x08machines\x18\x01 \x03(\x0b\x32\x13.levers9.v1.Machine\")\n\x13\x44rainMachineRequest\x12\x12\n\nmachine_id\x18\x01 \x01(\t\"*\n\x14\x44rainMachineResponse\x12\x12\n\ncontainers\x18\x01 \x01(\r\"*\n\x14\x44\x65leteMachineRequest\x12\x12\n\nmachine_id\x18\x01 \x01(\t\"\x17\n\x15\x44\x65leteMachineResponse\"N\n\x12JoinMachineRequest\x12\x10\n\x08hostname\x18\x01 \x01(\t\x12&\n\x08\x63\x61pacity\x18\x02 \x01(\x0b\x32\x14.levers9.v1.Capacity\"^\n\x13JoinMachineResponse\x12\x12\n\nmachine_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\x0f\n\x07runtime\x18\x03 \x01(\t\x12\x14\n\x0cworker_token\x18\x04 \x01(\t2\x96\x05\n\x0eMachineService\x12K\n\nCreatePool\x12\x1d.levers9.v1.CreatePoolRequest\x1a\x1e.levers9.v1.CreatePoolResponse\x12H\n\tListPools\x12\x1c.levers9.v1.ListPoolsRequest\x1a\x1d.levers9.v1.ListPoolsResponse\x12K\n\nDeletePool\x12\x1d.levers9.v1.DeletePoolRequest\x1a\x1e.levers9.v1.DeletePoolResponse\x12T\n\rCreateMachine\x12 .levers9.v1.CreateMachineRequest\x1a!.levers9.v1.CreateMachineResponse\x12Q\n\x0cListMachines\x12\x1f.levers9.v1.ListMachinesRequest\x1a .levers9.v1.ListMachinesResponse\x12Q\n\x0c\x44rainMachine\x12\x1f.levers9.v1.DrainMachineRequest\x1a .levers9.v1.DrainMachineResponse\x12T\n\rDeleteMachine\x12 .levers9.v1.DeleteMachineRequest\x1a!.levers9.v1.DeleteMachineResponse\x12N\n\x0bJoinMachine\x12\x1e.levers9.v1.JoinMachineRequest\x1a\x1f.levers9.v1.JoinMachineResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18levers9/v1/machine.proto\x12\nlevers9.v1\x1a\x17levers9/v1/worker.proto\"m\n\x04Pool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x0f\n\x07runtime\x18\x03 \x01(\t\x12\x10\n\x08gpu_type\x18\x04 \x01(\t\x12\x12\n\ncreated_at\x18\x05 \x01(\t\x12\x10\n\x08machines\x18\x06 \x01(\r\"D\n\x11\x43reatePoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07runtime\x18\x02 \x01(\t\x12\x10\n\x08gpu_type\x18\x03 \x01(\t\"4\n\x12\x43reatePoolResponse\x12\x1e\n\x04pool\x18\x01 \x01(\x0b\x32\x10.levers9.v1.Pool\"\x12\n\x10ListPoolsRequest\"4\n\x11ListPoolsResponse\x12\x1f\n\x05pools\x18\x01 \x03(\x0b\x32\x10.levers9.v1.Pool\"!\n\x11\x44\x65letePoolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x14\n\x12\x44\x65letePoolResponse\"\xe7\x01\n\x07Machine\x12\x12\n\nmachine_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\'\n\x05state\x18\n \x01(\x0e\x32\x18.levers9.v1.MachineState\x12\x10\n\x08hostname\x18\x04 \x01(\t\x12&\n\x08\x63\x61pacity\x18\x05 \x01(\x0b\x32\x14.levers9.v1.Capacity\x12\x12\n\ncreated_at\x18\x06 \x01(\t\x12\x17\n\x0fjoin_expires_at\x18\x07 \x01(\t\x12\x11\n\tjoined_at\x18\x08 \x01(\t\x12\x11\n\tconnected\x18\t \x01(\x08J\x04\x08\x03\x10\x04\"9\n\x14\x43reateMachineRequest\x12\x0c\n\x04pool\x18\x01 \x01(\t\x12\x13\n\x0bttl_seconds\x18\x02 \x01(\r\"Q\n\x15\x43reateMachineResponse\x12$\n\x07machine\x18\x01 \x01(\x0b\x32\x13.levers9.v1.Machine\x12\x12\n\njoin_token\x18\x02 \x01(\t\"\x15\n\x13ListMachinesRequest\"=\n\x14ListMachinesResponse\x12%\n\x08machines\x18\x01 \x03(\x0b\x32\x13.levers9.v1.Machine\")\n\x13\x44rainMachineRequest\x12\x12\n\nmachine_id\x18\x01 \x01(\t\"*\n\x14\x44rainMachineResponse\x12\x12\n\ncontainers\x18\x01 \x01(\r\"*\n\x14\x44\x65leteMachineRequest\x12\x12\n\nmachine_id\x18\x01 \x01(\t\"\x17\n\x15\x44\x65leteMachineResponse\"N\n\x12JoinMachineRequest\x12\x10\n\x08hostname\x18\x01 \x01(\t\x12&\n\x08\x63\x61pacity\x18\x02 \x01(\x0b\x32\x14.levers9.v1.Capacity\"^\n\x13JoinMachineResponse\x12\x12\n\nmachine_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\x0f\n\x07runtime\x18\x03 \x01(\t\x12\x14\n\x0cworker_token\x18\x04 \x01(\t*\x99\x01\n\x0cMachineState\x12\x1d\n\x19MACHINE_STATE_UNSPECIFIED\x10\x00\x12\x19\n\x15MACHINE_STATE_PENDING\x10\x01\x12\x18\n\x14MACHINE_STATE_JOINED\x10\x02\x12\x1a\n\x16MACHINE_STATE_DRAINING\x10\x03\x12\x19\n\x15MACHINE_STATE_EXPIRED\x10\x04\x32\x96\x05\n\x0eMachineService\x12K\n\nCreatePool\x12\x1d.levers9.v1.CreatePoolRequest\x1a\x1e.levers9.v1.CreatePoolResponse\x12H\n\tListPools\x12\x1c.levers9.v1.ListPoolsRequest\x1a\x1d.levers9.v1.ListPoolsResponse\x12K\n\nDeletePool\x12\x1d.levers9.v1.DeletePoolRequest\x1a\x1e.levers9.v1.DeletePoolResponse\x12T\n\rCreateMachine\x12 .levers9.v1.CreateMachineRequest\x1a!.levers9.v1.CreateMachineResponse\x12Q\n\x0cListMachines\x12\x1f.levers9.v1.ListMachinesRequest\x1a .levers9.v1.ListMachinesResponse\x12Q\n\x0c\x44rainMachine\x12\x1f.levers9.v1.DrainMachineRequest\x1a .levers9.v1.DrainMachineResponse\x12T\n\rDeleteMachine\x12 .levers9.v1.DeleteMachineRequest\x1a!.levers9.v1.DeleteMachineResponse\x12N\n\x0bJoinMachine\x12\x1e.levers9.v1.JoinMachineRequest\x1a\x1f.levers9.v1.JoinMachineResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'levers9.v1.machine_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_MACHINESTATE']._serialized_start=1226
+  _globals['_MACHINESTATE']._serialized_end=1379
   _globals['_POOL']._serialized_start=65
   _globals['_POOL']._serialized_end=174
   _globals['_CREATEPOOLREQUEST']._serialized_start=176
@@ -47,27 +49,27 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DELETEPOOLRESPONSE']._serialized_start=409
   _globals['_DELETEPOOLRESPONSE']._serialized_end=429
   _globals['_MACHINE']._serialized_start=432
-  _globals['_MACHINE']._serialized_end=631
-  _globals['_CREATEMACHINEREQUEST']._serialized_start=633
-  _globals['_CREATEMACHINEREQUEST']._serialized_end=690
-  _globals['_CREATEMACHINERESPONSE']._serialized_start=692
-  _globals['_CREATEMACHINERESPONSE']._serialized_end=773
-  _globals['_LISTMACHINESREQUEST']._serialized_start=775
-  _globals['_LISTMACHINESREQUEST']._serialized_end=796
-  _globals['_LISTMACHINESRESPONSE']._serialized_start=798
-  _globals['_LISTMACHINESRESPONSE']._serialized_end=859
-  _globals['_DRAINMACHINEREQUEST']._serialized_start=861
-  _globals['_DRAINMACHINEREQUEST']._serialized_end=902
-  _globals['_DRAINMACHINERESPONSE']._serialized_start=904
-  _globals['_DRAINMACHINERESPONSE']._serialized_end=946
-  _globals['_DELETEMACHINEREQUEST']._serialized_start=948
-  _globals['_DELETEMACHINEREQUEST']._serialized_end=990
-  _globals['_DELETEMACHINERESPONSE']._serialized_start=992
-  _globals['_DELETEMACHINERESPONSE']._serialized_end=1015
-  _globals['_JOINMACHINEREQUEST']._serialized_start=1017
-  _globals['_JOINMACHINEREQUEST']._serialized_end=1095
-  _globals['_JOINMACHINERESPONSE']._serialized_start=1097
-  _globals['_JOINMACHINERESPONSE']._serialized_end=1191
-  _globals['_MACHINESERVICE']._serialized_start=1194
-  _globals['_MACHINESERVICE']._serialized_end=1856
+  _globals['_MACHINE']._serialized_end=663
+  _globals['_CREATEMACHINEREQUEST']._serialized_start=665
+  _globals['_CREATEMACHINEREQUEST']._serialized_end=722
+  _globals['_CREATEMACHINERESPONSE']._serialized_start=724
+  _globals['_CREATEMACHINERESPONSE']._serialized_end=805
+  _globals['_LISTMACHINESREQUEST']._serialized_start=807
+  _globals['_LISTMACHINESREQUEST']._serialized_end=828
+  _globals['_LISTMACHINESRESPONSE']._serialized_start=830
+  _globals['_LISTMACHINESRESPONSE']._serialized_end=891
+  _globals['_DRAINMACHINEREQUEST']._serialized_start=893
+  _globals['_DRAINMACHINEREQUEST']._serialized_end=934
+  _globals['_DRAINMACHINERESPONSE']._serialized_start=936
+  _globals['_DRAINMACHINERESPONSE']._serialized_end=978
+  _globals['_DELETEMACHINEREQUEST']._serialized_start=980
+  _globals['_DELETEMACHINEREQUEST']._serialized_end=1022
+  _globals['_DELETEMACHINERESPONSE']._serialized_start=1024
+  _globals['_DELETEMACHINERESPONSE']._serialized_end=1047
+  _globals['_JOINMACHINEREQUEST']._serialized_start=1049
+  _globals['_JOINMACHINEREQUEST']._serialized_end=1127
+  _globals['_JOINMACHINERESPONSE']._serialized_start=1129
+  _globals['_JOINMACHINERESPONSE']._serialized_end=1223
+  _globals['_MACHINESERVICE']._serialized_start=1382
+  _globals['_MACHINESERVICE']._serialized_end=2044
 # @@protoc_insertion_point(module_scope)

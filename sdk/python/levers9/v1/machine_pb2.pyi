@@ -1,10 +1,24 @@
 from levers9.v1 import worker_pb2 as _worker_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class MachineState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MACHINE_STATE_UNSPECIFIED: _ClassVar[MachineState]
+    MACHINE_STATE_PENDING: _ClassVar[MachineState]
+    MACHINE_STATE_JOINED: _ClassVar[MachineState]
+    MACHINE_STATE_DRAINING: _ClassVar[MachineState]
+    MACHINE_STATE_EXPIRED: _ClassVar[MachineState]
+MACHINE_STATE_UNSPECIFIED: MachineState
+MACHINE_STATE_PENDING: MachineState
+MACHINE_STATE_JOINED: MachineState
+MACHINE_STATE_DRAINING: MachineState
+MACHINE_STATE_EXPIRED: MachineState
 
 class Pool(_message.Message):
     __slots__ = ("name", "source", "runtime", "gpu_type", "created_at", "machines")
@@ -71,14 +85,14 @@ class Machine(_message.Message):
     CONNECTED_FIELD_NUMBER: _ClassVar[int]
     machine_id: str
     pool: str
-    state: str
+    state: MachineState
     hostname: str
     capacity: _worker_pb2.Capacity
     created_at: str
     join_expires_at: str
     joined_at: str
     connected: bool
-    def __init__(self, machine_id: _Optional[str] = ..., pool: _Optional[str] = ..., state: _Optional[str] = ..., hostname: _Optional[str] = ..., capacity: _Optional[_Union[_worker_pb2.Capacity, _Mapping]] = ..., created_at: _Optional[str] = ..., join_expires_at: _Optional[str] = ..., joined_at: _Optional[str] = ..., connected: bool = ...) -> None: ...
+    def __init__(self, machine_id: _Optional[str] = ..., pool: _Optional[str] = ..., state: _Optional[_Union[MachineState, str]] = ..., hostname: _Optional[str] = ..., capacity: _Optional[_Union[_worker_pb2.Capacity, _Mapping]] = ..., created_at: _Optional[str] = ..., join_expires_at: _Optional[str] = ..., joined_at: _Optional[str] = ..., connected: bool = ...) -> None: ...
 
 class CreateMachineRequest(_message.Message):
     __slots__ = ("pool", "ttl_seconds")

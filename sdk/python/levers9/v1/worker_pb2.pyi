@@ -1,11 +1,47 @@
 from levers9.v1 import volume_pb2 as _volume_pb2
 from levers9.v1 import workspace_pb2 as _workspace_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class TaskResultState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TASK_RESULT_STATE_UNSPECIFIED: _ClassVar[TaskResultState]
+    TASK_RESULT_STATE_COMPLETE: _ClassVar[TaskResultState]
+    TASK_RESULT_STATE_ERROR: _ClassVar[TaskResultState]
+    TASK_RESULT_STATE_TIMEOUT: _ClassVar[TaskResultState]
+    TASK_RESULT_STATE_LOST: _ClassVar[TaskResultState]
+    TASK_RESULT_STATE_CANCELLED: _ClassVar[TaskResultState]
+
+class ContainerEventState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CONTAINER_EVENT_STATE_UNSPECIFIED: _ClassVar[ContainerEventState]
+    CONTAINER_EVENT_STATE_RUNNING: _ClassVar[ContainerEventState]
+    CONTAINER_EVENT_STATE_EXITED: _ClassVar[ContainerEventState]
+    CONTAINER_EVENT_STATE_FAILED: _ClassVar[ContainerEventState]
+
+class WorkerStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WORKER_STATUS_UNSPECIFIED: _ClassVar[WorkerStatus]
+    WORKER_STATUS_READY: _ClassVar[WorkerStatus]
+    WORKER_STATUS_LOST: _ClassVar[WorkerStatus]
+TASK_RESULT_STATE_UNSPECIFIED: TaskResultState
+TASK_RESULT_STATE_COMPLETE: TaskResultState
+TASK_RESULT_STATE_ERROR: TaskResultState
+TASK_RESULT_STATE_TIMEOUT: TaskResultState
+TASK_RESULT_STATE_LOST: TaskResultState
+TASK_RESULT_STATE_CANCELLED: TaskResultState
+CONTAINER_EVENT_STATE_UNSPECIFIED: ContainerEventState
+CONTAINER_EVENT_STATE_RUNNING: ContainerEventState
+CONTAINER_EVENT_STATE_EXITED: ContainerEventState
+CONTAINER_EVENT_STATE_FAILED: ContainerEventState
+WORKER_STATUS_UNSPECIFIED: WorkerStatus
+WORKER_STATUS_READY: WorkerStatus
+WORKER_STATUS_LOST: WorkerStatus
 
 class Gpu(_message.Message):
     __slots__ = ("gpu_type", "device_ids", "count")
@@ -91,11 +127,11 @@ class TaskResult(_message.Message):
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     container_id: str
     task_id: str
-    state: str
+    state: TaskResultState
     payload: bytes
     traceback: str
     message: str
-    def __init__(self, container_id: _Optional[str] = ..., task_id: _Optional[str] = ..., state: _Optional[str] = ..., payload: _Optional[bytes] = ..., traceback: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    def __init__(self, container_id: _Optional[str] = ..., task_id: _Optional[str] = ..., state: _Optional[_Union[TaskResultState, str]] = ..., payload: _Optional[bytes] = ..., traceback: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Register(_message.Message):
     __slots__ = ("worker_id", "pool", "hostname", "capacity", "runtime", "running")
@@ -145,11 +181,11 @@ class ContainerEvent(_message.Message):
     OOM_KILLED_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     container_id: str
-    state: str
+    state: ContainerEventState
     exit_code: int
     oom_killed: bool
     message: str
-    def __init__(self, container_id: _Optional[str] = ..., state: _Optional[str] = ..., exit_code: _Optional[int] = ..., oom_killed: bool = ..., message: _Optional[str] = ...) -> None: ...
+    def __init__(self, container_id: _Optional[str] = ..., state: _Optional[_Union[ContainerEventState, str]] = ..., exit_code: _Optional[int] = ..., oom_killed: bool = ..., message: _Optional[str] = ...) -> None: ...
 
 class LogChunk(_message.Message):
     __slots__ = ("container_id", "stream", "data", "seq")
@@ -312,11 +348,11 @@ class Worker(_message.Message):
     runtime: str
     capacity: Capacity
     free: Capacity
-    status: str
+    status: WorkerStatus
     last_heartbeat_at: str
     cordoned: bool
     containers: int
-    def __init__(self, worker_id: _Optional[str] = ..., pool: _Optional[str] = ..., hostname: _Optional[str] = ..., runtime: _Optional[str] = ..., capacity: _Optional[_Union[Capacity, _Mapping]] = ..., free: _Optional[_Union[Capacity, _Mapping]] = ..., status: _Optional[str] = ..., last_heartbeat_at: _Optional[str] = ..., cordoned: bool = ..., containers: _Optional[int] = ...) -> None: ...
+    def __init__(self, worker_id: _Optional[str] = ..., pool: _Optional[str] = ..., hostname: _Optional[str] = ..., runtime: _Optional[str] = ..., capacity: _Optional[_Union[Capacity, _Mapping]] = ..., free: _Optional[_Union[Capacity, _Mapping]] = ..., status: _Optional[_Union[WorkerStatus, str]] = ..., last_heartbeat_at: _Optional[str] = ..., cordoned: bool = ..., containers: _Optional[int] = ...) -> None: ...
 
 class CordonWorkerRequest(_message.Message):
     __slots__ = ("worker_id",)

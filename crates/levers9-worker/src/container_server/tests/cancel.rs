@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use levers9_api::v1::TaskResultState;
 use serde_json::json;
 use tokio::net::UnixStream;
 
@@ -40,8 +41,8 @@ async fn a_waiting_input_the_runner_drops_is_reported_cancelled() {
     .await;
     let result = f.next_result().await;
     assert_eq!(
-        (result.task_id.as_str(), result.state.as_str()),
-        ("second", "cancelled")
+        (result.task_id.as_str(), result.state()),
+        ("second", TaskResultState::Cancelled)
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(f.stops.try_recv().is_err(), "the container was stopped");
@@ -98,8 +99,8 @@ async fn an_input_waiting_for_the_hello_is_dropped_by_the_worker() {
     f.server.cancel_input("early");
     let result = f.next_result().await;
     assert_eq!(
-        (result.task_id.as_str(), result.state.as_str()),
-        ("early", "cancelled")
+        (result.task_id.as_str(), result.state()),
+        ("early", TaskResultState::Cancelled)
     );
     let mut runner = cancelling_runner(&mut f).await;
     f.server.send_input(input("later", b"", 0));

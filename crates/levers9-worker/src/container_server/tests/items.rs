@@ -1,7 +1,7 @@
 //! A generator's items: forwarded in order before its result, and the
 //! caller's acknowledgements passed to the runner.
 
-use levers9_api::v1::worker_message;
+use levers9_api::v1::{worker_message, TaskResultState};
 use serde_json::json;
 
 use super::{fixture, input, receive, send};
@@ -35,7 +35,7 @@ async fn items_are_reported_in_order_before_the_result_and_acks_reach_the_runner
             other => panic!("expected an item, got {other:?}"),
         }
     }
-    assert_eq!(f.next_result().await.state, "complete");
+    assert_eq!(f.next_result().await.state(), TaskResultState::Complete);
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use levers9_api::v1::worker_message;
+use levers9_api::v1::{worker_message, TaskResultState};
 use levers9_config::ContainerServerAuthMode;
 use serde_json::json;
 
@@ -48,8 +48,8 @@ async fn an_input_waiting_for_a_thread_times_out_only_once_it_runs() {
     assert_eq!(f.next_result().await.task_id, "first");
     let result = f.next_result().await;
     assert_eq!(
-        (result.task_id.as_str(), result.state.as_str()),
-        ("second", "timeout")
+        (result.task_id.as_str(), result.state()),
+        ("second", TaskResultState::Timeout)
     );
     tokio::time::timeout(WAIT, f.stops.recv())
         .await
@@ -81,8 +81,8 @@ async fn inputs_waiting_in_the_runner_are_lost_when_it_leaves() {
     drop(runner);
     let result = f.next_result().await;
     assert_eq!(
-        (result.task_id.as_str(), result.state.as_str()),
-        ("d", "lost")
+        (result.task_id.as_str(), result.state()),
+        ("d", TaskResultState::Lost)
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use levers9_api::v1::{worker_message, ContainerEvent, LogChunk, RunContainer, WorkerMessage};
+use levers9_api::v1::{
+    worker_message, ContainerEvent, ContainerEventState, LogChunk, RunContainer, WorkerMessage,
+};
 use levers9_image::{Digest, Image, ImageConfig, ImageError, ImageReference, Rootfs};
 use levers9_runtime::{ContainerSpec, Exit};
 use levers9_sync::Lock;
@@ -185,7 +187,11 @@ impl Harness {
     /// The next report, a container's failure: its id and message.
     pub(super) async fn failure(&mut self) -> (String, String) {
         let event = self.event().await;
-        assert_eq!(event.state, "failed", "expected a failure, got {event:?}");
+        assert_eq!(
+            event.state(),
+            ContainerEventState::Failed,
+            "expected a failure, got {event:?}"
+        );
         (event.container_id, event.message)
     }
 
@@ -203,8 +209,8 @@ impl Harness {
         self.supervisor.run(request);
         let event = self.event().await;
         assert_eq!(
-            (event.container_id.as_str(), event.state.as_str()),
-            (id.as_str(), "running")
+            (event.container_id.as_str(), event.state()),
+            (id.as_str(), ContainerEventState::Running)
         );
     }
 
@@ -216,8 +222,8 @@ impl Harness {
         let mut seen = Vec::new();
         loop {
             let kind = self.next().await;
-            let running = matches!(&kind, worker_message::Kind::Event(e) if e.container_id == id && e.state == "running");
-            let exited = matches!(&kind, worker_message::Kind::Event(e) if e.container_id == id && e.state == "exited");
+            let running = matches!(&kind, worker_message::Kind::Event(e) if e.container_id == id && e.state() == ContainerEventState::Running);
+            let exited = matches!(&kind, worker_message::Kind::Event(e) if e.container_id == id && e.state() == ContainerEventState::Exited);
             seen.push(kind);
             if running {
                 self.runtime.exit(id, Exit::Code(0));
