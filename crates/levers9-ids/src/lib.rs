@@ -2,7 +2,9 @@
 //! checked in one place so the crates cannot disagree on what is valid.
 #![forbid(unsafe_code)]
 
+use std::borrow::Borrow;
 use std::fmt;
+use std::path::Path;
 
 /// The most bytes a container id may have.
 ///
@@ -61,6 +63,24 @@ impl AsRef<str> for ContainerId {
     }
 }
 
+/// An id is a plain file name (no `/`, never `.` or `..`), so it can be
+/// joined to a directory: `bundles.join(&id)` stays inside `bundles`.
+impl AsRef<Path> for ContainerId {
+    fn as_ref(&self) -> &Path {
+        Path::new(&self.0)
+    }
+}
+
+/// Maps keyed by id can be asked with an id as it came off the wire, without
+/// parsing it first: one that is not valid is simply not found. Sound because
+/// `Hash`, `Eq` and `Ord` are derived from the inner `String`'s, which agree
+/// with `str`'s.
+impl Borrow<str> for ContainerId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 impl TryFrom<String> for ContainerId {
     type Error = InvalidContainerId;
 
@@ -113,6 +133,16 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_map_keyed_by_id_is_found_by_the_ids_text() {
+        let id = ContainerId::parse("c1").unwrap();
+        let map = std::collections::HashMap::from([(id.clone(), 1)]);
+        assert_eq!(map.get("c1"), Some(&1));
+        assert_eq!(map.get("a/b"), None);
+        assert_eq!(AsRef::<Path>::as_ref(&id), Path::new("c1"));
+        assert_eq!(id.to_string(), "c1");
     }
 
     #[test]
