@@ -138,6 +138,7 @@ macro_rules! status_through_api_error {
 }
 
 status_through_api_error!(
+    crate::fleet::FleetError,
     crate::images::ImageServiceError,
     crate::machines::MachineError,
 );
@@ -153,6 +154,29 @@ impl From<crate::machines::MachineError> for ApiError {
                 ApiError::PermissionDenied(error.to_string())
             }
             E::Store(e) => ApiError::Store(e),
+        }
+    }
+}
+
+impl From<crate::fleet::FleetError> for ApiError {
+    fn from(error: crate::fleet::FleetError) -> Self {
+        use crate::fleet::FleetError as E;
+        match error {
+            E::UnknownPool(_)
+            | E::GpuCountWithoutType
+            | E::InvalidGpuTypes
+            | E::NoRegister
+            | E::StreamBroke(_)
+            | E::NotRegisterFirst
+            | E::IncompleteRegister
+            | E::RegisterAgain => ApiError::InvalidArgument(error.to_string()),
+            E::WorkerIdTaken(_) | E::WrongRuntime { .. } => {
+                ApiError::FailedPrecondition(error.to_string())
+            }
+            E::CorruptRecord { what, source } => ApiError::Corrupt(format!("{what}: {source}")),
+            E::Machine(e) => e.into(),
+            E::Store(e) => ApiError::Store(e),
+            E::State(e) => ApiError::State(e),
         }
     }
 }
@@ -176,7 +200,7 @@ impl From<crate::images::ImageServiceError> for ApiError {
             E::CorruptImage { id, source } => ApiError::Corrupt(format!("image {id}: {source}")),
             E::RegistryUnavailable { .. } => ApiError::Unavailable(error.to_string()),
             E::State(e) => ApiError::State(e),
-            E::Fleet(e) => e,
+            E::Fleet(e) => e.into(),
         }
     }
 }

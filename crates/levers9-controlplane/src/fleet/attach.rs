@@ -26,8 +26,8 @@ use tonic::{Status, Streaming};
 use super::inbox::Inbox;
 use super::records::{ContainerState, WorkerRecord};
 use super::Fleet;
+use super::FleetError;
 use crate::auth::Caller;
-use crate::error::ApiError;
 use crate::functions::worker_stream::StreamTasks;
 use crate::machines::WorkerBinding;
 use crate::scheduler::{self, Scheduling};
@@ -68,21 +68,17 @@ pub async fn open(
         mpsc::Receiver<Result<ControlplaneMessage, Status>>,
         mpsc::Sender<Result<ControlplaneMessage, Status>>,
     ),
-    ApiError,
+    FleetError,
 > {
     let first = tokio::time::timeout(REGISTER_TIMEOUT, inbound.message())
         .await
-        .map_err(|_| {
-            ApiError::InvalidArgument("no Register within 10 s of opening the stream".into())
-        })?
-        .map_err(|s| ApiError::InvalidArgument(format!("the stream broke: {}", s.message())))?;
+        .map_err(|_| FleetError::NoRegister)?
+        .map_err(|s| FleetError::StreamBroke(s.message().to_owned()))?;
     let Some(WorkerMessage {
         kind: Some(worker_message::Kind::Register(register)),
     }) = first
     else {
-        return Err(ApiError::InvalidArgument(
-            "the first message on a worker stream must be Register".into(),
-        ));
+        return Err(FleetError::NotRegisterFirst);
     };
     // A machine's credential registers only its own worker, in its pool.
     binding.allow(&register.worker_id, Some(&register.pool))?;
@@ -110,11 +106,9 @@ async fn register_worker(
     fleet: &Fleet,
     caller: &Caller,
     register: Register,
-) -> Result<WorkerRecord, ApiError> {
+) -> Result<WorkerRecord, FleetError> {
     if register.worker_id.is_empty() || register.pool.is_empty() {
-        return Err(ApiError::InvalidArgument(
-            "Register needs a worker_id and a pool".into(),
-        ));
+        return Err(FleetError::IncompleteRegister);
     }
     // Taking over a live worker's id would hand its drain to another token.
     if let Some(existing) = fleet.worker(&register.worker_id).await? {
@@ -123,21 +117,17 @@ async fn register_worker(
             && caller.token_type != TokenType::Admin
             && fleet.is_alive(&existing.id).await?
         {
-            return Err(ApiError::FailedPrecondition(format!(
-                "worker {:?} is connected with another token: give this worker its own \
-                 --worker-id, or stop the other one first",
-                existing.id
-            )));
+            return Err(FleetError::WorkerIdTaken(existing.id));
         }
     }
     if let Some(pool) = fleet.pool_config(&register.pool) {
         let wanted = pool.runtime.as_str();
         if register.runtime != wanted {
-            return Err(ApiError::FailedPrecondition(format!(
-                "pool {} runs {wanted} (worker.pools.{}.runtime) but this worker runs {:?}: \
-                 start it with --runtime {wanted}",
-                register.pool, register.pool, register.runtime
-            )));
+            return Err(FleetError::WrongRuntime {
+                pool: register.pool,
+                wanted: wanted.to_owned(),
+                runtime: register.runtime,
+            });
         }
     }
     let capacity = register.capacity.unwrap_or_default();
@@ -244,7 +234,7 @@ async fn handle(
     worker: &WorkerRecord,
     stream: &StreamState,
     message: WorkerMessage,
-) -> Result<(), ApiError> {
+) -> Result<(), FleetError> {
     match message.kind {
         Some(worker_message::Kind::Heartbeat(_)) => {
             fleet.touch_alive(&worker.id).await?;
@@ -256,35 +246,45 @@ async fn handle(
             stream.unacked.lock().remove(&ack.request_id);
         }
         Some(worker_message::Kind::RunnerReady(ready)) => {
-            stream.tasks.runner_ready(ready.container_id).await?
+            report(worker, stream.tasks.runner_ready(ready.container_id).await)
         }
-        Some(worker_message::Kind::TaskOutput(output)) => stream.tasks.output(output).await?,
-        Some(worker_message::Kind::TaskResult(result)) => stream.tasks.result(result).await?,
+        Some(worker_message::Kind::TaskOutput(output)) => {
+            report(worker, stream.tasks.output(output).await)
+        }
+        Some(worker_message::Kind::TaskResult(result)) => {
+            report(worker, stream.tasks.result(result).await)
+        }
         Some(worker_message::Kind::ExecOutput(output)) => {
             execs::forward(fleet, stream, output).await?
         }
-        Some(worker_message::Kind::TaskItem(item)) => stream.tasks.item(&worker.id, item).await?,
+        Some(worker_message::Kind::TaskItem(item)) => {
+            report(worker, stream.tasks.item(&worker.id, item).await)
+        }
         Some(worker_message::Kind::Event(event)) => container_event(fleet, worker, event).await?,
         Some(worker_message::Kind::Log(chunk)) => {
             fleet
                 .append_log(&chunk.container_id, &chunk.encode_to_vec())
                 .await?;
         }
-        Some(worker_message::Kind::Register(_)) => {
-            return Err(ApiError::InvalidArgument(
-                "Register may only open a stream".into(),
-            ))
-        }
+        Some(worker_message::Kind::Register(_)) => return Err(FleetError::RegisterAgain),
         None => {}
     }
     Ok(())
+}
+
+/// Logs a function message the worker's stream could not handle, as
+/// [`serve`] logs the stream's own.
+fn report<E: std::fmt::Display>(worker: &WorkerRecord, result: Result<(), E>) {
+    if let Err(error) = result {
+        tracing::warn!(worker_id = %worker.id, %error, "cannot handle a worker message");
+    }
 }
 
 async fn container_event(
     fleet: &Fleet,
     worker: &WorkerRecord,
     event: ContainerEvent,
-) -> Result<(), ApiError> {
+) -> Result<(), FleetError> {
     // An event that names no state (unspecified, or a number of a newer
     // worker's) cannot move the container anywhere; the next event, or the
     // worker's loss, will.
@@ -365,7 +365,7 @@ async fn requeue_unacked(scheduling: &Scheduling, worker: &WorkerRecord, unacked
     for container_id in pending {
         let result = async {
             let Some(mut container) = fleet.container(&container_id).await? else {
-                return Ok::<(), ApiError>(());
+                return Ok::<(), FleetError>(());
             };
             if container.state != ContainerState::Scheduled || container.worker_id != worker.id {
                 return Ok(());

@@ -16,7 +16,7 @@ use prost::Message;
 use tokio::sync::mpsc;
 
 use super::Fleet;
-use crate::error::ApiError;
+use super::FleetError;
 
 /// How long one pop of an inbox waits.
 const INBOX_WAIT: Duration = Duration::from_secs(1);
@@ -109,7 +109,7 @@ pub async fn send(
     fleet: &Fleet,
     worker_id: &str,
     message: ControlplaneMessage,
-) -> Result<(), ApiError> {
+) -> Result<(), FleetError> {
     send_many(fleet, vec![(worker_id.to_owned(), message)]).await
 }
 
@@ -118,7 +118,7 @@ pub async fn send(
 pub async fn send_many(
     fleet: &Fleet,
     messages: Vec<(String, ControlplaneMessage)>,
-) -> Result<(), ApiError> {
+) -> Result<(), FleetError> {
     let mut queued = Vec::new();
     {
         let local = fleet.local_inboxes.0.lock();

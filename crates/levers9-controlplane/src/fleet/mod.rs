@@ -16,12 +16,14 @@
 //! ([`crate::scheduler`]).
 
 pub mod attach;
+mod error;
 pub mod inbox;
 mod output;
 pub mod provider;
 pub mod reaper;
 pub mod records;
 
+pub use error::FleetError;
 pub(crate) use output::follow_logs;
 
 use std::collections::BTreeMap;
@@ -35,7 +37,6 @@ use levers9_seal::Keyring;
 use levers9_state::{keys, HotState, Reservation, Reserve, Write};
 use levers9_store::{MachineStore, SealedId, SealedKind, SealedStore};
 
-use crate::error::ApiError;
 use crate::functions::{DispatchEvent, TaskState};
 use crate::scheduler::{demand, placement, view};
 use records::{decode, encode, ContainerRecord, WorkerRecord};
@@ -185,7 +186,7 @@ impl Fleet {
         &self,
         worker_id: &str,
         message: ControlplaneMessage,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), FleetError> {
         inbox::send(self, worker_id, message).await
     }
 
@@ -258,7 +259,7 @@ impl Fleet {
     }
 
     /// Cordons a worker (no new placements) or lifts it.
-    pub async fn set_cordoned(&self, worker_id: &str, cordoned: bool) -> Result<(), ApiError> {
+    pub async fn set_cordoned(&self, worker_id: &str, cordoned: bool) -> Result<(), FleetError> {
         if cordoned {
             self.state.set_add(view::CORDONED, worker_id).await?;
         } else {
@@ -269,25 +270,26 @@ impl Fleet {
 
     /// Cordons a worker and drains it (its function containers take no
     /// new inputs and stop once idle), or lifts both.
-    pub async fn set_draining(&self, worker_id: &str, draining: bool) -> Result<(), ApiError> {
+    pub async fn set_draining(&self, worker_id: &str, draining: bool) -> Result<(), FleetError> {
         self.set_cordoned(worker_id, draining).await?;
-        self.tasks
+        Ok(self
+            .tasks
             .tell(&DispatchEvent::Drain {
                 worker_id: worker_id.to_owned(),
                 draining,
             })
-            .await
+            .await?)
     }
 
     /// The ids of the cordoned workers: nothing new is placed on them.
-    pub async fn cordoned(&self) -> Result<Vec<String>, ApiError> {
+    pub async fn cordoned(&self) -> Result<Vec<String>, FleetError> {
         Ok(self.state.set_members(view::CORDONED).await?)
     }
 
     /// Refuses a pool containers may not ask for: one neither configured,
     /// nor made at run time, nor joined by a worker, nor asked for by an
     /// attached cluster's agent. Empty means any pool.
-    pub async fn require_pool(&self, pool: &str) -> Result<(), ApiError> {
+    pub async fn require_pool(&self, pool: &str) -> Result<(), FleetError> {
         if pool.is_empty()
             || self.pools.contains(pool)
             || !self.pool_members(pool).await?.is_empty()
@@ -300,11 +302,7 @@ impl Fleet {
                 return Ok(());
             }
         }
-        Err(ApiError::InvalidArgument(format!(
-            "unknown pool {pool:?}: it is not in worker.pools and no worker has joined it; \
-             start one with `levers9 worker --pool {pool}`, make it with `levers9 pool \
-             create {pool}`, or pick another pool (levers9 worker list)"
-        )))
+        Err(FleetError::UnknownPool(pool.to_owned()))
     }
 
     /// The heartbeat TTL.
@@ -313,7 +311,7 @@ impl Fleet {
     }
 
     /// Stores a worker record.
-    pub async fn put_worker(&self, worker: &WorkerRecord) -> Result<(), ApiError> {
+    pub async fn put_worker(&self, worker: &WorkerRecord) -> Result<(), FleetError> {
         self.update_worker(worker).await?;
         self.state.set_add("workers", &worker.id).await?;
         self.state
@@ -324,7 +322,7 @@ impl Fleet {
 
     /// Rewrites the record of a registered worker (its last heartbeat): the
     /// set memberships were made when it registered.
-    pub async fn update_worker(&self, worker: &WorkerRecord) -> Result<(), ApiError> {
+    pub async fn update_worker(&self, worker: &WorkerRecord) -> Result<(), FleetError> {
         let key = keys::worker(&worker.id);
         self.state
             .set_with_ttl(&key, &encode(worker), RECORD_TTL)
@@ -334,7 +332,7 @@ impl Fleet {
 
     /// The worker's record; `None` when the hot state has none (never
     /// registered, or expired).
-    pub async fn worker(&self, id: &str) -> Result<Option<WorkerRecord>, ApiError> {
+    pub async fn worker(&self, id: &str) -> Result<Option<WorkerRecord>, FleetError> {
         match self.state.get(&keys::worker(id)).await? {
             Some(bytes) => Ok(Some(decode("worker record", &bytes)?)),
             None => Ok(None),
@@ -342,17 +340,17 @@ impl Fleet {
     }
 
     /// Every known worker id.
-    pub async fn worker_ids(&self) -> Result<Vec<String>, ApiError> {
+    pub async fn worker_ids(&self) -> Result<Vec<String>, FleetError> {
         Ok(self.state.set_members("workers").await?)
     }
 
     /// The ids of the workers of a pool.
-    pub async fn pool_members(&self, pool: &str) -> Result<Vec<String>, ApiError> {
+    pub async fn pool_members(&self, pool: &str) -> Result<Vec<String>, FleetError> {
         Ok(self.state.set_members(&keys::pool_workers(pool)).await?)
     }
 
     /// Records a heartbeat: the worker stays alive for one more TTL.
-    pub async fn touch_alive(&self, id: &str) -> Result<(), ApiError> {
+    pub async fn touch_alive(&self, id: &str) -> Result<(), FleetError> {
         self.state
             .set_with_ttl(&keys::worker_alive(id), b"1", self.heartbeat_ttl)
             .await?;
@@ -360,13 +358,13 @@ impl Fleet {
     }
 
     /// Whether the worker heartbeated within the TTL.
-    pub async fn is_alive(&self, id: &str) -> Result<bool, ApiError> {
+    pub async fn is_alive(&self, id: &str) -> Result<bool, FleetError> {
         Ok(self.state.get(&keys::worker_alive(id)).await?.is_some())
     }
 
     /// Forgets a worker that is gone: its capacity, set memberships and
     /// cordon.
-    pub async fn remove_worker(&self, worker: &WorkerRecord) -> Result<(), ApiError> {
+    pub async fn remove_worker(&self, worker: &WorkerRecord) -> Result<(), FleetError> {
         self.state
             .delete_capacity(&keys::worker(&worker.id))
             .await?;
@@ -380,7 +378,7 @@ impl Fleet {
 
     /// Free capacity of a worker: every counter (`cpu`, `memory`,
     /// `gpu:<type>`) with what is not reserved.
-    pub async fn free_capacity(&self, id: &str) -> Result<Option<FreeCapacity>, ApiError> {
+    pub async fn free_capacity(&self, id: &str) -> Result<Option<FreeCapacity>, FleetError> {
         let counters = self.state.get_capacity(&keys::worker(id)).await?;
         Ok(counters.map(|counters| FreeCapacity { counters }))
     }
@@ -390,7 +388,7 @@ impl Fleet {
         &self,
         id: &str,
         counters: &[(String, i64)],
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), FleetError> {
         self.state
             .set_capacity(&keys::worker(id), &named(counters))
             .await?;
@@ -403,7 +401,7 @@ impl Fleet {
     pub async fn try_reserve_batch(
         &self,
         placements: &[(&str, &ContainerRecord)],
-    ) -> Result<Vec<Reservation>, ApiError> {
+    ) -> Result<Vec<Reservation>, FleetError> {
         let keys: Vec<String> = placements
             .iter()
             .map(|(worker_id, _)| keys::worker(worker_id))
@@ -420,7 +418,7 @@ impl Fleet {
     }
 
     /// Gives a container's resources back to its worker.
-    pub async fn release(&self, worker_id: &str, c: &ContainerRecord) -> Result<(), ApiError> {
+    pub async fn release(&self, worker_id: &str, c: &ContainerRecord) -> Result<(), FleetError> {
         self.state
             .release(&keys::worker(worker_id), &named(&c.amounts()))
             .await?;
@@ -428,12 +426,12 @@ impl Fleet {
     }
 
     /// Stores a container record (and indexes it for its workspace).
-    pub async fn put_container(&self, c: &ContainerRecord) -> Result<(), ApiError> {
+    pub async fn put_container(&self, c: &ContainerRecord) -> Result<(), FleetError> {
         self.put_containers(std::slice::from_ref(c)).await
     }
 
     /// Stores container records and their indexes, in one round trip.
-    pub async fn put_containers(&self, containers: &[ContainerRecord]) -> Result<(), ApiError> {
+    pub async fn put_containers(&self, containers: &[ContainerRecord]) -> Result<(), FleetError> {
         let mut writes = Vec::with_capacity(containers.len() * 3);
         for c in containers {
             writes.push(Write::Set {
@@ -460,7 +458,7 @@ impl Fleet {
 
     /// The container's record; `None` when the hot state has none (never
     /// requested, or expired).
-    pub async fn container(&self, id: &str) -> Result<Option<ContainerRecord>, ApiError> {
+    pub async fn container(&self, id: &str) -> Result<Option<ContainerRecord>, FleetError> {
         match self.state.get(&keys::container(id)).await? {
             Some(bytes) => Ok(Some(decode("container record", &bytes)?)),
             None => Ok(None),
@@ -472,7 +470,7 @@ impl Fleet {
     pub async fn containers(
         &self,
         ids: &[String],
-    ) -> Result<Vec<Result<Option<ContainerRecord>, ApiError>>, ApiError> {
+    ) -> Result<Vec<Result<Option<ContainerRecord>, FleetError>>, FleetError> {
         let keys: Vec<String> = ids.iter().map(|id| keys::container(id)).collect();
         Ok(self
             .state
@@ -487,7 +485,7 @@ impl Fleet {
     pub async fn workspace_containers(
         &self,
         workspace_id: &str,
-    ) -> Result<Vec<ContainerRecord>, ApiError> {
+    ) -> Result<Vec<ContainerRecord>, FleetError> {
         let set = keys::workspace_containers(workspace_id);
         let mut out = Vec::new();
         for id in self.state.set_members(&set).await? {
@@ -504,7 +502,7 @@ impl Fleet {
     }
 
     /// The ids of the unfinished containers placed on a worker.
-    pub async fn worker_containers(&self, worker_id: &str) -> Result<Vec<String>, ApiError> {
+    pub async fn worker_containers(&self, worker_id: &str) -> Result<Vec<String>, FleetError> {
         Ok(self
             .state
             .set_members(&keys::worker_containers(worker_id))
@@ -514,19 +512,15 @@ impl Fleet {
 
 /// Checks a GPU request (types in order of preference, a count) and
 /// returns the count it stands for: 0 without types, at least 1 with.
-pub fn gpu_count(gpu_types: &[String], count: u32) -> Result<u32, ApiError> {
+pub fn gpu_count(gpu_types: &[String], count: u32) -> Result<u32, FleetError> {
     if gpu_types.is_empty() {
         if count > 0 {
-            return Err(ApiError::InvalidArgument(
-                "a GPU count needs a GPU type: name the types it accepts, e.g. H100".into(),
-            ));
+            return Err(FleetError::GpuCountWithoutType);
         }
         return Ok(0);
     }
     if gpu_types.iter().any(|t| t.is_empty()) || gpu_types.len() > 8 {
-        return Err(ApiError::InvalidArgument(
-            "GPU types must be up to 8 non-empty names, e.g. H100".into(),
-        ));
+        return Err(FleetError::InvalidGpuTypes);
     }
     Ok(count.max(1))
 }

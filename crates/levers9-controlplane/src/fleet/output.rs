@@ -12,13 +12,13 @@ use tokio::sync::mpsc;
 use tonic::Status;
 
 use super::attach::decode_log;
+use super::FleetError;
 use super::{Fleet, END_MARKER, MAX_LOG_ENTRIES, RECORD_TTL};
-use crate::error::ApiError;
 use crate::functions::DispatchEvent;
 
 impl Fleet {
     /// Appends a log entry and tells followers.
-    pub async fn append_log(&self, container_id: &str, entry: &[u8]) -> Result<(), ApiError> {
+    pub async fn append_log(&self, container_id: &str, entry: &[u8]) -> Result<(), FleetError> {
         let key = keys::container(container_id);
         self.state
             .log_append(&key, entry, MAX_LOG_ENTRIES, RECORD_TTL)
@@ -28,15 +28,16 @@ impl Fleet {
     }
 
     /// Tells followers a container reached a final state.
-    pub async fn publish_end(&self, container_id: &str) -> Result<(), ApiError> {
+    pub async fn publish_end(&self, container_id: &str) -> Result<(), FleetError> {
         let key = keys::container(container_id);
         self.state.publish(&key, END_MARKER).await?;
         // The dispatcher ignores containers that serve no stub.
-        self.tasks
+        Ok(self
+            .tasks
             .tell(&DispatchEvent::ContainerEnded {
                 container_id: container_id.to_owned(),
             })
-            .await
+            .await?)
     }
 
     /// A container's log entries from now on, then [`END_MARKER`] when it
@@ -44,12 +45,12 @@ impl Fleet {
     pub async fn follow_container(
         &self,
         container_id: &str,
-    ) -> Result<BoxStream<'static, Vec<u8>>, ApiError> {
+    ) -> Result<BoxStream<'static, Vec<u8>>, FleetError> {
         Ok(self.state.subscribe(&keys::container(container_id)).await?)
     }
 
     /// A container's stored log entries, oldest first.
-    pub async fn container_log(&self, container_id: &str) -> Result<Vec<Vec<u8>>, ApiError> {
+    pub async fn container_log(&self, container_id: &str) -> Result<Vec<Vec<u8>>, FleetError> {
         Ok(self.state.log_range(&keys::container(container_id)).await?)
     }
 
@@ -57,7 +58,7 @@ impl Fleet {
     pub async fn follow_exec(
         &self,
         exec_id: &str,
-    ) -> Result<BoxStream<'static, Vec<u8>>, ApiError> {
+    ) -> Result<BoxStream<'static, Vec<u8>>, FleetError> {
         Ok(self.state.subscribe(&keys::exec_output(exec_id)).await?)
     }
 }

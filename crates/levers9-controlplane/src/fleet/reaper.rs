@@ -7,7 +7,7 @@ use tokio::sync::watch;
 
 use super::records::ContainerState;
 use super::Fleet;
-use crate::error::ApiError;
+use super::FleetError;
 use crate::scheduler::{claims, Scheduling};
 
 const LEASE: &str = "worker-reaper";
@@ -44,7 +44,7 @@ pub async fn run(scheduling: Scheduling, holder: String, mut stopped: watch::Rec
     }
 }
 
-async fn sweep(fleet: &Fleet) -> Result<(), ApiError> {
+async fn sweep(fleet: &Fleet) -> Result<(), FleetError> {
     for worker_id in fleet.worker_ids().await? {
         if fleet.is_alive(&worker_id).await? {
             continue;

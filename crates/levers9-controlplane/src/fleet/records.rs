@@ -8,7 +8,7 @@ use levers9_api::v1::{
 };
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
-use crate::error::ApiError;
+use crate::fleet::FleetError;
 
 /// A worker as it registered, kept in the hot state under `worker:<id>` so any
 /// replica can read it; whether it is alive is a separate key.
@@ -280,8 +280,11 @@ pub fn encode<T: Serialize>(record: &T) -> Vec<u8> {
 }
 
 /// Decodes a record written by [`encode`].
-pub fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| ApiError::Corrupt(format!("{what}: {e}")))
+pub fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, FleetError> {
+    serde_json::from_slice(bytes).map_err(|source| FleetError::CorruptRecord {
+        what: what.to_owned(),
+        source,
+    })
 }
 
 #[cfg(test)]

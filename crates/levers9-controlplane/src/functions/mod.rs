@@ -45,7 +45,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_api::v1::{run_event, RunEvent, TaskOutcome};
-use levers9_state::{keys, HotState};
+use levers9_state::{keys, HotState, StateError};
 use prost::Message;
 use serde::{Deserialize, Serialize};
 
@@ -167,7 +167,7 @@ impl TaskState {
 
     /// Tells the dispatcher: in process when it runs here, else through the
     /// hot state's queue.
-    pub async fn tell(&self, event: &DispatchEvent) -> Result<(), ApiError> {
+    pub async fn tell(&self, event: &DispatchEvent) -> Result<(), StateError> {
         let Err(event) = self.dispatch_lane.send(event.clone()) else {
             return Ok(());
         };
@@ -175,7 +175,7 @@ impl TaskState {
     }
 
     /// Puts an event on the hot state's dispatch queue.
-    async fn queue(&self, event: &DispatchEvent) -> Result<(), ApiError> {
+    async fn queue(&self, event: &DispatchEvent) -> Result<(), StateError> {
         // Plain structs of strings: serialising cannot fail.
         let bytes = serde_json::to_vec(event).unwrap_or_default();
         self.state.push(DISPATCH, &bytes).await?;

@@ -43,13 +43,13 @@ pub(crate) async fn submit(
     for result in put {
         result?;
     }
-    tasks
+    Ok(tasks
         .tell(&DispatchEvent::Submitted {
             workspace_id: stub.workspace_id.clone(),
             stub_id: stub.id.clone(),
             tasks: inputs.into_iter().map(|(ticket, _)| ticket).collect(),
         })
-        .await
+        .await?)
 }
 
 /// The final outcome of a task that ended as `end` says (the notice of

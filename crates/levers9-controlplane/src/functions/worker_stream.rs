@@ -82,9 +82,10 @@ impl StreamTasks {
 
     /// Tells the dispatcher a container's runner takes inputs.
     pub(crate) async fn runner_ready(&self, container_id: String) -> Result<(), ApiError> {
-        self.tasks
+        Ok(self
+            .tasks
             .tell(&DispatchEvent::RunnerReady { container_id })
-            .await
+            .await?)
     }
 
     /// Keeps what a task printed and passes it to its caller.
@@ -182,7 +183,8 @@ impl StreamTasks {
             // (the row, the task's own channel) tells followers to read it.
             self.tasks.put_outcome(&outcome).await?;
         }
-        self.tasks
+        Ok(self
+            .tasks
             .tell(&DispatchEvent::Finished {
                 container_id: result.container_id,
                 task_id: result.task_id,
@@ -190,6 +192,6 @@ impl StreamTasks {
                 message: result.message,
                 delivered,
             })
-            .await
+            .await?)
     }
 }

@@ -2,7 +2,7 @@
 
 use levers9_state::StateError;
 
-use crate::error::ApiError;
+use crate::fleet::FleetError;
 
 /// An error of the images domain; `crate::error` maps it to the wire.
 #[derive(Debug, thiserror::Error)]
@@ -103,8 +103,7 @@ pub enum ImageServiceError {
     /// The hot state failed.
     #[error("hot state: {0}")]
     State(#[from] StateError),
-    /// The fleet (the build container, its pool, its log) failed; the fleet
-    /// reports in `ApiError` until it has an error of its own.
+    /// The fleet (the build container, its pool, its log) failed.
     #[error(transparent)]
-    Fleet(#[from] ApiError),
+    Fleet(#[from] FleetError),
 }

@@ -22,7 +22,7 @@
 use std::time::Duration;
 
 use levers9_config::{PoolConfig, PoolScaling};
-use levers9_state::{keys, Kv, Write};
+use levers9_state::{keys, Kv, StateError, Write};
 
 use super::placement::Ask;
 use super::Scheduling;
@@ -39,7 +39,7 @@ const AGENT_SEEN_TTL: Duration = Duration::from_secs(60);
 /// requests (they are what make the agent start one). Over `state`, not a
 /// [`Scheduling`], because the fleet asks it when it admits a pool; only
 /// keys are read.
-pub async fn has_agent(state: &dyn Kv, pool: &str) -> Result<bool, ApiError> {
+pub async fn has_agent(state: &dyn Kv, pool: &str) -> Result<bool, StateError> {
     Ok(state.get(&keys::cluster_agent(pool)).await?.is_some())
 }
 

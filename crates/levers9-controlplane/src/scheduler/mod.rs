@@ -48,7 +48,7 @@ use tokio::sync::watch;
 
 use crate::error::ApiError;
 use crate::fleet::records::{ContainerRecord, ContainerState};
-use crate::fleet::Fleet;
+use crate::fleet::{Fleet, FleetError};
 
 mod batch;
 pub mod claims;
@@ -155,7 +155,7 @@ pub(crate) async fn run(scheduling: Scheduling, replica: String, stopped: watch:
 pub(crate) async fn enqueue(
     scheduling: &Scheduling,
     container: &ContainerRecord,
-) -> Result<(), ApiError> {
+) -> Result<(), FleetError> {
     scheduling.fleet.put_container(container).await?;
     scheduling
         .state
@@ -169,7 +169,7 @@ pub(crate) async fn fail(
     fleet: &Fleet,
     container: &mut ContainerRecord,
     reason: String,
-) -> Result<(), ApiError> {
+) -> Result<(), FleetError> {
     tracing::info!(container_id = %container.id, %reason, "container cannot be placed");
     container.state = ContainerState::Failed;
     container.message = reason;
@@ -189,5 +189,5 @@ pub(crate) async fn send_stop(
             container_id: container_id.to_owned(),
         })),
     };
-    fleet.send_to_worker(worker_id, message).await
+    Ok(fleet.send_to_worker(worker_id, message).await?)
 }

@@ -233,14 +233,15 @@ impl Firer {
         stub_id: &str,
         ticket: Ticket,
     ) -> Result<(), ApiError> {
-        self.parts
+        Ok(self
+            .parts
             .tasks
             .tell(&DispatchEvent::Submitted {
                 workspace_id: workspace_id.to_owned(),
                 stub_id: stub_id.to_owned(),
                 tasks: vec![ticket],
             })
-            .await
+            .await?)
     }
 
     /// Tells the dispatcher again of each schedule's last run that is still

@@ -499,7 +499,8 @@ impl FunctionService for FunctionApi {
                 .tell(&DispatchEvent::Cancel {
                     task_id: task.id.clone(),
                 })
-                .await?;
+                .await
+                .map_err(ApiError::from)?;
             self.shared
                 .functions
                 .finish_task(

@@ -368,7 +368,7 @@ impl RunDriver {
                 received: received.received,
             })),
         };
-        self.shared.fleet.send_to_worker(worker_id, ack).await
+        Ok(self.shared.fleet.send_to_worker(worker_id, ack).await?)
     }
 
     /// Sends the complete results kept for one event, if any.

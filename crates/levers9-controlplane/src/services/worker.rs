@@ -212,6 +212,6 @@ impl WorkerApi {
 
     /// Cordons a worker and drains it, or lifts both.
     async fn set_draining(&self, worker_id: &str, draining: bool) -> Result<(), ApiError> {
-        self.shared.fleet.set_draining(worker_id, draining).await
+        Ok(self.shared.fleet.set_draining(worker_id, draining).await?)
     }
 }

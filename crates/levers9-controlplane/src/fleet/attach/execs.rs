@@ -10,8 +10,8 @@ use levers9_state::keys;
 use prost::Message;
 
 use super::StreamState;
-use crate::error::ApiError;
 use crate::fleet::Fleet;
+use crate::fleet::FleetError;
 
 /// Notes an exec started on this stream.
 pub(super) fn note_sent(stream: &StreamState, message: &ControlplaneMessage) {
@@ -27,7 +27,7 @@ pub(super) async fn forward(
     fleet: &Fleet,
     stream: &StreamState,
     output: ExecOutput,
-) -> Result<(), ApiError> {
+) -> Result<(), FleetError> {
     if let Some(exec_output::Kind::Exit(_)) = output.kind {
         stream.execs.lock().remove(&output.exec_id);
     }

@@ -5,8 +5,8 @@
 
 use levers9_api::v1::RunContainer;
 
-use crate::error::ApiError;
 use crate::fleet::Fleet;
+use crate::fleet::FleetError;
 
 /// Adds the opened secrets of a run request to its environment, just before
 /// it goes to the worker: they are never stored opened. On failure the
@@ -98,7 +98,7 @@ async fn fail_unsent(fleet: &Fleet, worker_id: &str, run: &RunContainer, reason:
             fleet.release(worker_id, &container).await?;
             crate::scheduler::fail(fleet, &mut container, reason).await?;
         }
-        Ok::<(), ApiError>(())
+        Ok::<(), FleetError>(())
     }
     .await;
     if let Err(error) = result {

@@ -180,10 +180,11 @@ impl Dispatcher {
             })),
         };
         let worker_id = warm.worker_id.clone();
-        self.parts
+        Ok(self
+            .parts
             .scheduling
             .fleet()
             .send_to_worker(&worker_id, cancel)
-            .await
+            .await?)
     }
 }

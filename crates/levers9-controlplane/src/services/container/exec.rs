@@ -153,7 +153,7 @@ impl Relay {
                 kind: Some(kind),
             })),
         };
-        self.fleet.send_to_worker(&self.worker_id, message).await
+        Ok(self.fleet.send_to_worker(&self.worker_id, message).await?)
     }
 
     async fn run(
