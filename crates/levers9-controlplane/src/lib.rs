@@ -53,6 +53,11 @@ pub struct Shared {
     pub logs: Arc<dyn LogStore>,
     /// Stubs read lately.
     pub stubs: functions::stubs::StubCache,
+    /// Function inputs, results and the dispatcher's queue, in the hot
+    /// state.
+    pub tasks: functions::TaskState,
+    /// Where the output of tasks is kept (`levers9 logs`).
+    pub task_logs: functions::logs::TaskLogs,
     /// The bytes of objects (code).
     pub objects: functions::objects::ObjectStorage,
     /// The workspaces' volumes, mounted here for file transfers.

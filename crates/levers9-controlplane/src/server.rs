@@ -151,30 +151,23 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
     let images =
         crate::images::ImageBuilds::new(&config.image_service, &config.worker.image_registry)
             .with_insecure_registries(&config.worker.insecure_registries);
+    let tasks = crate::functions::TaskState::new(
+        state.clone(),
+        Duration::from_secs(config.controlplane.task_result_ttl_seconds),
+        &replica_id,
+    );
     let fleet = crate::fleet::Fleet::new(
         state.clone(),
         Duration::from_secs(config.worker.heartbeat_ttl_seconds),
         config.worker.pools.clone(),
-        crate::fleet::SecretOpener {
-            sealed: stores.sealed.clone(),
-            keyring: keyring.clone(),
-        },
-        crate::functions::TaskState::new(
-            state.clone(),
-            Duration::from_secs(config.controlplane.task_result_ttl_seconds),
-            &replica_id,
-        ),
+        Arc::new(tasks.clone()),
     )
     .with_job_resources_enforced(config.worker.job_resources_enforced)
     .with_worker_config(config.worker.clone())
     .with_worker_storage(&config.storage.juicefs)
     .with_registry_keychain(images.keychain().clone())
     .with_runtime_pools(stores.machines.clone())
-    .with_workspace_volume_storage(volumes.is_juicefs())
-    .with_task_logs(crate::functions::logs::TaskLogs::start(
-        stores.logs.clone(),
-        state.clone(),
-    ));
+    .with_workspace_volume_storage(volumes.is_juicefs());
     let shared = Arc::new(Shared {
         auth: Arc::new(Authenticator::new(store.clone(), cache_ttl)),
         store,
@@ -185,6 +178,8 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         functions: stores.functions.clone(),
         logs: stores.logs.clone(),
         stubs: crate::functions::stubs::StubCache::default(),
+        tasks,
+        task_logs: crate::functions::logs::TaskLogs::start(stores.logs.clone(), state.clone()),
         objects,
         volumes: volumes.clone(),
         base_image: config.image_service.runner.base_image_reference(),
@@ -346,7 +341,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         }
     };
 
-    let router = shared.fleet.tasks().clone();
+    let router = shared.tasks.clone();
     let routed = stopped.clone();
     tasks.extend([
         tokio::spawn(async move { router.route(routed).await }),
@@ -379,7 +374,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         tokio::spawn(crate::schedules::firer::run(
             crate::schedules::firer::Parts {
                 store: shared.functions.clone(),
-                tasks: shared.fleet.tasks().clone(),
+                tasks: shared.tasks.clone(),
             },
             replica_id.clone(),
             stopped.clone(),
@@ -387,7 +382,7 @@ pub async fn start(config: Config) -> Result<RunningControlplane, StartError> {
         tokio::spawn(crate::functions::dispatcher::run(
             crate::functions::dispatcher::Parts {
                 store: shared.functions.clone(),
-                tasks: shared.fleet.tasks().clone(),
+                tasks: shared.tasks.clone(),
                 scheduling: shared.scheduling.clone(),
             },
             replica_id,

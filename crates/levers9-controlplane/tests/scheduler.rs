@@ -10,13 +10,12 @@ use std::time::Duration;
 
 use levers9_api::v1::{controlplane_message, ControlplaneMessage};
 use levers9_controlplane::fleet::records::{ContainerRecord, ContainerState, WorkerRecord};
-use levers9_controlplane::fleet::{inbox, Fleet, SecretOpener, CPU, MEMORY};
+use levers9_controlplane::fleet::{inbox, Fleet, CPU, MEMORY};
 use levers9_controlplane::functions::TaskState;
 use levers9_controlplane::scheduler::claims;
 use levers9_controlplane::scheduler::placement::Offer;
 use levers9_controlplane::scheduler::view;
 use levers9_controlplane::scheduler::{Outcome, Scheduler, Scheduling, BACKLOG};
-use levers9_seal::{Key, Keyring};
 use levers9_state::{keys, HotState, MemoryState};
 use prost::Message;
 use tokio::sync::watch;
@@ -26,27 +25,20 @@ struct Rig {
     scheduling: Scheduling,
     /// The hot state under both, where the test reads inboxes and claims.
     state: Arc<dyn HotState>,
-    _dir: tempfile::TempDir,
 }
 
 /// A fleet of workers `w1`, `w2`… with `cpus` whole CPUs each.
 async fn rig(workers: usize, cpus: u64) -> Rig {
-    let dir = tempfile::tempdir().expect("dir");
-    let sealed = Arc::new(
-        levers9_store::SqliteStore::open(&dir.path().join("s.db"))
-            .await
-            .expect("sqlite"),
-    );
     let state: Arc<dyn HotState> = Arc::new(MemoryState::new());
     let fleet = Fleet::new(
         state.clone(),
         Duration::from_secs(3600),
         BTreeMap::new(),
-        SecretOpener {
-            sealed,
-            keyring: Keyring::new(Key::from_bytes([7; 32]), Vec::new()),
-        },
-        TaskState::new(state.clone(), Duration::from_secs(60), "test"),
+        Arc::new(TaskState::new(
+            state.clone(),
+            Duration::from_secs(60),
+            "test",
+        )),
     );
     for n in 1..=workers {
         let worker = WorkerRecord {
@@ -75,7 +67,6 @@ async fn rig(workers: usize, cpus: u64) -> Rig {
         scheduling: Scheduling::new(fleet.clone(), state.clone()),
         fleet,
         state,
-        _dir: dir,
     }
 }
 

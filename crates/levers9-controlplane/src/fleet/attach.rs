@@ -1,7 +1,7 @@
 //! One worker's stream, on the replica it dialled: registration, heartbeats,
 //! container events and logs in; run and stop requests out. Its function
-//! traffic (inputs out; runner ready, output, items, results in) is
-//! `functions::worker_stream`'s.
+//! traffic (inputs out; runner ready, output, items, results in) goes to a
+//! [`TaskTraffic`] (`functions::worker_stream`).
 //!
 //! Requests for a worker may be placed by any replica: they go to the
 //! worker's inbox queue in the hot state, and the replica holding its stream
@@ -28,14 +28,17 @@ use super::records::{ContainerState, WorkerRecord};
 use super::Fleet;
 use super::FleetError;
 use crate::auth::Caller;
-use crate::functions::worker_stream::StreamTasks;
 use crate::machines::WorkerBinding;
 use crate::scheduler::{self, Scheduling};
+use crate::sealing::SecretOpener;
 use crate::wire_states;
 use levers9_store::TokenType;
 
 pub(crate) mod execs;
 mod handoff;
+mod traffic;
+
+pub use traffic::TaskTraffic;
 
 /// How long a new stream may take to send its Register.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -48,9 +51,9 @@ type Locked<V> = Lock<HashMap<String, V>>;
 type Unacked = Locked<String>;
 
 /// What the inbound and outbound halves of one stream share.
-struct StreamState {
+struct StreamState<T> {
     unacked: Unacked,
-    tasks: StreamTasks,
+    tasks: T,
     /// Execs started on this stream and not ended.
     execs: Locked<()>,
 }
@@ -187,22 +190,27 @@ async fn register_worker(
 }
 
 /// Serves a registered worker's stream until it ends; the run requests it
-/// never acknowledged go back to `scheduling` then.
-pub async fn serve(
+/// never acknowledged go back to `scheduling` then. `secrets` opens the
+/// secrets of run requests as they go out; `tasks` takes the function
+/// traffic.
+pub async fn serve<T: TaskTraffic>(
     scheduling: Scheduling,
     worker: WorkerRecord,
     mut inbound: Streaming<WorkerMessage>,
     outbound: mpsc::Sender<Result<ControlplaneMessage, Status>>,
+    secrets: SecretOpener,
+    tasks: T,
 ) {
     let fleet = scheduling.fleet();
     let shared = Arc::new(StreamState {
         unacked: Unacked::default(),
-        tasks: StreamTasks::new(fleet.tasks().clone(), fleet.task_logs().clone()),
+        tasks,
         execs: Locked::default(),
     });
     let (stop_pump, stop) = oneshot::channel();
     let pump = tokio::spawn(pump_inbox(
         fleet.clone(),
+        secrets,
         worker.id.clone(),
         outbound.clone(),
         shared.clone(),
@@ -229,10 +237,10 @@ pub async fn serve(
     tracing::info!(worker_id = %worker.id, "worker stream closed");
 }
 
-async fn handle(
+async fn handle<T: TaskTraffic>(
     fleet: &Fleet,
     worker: &WorkerRecord,
-    stream: &StreamState,
+    stream: &StreamState<T>,
     message: WorkerMessage,
 ) -> Result<(), FleetError> {
     match message.kind {
@@ -313,11 +321,12 @@ async fn container_event(
 }
 
 /// Moves requests from the worker's inbox to its stream until `stop`.
-async fn pump_inbox(
+async fn pump_inbox<T: TaskTraffic>(
     fleet: Fleet,
+    secrets: SecretOpener,
     worker_id: String,
     outbound: mpsc::Sender<Result<ControlplaneMessage, Status>>,
-    stream: Arc<StreamState>,
+    stream: Arc<StreamState<T>>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let mut inbox = Inbox::open(&fleet, &worker_id);
@@ -333,8 +342,8 @@ async fn pump_inbox(
         // secrets and payload attached below for this stream alone.
         let original = message.clone();
         if let Some(controlplane_message::Kind::Run(run)) = &mut message.kind {
-            if !handoff::open_secrets(&fleet, &worker_id, run).await
-                || !handoff::open_volume_storage(&fleet, &worker_id, run).await
+            if !handoff::open_secrets(&fleet, &secrets, &worker_id, run).await
+                || !handoff::open_volume_storage(&fleet, &secrets, &worker_id, run).await
                 || !handoff::open_registry_auth(&fleet, &worker_id, run).await
             {
                 continue;

@@ -18,12 +18,14 @@
 pub mod attach;
 mod error;
 pub mod inbox;
+mod notices;
 mod output;
 pub mod provider;
 pub mod reaper;
 pub mod records;
 
 pub use error::FleetError;
+pub use notices::{FleetNotice, NoticeSink};
 pub(crate) use output::follow_logs;
 
 use std::collections::BTreeMap;
@@ -33,11 +35,9 @@ use std::time::Duration;
 use levers9_api::v1::ControlplaneMessage;
 use levers9_config::{JuiceFsConfig, PoolConfig, WorkerConfig};
 use levers9_image::RegistryKeychain;
-use levers9_seal::Keyring;
 use levers9_state::{keys, HotState, Reservation, Reserve, Write};
-use levers9_store::{MachineStore, SealedId, SealedKind, SealedStore};
+use levers9_store::MachineStore;
 
-use crate::functions::{DispatchEvent, TaskState};
 use crate::scheduler::{demand, placement, view};
 use records::{decode, encode, ContainerRecord, WorkerRecord};
 
@@ -63,8 +63,8 @@ pub struct Fleet {
     state: Arc<dyn HotState>,
     heartbeat_ttl: Duration,
     pools: Arc<placement::Pools>,
-    secrets: SecretOpener,
-    tasks: TaskState,
+    /// Who hears that containers end and workers drain.
+    notices: Arc<dyn NoticeSink>,
     local_inboxes: Arc<inbox::LocalInboxes>,
     runtime_pools: Option<Arc<dyn MachineStore>>,
     /// Whether volumes live in JuiceFS, where a workspace's own storage
@@ -77,88 +77,31 @@ pub struct Fleet {
     worker_storage_json: Arc<String>,
     /// Registry credentials build containers get as they go to a worker.
     registry_keychain: RegistryKeychain,
-    /// Where the output of tasks is kept (`levers9 logs`).
-    task_logs: crate::functions::logs::TaskLogs,
-}
-
-/// Opens workspace secrets for a container, at the last moment.
-#[derive(Clone)]
-pub struct SecretOpener {
-    /// Where sealed values are.
-    pub sealed: Arc<dyn SealedStore>,
-    /// The keys that open them.
-    pub keyring: Keyring,
-}
-
-impl SecretOpener {
-    /// The values of `names` in `workspace_id`, as environment variables.
-    /// The error names the secret and says what to do; it never holds a value.
-    pub async fn open(
-        &self,
-        workspace_id: &str,
-        names: &[String],
-    ) -> Result<Vec<(String, String)>, String> {
-        let mut opened = Vec::with_capacity(names.len());
-        for name in names {
-            let id = SealedId {
-                kind: SealedKind::Secret,
-                workspace_id: workspace_id.to_owned(),
-                name: name.clone(),
-            };
-            let value = self
-                .sealed
-                .get_sealed(&id)
-                .await
-                .map_err(|e| format!("cannot read secret {name}: {e}"))?
-                .ok_or_else(|| format!("secret {name} was deleted before the container started"))?;
-            let plain = crate::sealing::open(&self.keyring, &value)
-                .map_err(|e| format!("cannot open secret {name}: {e}"))?;
-            let text =
-                String::from_utf8(plain).map_err(|_| format!("secret {name} is not UTF-8 text"))?;
-            // An inline secret's stored name is not its variable's.
-            opened.push((crate::sealing::env_name(name).to_owned(), text));
-        }
-        Ok(opened)
-    }
 }
 
 impl Fleet {
     /// A fleet over `state`; workers are lost after `heartbeat_ttl` of
-    /// silence; `pools` are the configured pools (`worker.pools`); `secrets`
-    /// opens the secrets containers ask for; `tasks` is where function
-    /// inputs and results meet the workers' streams.
+    /// silence; `pools` are the configured pools (`worker.pools`);
+    /// `notices` hears that containers end and workers drain (the function
+    /// dispatcher).
     pub fn new(
         state: Arc<dyn HotState>,
         heartbeat_ttl: Duration,
         pools: BTreeMap<String, PoolConfig>,
-        secrets: SecretOpener,
-        tasks: TaskState,
+        notices: Arc<dyn NoticeSink>,
     ) -> Self {
         Self {
-            tasks,
             state,
             heartbeat_ttl,
             pools: Arc::new(placement::Pools::new(pools, false)),
-            secrets,
+            notices,
             local_inboxes: Arc::default(),
             runtime_pools: None,
             workspace_volume_storage: false,
             worker_config: Arc::default(),
             worker_storage_json: Arc::default(),
             registry_keychain: RegistryKeychain::default(),
-            task_logs: Default::default(),
         }
-    }
-
-    /// Keeps the output of tasks through `logs` (off without it).
-    pub fn with_task_logs(mut self, logs: crate::functions::logs::TaskLogs) -> Self {
-        self.task_logs = logs;
-        self
-    }
-
-    /// Where the output of tasks is kept.
-    pub fn task_logs(&self) -> &crate::functions::logs::TaskLogs {
-        &self.task_logs
     }
 
     /// Where the pools made at run time (`levers9 pool create`) are, so
@@ -188,16 +131,6 @@ impl Fleet {
         message: ControlplaneMessage,
     ) -> Result<(), FleetError> {
         inbox::send(self, worker_id, message).await
-    }
-
-    /// Function inputs, results and the dispatcher's queue.
-    pub fn tasks(&self) -> &TaskState {
-        &self.tasks
-    }
-
-    /// Opens secrets for containers.
-    pub fn secrets(&self) -> &SecretOpener {
-        &self.secrets
     }
 
     /// Sets `worker.jobResourcesEnforced`, which the scheduler's advice
@@ -273,8 +206,8 @@ impl Fleet {
     pub async fn set_draining(&self, worker_id: &str, draining: bool) -> Result<(), FleetError> {
         self.set_cordoned(worker_id, draining).await?;
         Ok(self
-            .tasks
-            .tell(&DispatchEvent::Drain {
+            .notices
+            .tell(FleetNotice::Drain {
                 worker_id: worker_id.to_owned(),
                 draining,
             })

@@ -13,8 +13,7 @@ use tonic::Status;
 
 use super::attach::decode_log;
 use super::FleetError;
-use super::{Fleet, END_MARKER, MAX_LOG_ENTRIES, RECORD_TTL};
-use crate::functions::DispatchEvent;
+use super::{Fleet, FleetNotice, END_MARKER, MAX_LOG_ENTRIES, RECORD_TTL};
 
 impl Fleet {
     /// Appends a log entry and tells followers.
@@ -33,8 +32,8 @@ impl Fleet {
         self.state.publish(&key, END_MARKER).await?;
         // The dispatcher ignores containers that serve no stub.
         Ok(self
-            .tasks
-            .tell(&DispatchEvent::ContainerEnded {
+            .notices
+            .tell(FleetNotice::ContainerEnded {
                 container_id: container_id.to_owned(),
             })
             .await?)

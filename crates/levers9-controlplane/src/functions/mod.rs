@@ -50,6 +50,7 @@ use prost::Message;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
+use crate::fleet::{FleetNotice, NoticeSink};
 pub use input_end::InputEnd;
 use replies::Replies;
 
@@ -116,6 +117,23 @@ pub enum DispatchEvent {
         /// Whether it drains from now on.
         draining: bool,
     },
+}
+
+impl From<FleetNotice> for DispatchEvent {
+    fn from(notice: FleetNotice) -> Self {
+        match notice {
+            FleetNotice::ContainerEnded { container_id } => {
+                DispatchEvent::ContainerEnded { container_id }
+            }
+            FleetNotice::Drain {
+                worker_id,
+                draining,
+            } => DispatchEvent::Drain {
+                worker_id,
+                draining,
+            },
+        }
+    }
 }
 
 /// Where a task's events go.
@@ -272,5 +290,13 @@ impl TaskState {
         reply: &str,
     ) -> Result<futures::stream::BoxStream<'static, Vec<u8>>, ApiError> {
         Ok(self.state.subscribe(&keys::reply(reply)).await?)
+    }
+}
+
+/// The fleet's notices reach the dispatcher as its events.
+#[async_trait::async_trait]
+impl NoticeSink for TaskState {
+    async fn tell(&self, notice: FleetNotice) -> Result<(), StateError> {
+        TaskState::tell(self, &notice.into()).await
     }
 }

@@ -1,9 +1,10 @@
 //! Function traffic on one worker's stream: inputs get their payload as
 //! they go out, and what comes back (runner ready, output, items, results)
 //! reaches the dispatcher and the callers. The fleet's stream
-//! (`fleet::attach`) hands each such message here.
+//! (`fleet::attach`) hands each such message here, as its [`TaskTraffic`].
 
 use std::collections::HashMap;
+use std::future::Future;
 
 use levers9_api::v1::{
     run_event, TaskInput, TaskItem, TaskItemEvent, TaskOutcome, TaskOutput, TaskOutputEvent,
@@ -16,6 +17,7 @@ use super::items::MAX_INLINE_ITEM_BYTES;
 use super::logs::TaskLogs;
 use super::{DispatchEvent, InputEnd, TaskState, Ticket};
 use crate::error::ApiError;
+use crate::fleet::attach::TaskTraffic;
 use crate::wire_states;
 
 /// Complete results up to this size go to the caller's channel directly.
@@ -193,5 +195,37 @@ impl StreamTasks {
                 delivered,
             })
             .await?)
+    }
+}
+
+/// The fleet's worker streams hand their function traffic here.
+impl TaskTraffic for StreamTasks {
+    type Error = ApiError;
+
+    fn attach_input(&self, input: &mut TaskInput) -> impl Future<Output = bool> + Send {
+        StreamTasks::attach_input(self, input)
+    }
+
+    fn runner_ready(
+        &self,
+        container_id: String,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        StreamTasks::runner_ready(self, container_id)
+    }
+
+    fn output(&self, output: TaskOutput) -> impl Future<Output = Result<(), ApiError>> + Send {
+        StreamTasks::output(self, output)
+    }
+
+    fn result(&self, result: TaskResult) -> impl Future<Output = Result<(), ApiError>> + Send {
+        StreamTasks::result(self, result)
+    }
+
+    fn item(
+        &self,
+        worker_id: &str,
+        item: TaskItem,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        StreamTasks::item(self, worker_id, item)
     }
 }

@@ -3,10 +3,12 @@
 
 mod inline;
 mod rotation;
+mod secrets;
 mod storage;
 
 pub use inline::{env_name, inline_secret_name, INLINE_PREFIX};
 pub use rotation::{rotate, RotationReport};
+pub use secrets::SecretOpener;
 pub use storage::{open_storage, storage_id, volume_storage};
 
 use levers9_config::Config;

@@ -60,7 +60,7 @@ impl FunctionApi {
     ) -> Result<Response<EventStream>, Status> {
         let stub = stub::owned(&self.shared, caller, &start.stub_id).await?;
         check_call_kind(&stub, start.generator)?;
-        let (reply, events) = self.shared.fleet.tasks().open_reply().await?;
+        let (reply, events) = self.shared.tasks.open_reply().await?;
         let stream = RunDriver::spawn(
             self.shared.clone(),
             stub,
@@ -124,7 +124,7 @@ impl FunctionApi {
                 kind: Some(run_request::Kind::Received(received)),
             })
         }));
-        let (reply, events) = self.shared.fleet.tasks().open_reply().await?;
+        let (reply, events) = self.shared.tasks.open_reply().await?;
         Ok(RunDriver::spawn(
             self.shared.clone(),
             stub,
@@ -348,7 +348,7 @@ impl FunctionService for FunctionApi {
         };
         submit::submit(
             self.shared.functions.as_ref(),
-            self.shared.fleet.tasks(),
+            &self.shared.tasks,
             &stub,
             vec![(ticket, body.payload)],
         )
@@ -368,8 +368,7 @@ impl FunctionService for FunctionApi {
         // Follow first, then look: an end in between is not missed.
         let mut events = self
             .shared
-            .fleet
-            .tasks()
+            .tasks
             .follow(&keys::task_reply(&task_id))
             .await?;
         let task = self.task(&caller, &task_id).await?;
@@ -392,7 +391,7 @@ impl FunctionService for FunctionApi {
                         message: task.message.clone(),
                         ..TaskOutcome::default()
                     };
-                    let outcome = submit::final_outcome(api.shared.fleet.tasks(), &end).await;
+                    let outcome = submit::final_outcome(&api.shared.tasks, &end).await;
                     let _ = tx
                         .send(outcome.map_err(Status::from).map(|o| RunEvent {
                             kind: Some(run_event::Kind::Result(o)),
@@ -494,8 +493,7 @@ impl FunctionService for FunctionApi {
         let task = self.task(&caller, &request.get_ref().task_id).await?;
         if !task.state.is_final() {
             self.shared
-                .fleet
-                .tasks()
+                .tasks
                 .tell(&DispatchEvent::Cancel {
                     task_id: task.id.clone(),
                 })

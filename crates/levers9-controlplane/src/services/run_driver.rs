@@ -271,7 +271,7 @@ impl RunDriver {
         };
         submit::submit(
             self.shared.functions.as_ref(),
-            self.shared.fleet.tasks(),
+            &self.shared.tasks,
             &self.stub,
             inputs,
         )
@@ -313,7 +313,7 @@ impl RunDriver {
                     }
                     return true;
                 }
-                match submit::final_outcome(self.shared.fleet.tasks(), &notice).await {
+                match submit::final_outcome(&self.shared.tasks, &notice).await {
                     Ok(outcome) => run_event::Kind::Result(outcome),
                     Err(error) => return self.tx.send(Err(error.into())).await.is_ok(),
                 }
@@ -340,7 +340,7 @@ impl RunDriver {
             (item.worker_id.clone(), item.container_id.clone()),
         );
         if item.payload.is_empty() {
-            let tasks = self.shared.fleet.tasks();
+            let tasks = &self.shared.tasks;
             item.payload = tasks
                 .take_item(&item.task_id, item.item_index)
                 .await?
@@ -395,7 +395,7 @@ impl RunDriver {
     async fn cancel_outstanding(&mut self) {
         for task_id in self.outstanding.drain() {
             let event = DispatchEvent::Cancel { task_id };
-            if let Err(error) = self.shared.fleet.tasks().tell(&event).await {
+            if let Err(error) = self.shared.tasks.tell(&event).await {
                 tracing::warn!(%error, "cannot cancel the task of a caller that went away");
             }
         }

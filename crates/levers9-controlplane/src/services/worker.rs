@@ -16,7 +16,9 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::auth::{authorized, Caller, ADMINS};
 use crate::error::ApiError;
 use crate::fleet::attach;
+use crate::functions::worker_stream::StreamTasks;
 use crate::machines::WorkerBinding;
+use crate::sealing::SecretOpener;
 use crate::{wire_states, Shared};
 
 /// The WorkerService implementation.
@@ -49,11 +51,18 @@ impl WorkerService for WorkerApi {
         let mut inbound = request.into_inner();
         let (worker, outbound, sender) =
             attach::open(&self.shared.fleet, &caller, &binding, &mut inbound).await?;
+        let secrets = SecretOpener {
+            sealed: self.shared.sealed.clone(),
+            keyring: self.shared.keyring.clone(),
+        };
+        let tasks = StreamTasks::new(self.shared.tasks.clone(), self.shared.task_logs.clone());
         tokio::spawn(attach::serve(
             self.shared.scheduling.clone(),
             worker,
             inbound,
             sender,
+            secrets,
+            tasks,
         ));
         Ok(Response::new(Box::pin(ReceiverStream::new(outbound))))
     }

@@ -13,11 +13,10 @@ use levers9_api::v1::{
     StubConfig, TaskInput, TaskOutcome,
 };
 use levers9_controlplane::fleet::records::ContainerState;
-use levers9_controlplane::fleet::{inbox, Fleet, SecretOpener};
+use levers9_controlplane::fleet::{inbox, Fleet};
 use levers9_controlplane::functions::spec::StubSpec;
 use levers9_controlplane::functions::{dispatcher, DispatchEvent, InputEnd, TaskState, Ticket};
 use levers9_controlplane::scheduler::{Scheduling, BACKLOG};
-use levers9_seal::{Key, Keyring};
 use levers9_state::{MemoryState, Queues};
 use levers9_store::{
     AttemptOutcome, FinalState, FunctionStore, NewDeployment, NewTask, NewToken, NewWorkspace,
@@ -76,11 +75,7 @@ pub async fn idle_rig() -> Rig {
         state.clone(),
         Duration::from_secs(30),
         BTreeMap::new(),
-        SecretOpener {
-            sealed: store.clone(),
-            keyring: Keyring::new(Key::from_bytes([7; 32]), vec![]),
-        },
-        tasks.clone(),
+        Arc::new(tasks.clone()),
     );
     let (stop, stopped) = watch::channel(false);
     let parts = dispatcher::Parts {

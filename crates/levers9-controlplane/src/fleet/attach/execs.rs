@@ -14,7 +14,7 @@ use crate::fleet::Fleet;
 use crate::fleet::FleetError;
 
 /// Notes an exec started on this stream.
-pub(super) fn note_sent(stream: &StreamState, message: &ControlplaneMessage) {
+pub(super) fn note_sent<T>(stream: &StreamState<T>, message: &ControlplaneMessage) {
     if let Some(controlplane_message::Kind::ExecInput(input)) = &message.kind {
         if let Some(exec_input::Kind::Start(_)) = input.kind {
             stream.execs.lock().insert(input.exec_id.clone(), ());
@@ -23,9 +23,9 @@ pub(super) fn note_sent(stream: &StreamState, message: &ControlplaneMessage) {
 }
 
 /// Publishes a worker's output of an exec to the exec's caller.
-pub(super) async fn forward(
+pub(super) async fn forward<T>(
     fleet: &Fleet,
-    stream: &StreamState,
+    stream: &StreamState<T>,
     output: ExecOutput,
 ) -> Result<(), FleetError> {
     if let Some(exec_output::Kind::Exit(_)) = output.kind {
@@ -39,7 +39,7 @@ pub(super) async fn forward(
 }
 
 /// Ends the execs of a stream that closed: their worker went away.
-pub(super) async fn worker_gone(fleet: &Fleet, worker_id: &str, stream: &StreamState) {
+pub(super) async fn worker_gone<T>(fleet: &Fleet, worker_id: &str, stream: &StreamState<T>) {
     let open: Vec<String> = stream.execs.lock().drain().map(|(id, _)| id).collect();
     for exec_id in open {
         let exit = ExecOutput {

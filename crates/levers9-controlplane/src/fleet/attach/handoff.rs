@@ -7,17 +7,23 @@ use levers9_api::v1::RunContainer;
 
 use crate::fleet::Fleet;
 use crate::fleet::FleetError;
+use crate::sealing::SecretOpener;
 
 /// Adds the opened secrets of a run request to its environment, just before
 /// it goes to the worker: they are never stored opened. On failure the
 /// container fails with the reason, its capacity is released, and false is
 /// returned.
-pub(super) async fn open_secrets(fleet: &Fleet, worker_id: &str, run: &mut RunContainer) -> bool {
+pub(super) async fn open_secrets(
+    fleet: &Fleet,
+    secrets: &SecretOpener,
+    worker_id: &str,
+    run: &mut RunContainer,
+) -> bool {
     let names = std::mem::take(&mut run.secret_names);
     if names.is_empty() {
         return true;
     }
-    match fleet.secrets().open(&run.workspace_id, &names).await {
+    match secrets.open(&run.workspace_id, &names).await {
         Ok(opened) => {
             run.env.extend(opened);
             true
@@ -68,18 +74,16 @@ pub(super) async fn open_registry_auth(
 /// reason and false is returned.
 pub(super) async fn open_volume_storage(
     fleet: &Fleet,
+    secrets: &SecretOpener,
     worker_id: &str,
     run: &mut RunContainer,
 ) -> bool {
     if run.volumes.is_empty() || !fleet.workspace_volume_storage() {
         return true;
     }
-    let secrets = fleet.secrets();
-    match crate::sealing::open_storage(secrets.sealed.as_ref(), &secrets.keyring, &run.workspace_id)
-        .await
-    {
+    match secrets.open_storage(&run.workspace_id).await {
         Ok(credentials) => {
-            run.volume_storage = credentials.map(|(credentials, _)| credentials);
+            run.volume_storage = credentials;
             true
         }
         Err(error) => {
