@@ -127,7 +127,8 @@ async fn bench_runtime(runtime: RuntimeKind, image: &str) -> Result<()> {
         dir.path().join("raw-images"),
     ))?;
     let pulled = images.pull(image).await?;
-    let rootfs = images.prepare_rootfs(&pulled, "raw-bench").await?;
+    let raw_id = levers9_image::ContainerId::parse("raw-bench")?;
+    let rootfs = images.prepare_rootfs(&pulled, &raw_id).await?;
     // One untimed raw run first, as levers9 gets its image-pulling one.
     raw_run(runtime, &rootfs.path, &dir.path().join("raw"), RUNS).await?;
     let (mut raw_output, mut raw_exit) = (Vec::new(), Vec::new());
@@ -138,7 +139,7 @@ async fn bench_runtime(runtime: RuntimeKind, image: &str) -> Result<()> {
     }
     report(name, "raw run: spawn → first output", &mut raw_output);
     report(name, "raw run: spawn → exit", &mut raw_exit);
-    images.release("raw-bench").await?;
+    images.release(&raw_id).await?;
 
     let _ = stop.send(true);
     let _ = worker.await;

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use levers9_ids::ContainerId;
 use levers9_sync::Lock;
 
 use crate::error::{ImageError, Result};
@@ -77,7 +78,7 @@ impl Layout {
         self.root.join("containers")
     }
 
-    pub fn container(&self, id: &str) -> PathBuf {
+    pub fn container(&self, id: &ContainerId) -> PathBuf {
         self.containers().join(id)
     }
 

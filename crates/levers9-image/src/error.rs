@@ -184,10 +184,6 @@ pub enum ImageError {
         limit: usize,
     },
 
-    /// A container id that cannot be used as a directory name.
-    #[error(transparent)]
-    InvalidContainerId(#[from] levers9_ids::InvalidContainerId),
-
     /// `prepare_rootfs` was called twice for one container id.
     #[error("container {id} already has a root filesystem: release it first")]
     ContainerExists {

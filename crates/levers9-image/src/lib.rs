@@ -2,13 +2,14 @@
 //! and mount per-container root file systems.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), levers9_image::ImageError> {
-//! use levers9_image::{ImageStore, ImageStoreConfig};
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use levers9_image::{ContainerId, ImageStore, ImageStoreConfig};
 //! let store = ImageStore::open(ImageStoreConfig::new("/var/lib/levers9/images"))?;
 //! let image = store.pull("127.0.0.1:5000/levers9/busybox@sha256:6aae34…").await?;
-//! let rootfs = store.prepare_rootfs(&image, "c1").await?;
+//! let id = ContainerId::parse("c1")?;
+//! let rootfs = store.prepare_rootfs(&image, &id).await?;
 //! // ... run the container with rootfs.path as its root and image.config ...
-//! store.release("c1").await?;
+//! store.release(&id).await?;
 //! # Ok(()) }
 //! ```
 //!
@@ -81,6 +82,8 @@ pub use credentials::{
 };
 pub use error::{ImageError, Result};
 pub use image::{Image, ImageConfig, Layer};
+/// The id [`ImageStore::prepare_rootfs`] and [`ImageStore::release`] take.
+pub use levers9_ids::ContainerId;
 pub use overlay::is_mounted;
 pub use reference::{is_loopback_host, Digest, ImageReference};
 pub use store::{ImageStore, ImageStoreConfig, Rootfs};

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use levers9_ids::ContainerId;
 use levers9_sync::Lock;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
@@ -69,7 +70,7 @@ impl ImageStoreConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rootfs {
     /// The container it belongs to.
-    pub container_id: String,
+    pub container_id: ContainerId,
     /// The merged overlay directory, to use as the container's root.
     pub path: PathBuf,
     /// The image it was made from.
@@ -89,7 +90,7 @@ pub(crate) struct Inner {
     pub(crate) registries: Registries,
     image_locks: KeyedLocks,
     /// Prepared root file systems; `None` while one is being prepared.
-    containers: Lock<HashMap<String, Option<ContainerRecord>>>,
+    containers: Lock<HashMap<ContainerId, Option<ContainerRecord>>>,
     _lock: Flock<fs::File>,
 }
 
@@ -235,8 +236,11 @@ impl ImageStore {
     /// Mounts a private, writable root file system for `container_id`: the
     /// image's layers (re-fetched if they were evicted) under an upper dir
     /// of its own. Its layers are not evicted until [`ImageStore::release`].
-    pub async fn prepare_rootfs(&self, image: &Image, container_id: &str) -> Result<Rootfs> {
-        overlay::validate_container_id(container_id)?;
+    pub async fn prepare_rootfs(
+        &self,
+        image: &Image,
+        container_id: &ContainerId,
+    ) -> Result<Rootfs> {
         let reservation = Reservation::new(&self.inner, container_id)?;
         let pins = Pins::new(&self.inner.cache, image);
         self.ensure_layers(image).await?;
@@ -246,7 +250,7 @@ impl ImageStore {
         };
         let layout = self.inner.cache.layout.clone();
         let (id, reference, rec) = (
-            container_id.to_owned(),
+            container_id.clone(),
             image.reference.to_string(),
             record.clone(),
         );
@@ -259,7 +263,7 @@ impl ImageStore {
         pins.keep();
         reservation.commit(record);
         Ok(Rootfs {
-            container_id: container_id.to_owned(),
+            container_id: container_id.clone(),
             path,
             image: image.digest.clone(),
         })
@@ -268,10 +272,9 @@ impl ImageStore {
     /// Unmounts the root file system of `container_id` and removes its
     /// directory (upper layer included). Releasing an unknown or already
     /// released id does nothing.
-    pub async fn release(&self, container_id: &str) -> Result<()> {
-        overlay::validate_container_id(container_id)?;
+    pub async fn release(&self, container_id: &ContainerId) -> Result<()> {
         let layout = self.inner.cache.layout.clone();
-        let id = container_id.to_owned();
+        let id = container_id.clone();
         tokio::task::spawn_blocking(move || overlay::unmount_rootfs(&layout, &id))
             .await
             .map_err(|e| join_error(&self.inner.cache.layout, e))??;
@@ -294,20 +297,20 @@ impl ImageStore {
 /// committed, so a failed or cancelled prepare can be retried.
 struct Reservation<'a> {
     inner: &'a Inner,
-    id: String,
+    id: ContainerId,
     committed: bool,
 }
 
 impl<'a> Reservation<'a> {
-    fn new(inner: &'a Inner, id: &str) -> Result<Self> {
+    fn new(inner: &'a Inner, id: &ContainerId) -> Result<Self> {
         let mut map = inner.containers.lock();
         if map.contains_key(id) {
-            return Err(ImageError::ContainerExists { id: id.to_owned() });
+            return Err(ImageError::ContainerExists { id: id.to_string() });
         }
-        map.insert(id.to_owned(), None);
+        map.insert(id.clone(), None);
         Ok(Reservation {
             inner,
-            id: id.to_owned(),
+            id: id.clone(),
             committed: false,
         })
     }

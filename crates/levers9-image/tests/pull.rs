@@ -6,7 +6,7 @@ mod common;
 use std::fs;
 use std::time::Instant;
 
-use common::{busybox_image, registry, registry_dir, store, ImageBuilder};
+use common::{busybox_image, id, registry, registry_dir, store, ImageBuilder};
 use levers9_image::{Digest, ImageError, ImageStore, ImageStoreConfig};
 
 const UNBOUNDED: u64 = u64::MAX;
@@ -166,7 +166,7 @@ async fn restart_reuses_unpacked_layers_without_downloading() {
     let image = first.pull(&pushed.digest_ref).await.unwrap();
     assert_eq!(first.blob_downloads(), 2);
     // A rootfs prepared before the restart stays pinned and releasable.
-    let kept = first.prepare_rootfs(&image, "kept").await.unwrap();
+    let kept = first.prepare_rootfs(&image, &id("kept")).await.unwrap();
     // A second store on the same root while the first is open is refused.
     let err = ImageStore::open(ImageStoreConfig::new(root.path()))
         .err()
@@ -183,12 +183,12 @@ async fn restart_reuses_unpacked_layers_without_downloading() {
     assert_eq!(second.blob_downloads(), 0);
     assert_eq!(second.manifest_fetches(), 0);
     let rootfs = second
-        .prepare_rootfs(&again, "after-restart")
+        .prepare_rootfs(&again, &id("after-restart"))
         .await
         .unwrap();
     assert!(rootfs.path.join("etc/hello.txt").is_file());
-    second.release("after-restart").await.unwrap();
-    second.release("kept").await.unwrap();
+    second.release(&id("after-restart")).await.unwrap();
+    second.release(&id("kept")).await.unwrap();
     assert!(!levers9_image::is_mounted(&kept.path));
     assert_eq!(second.usage().pinned_layers, 0);
 }
@@ -226,7 +226,7 @@ async fn eviction_removes_least_recently_used_unused_layers_only() {
     let (_root, store) = store(bound);
 
     let a = store.pull(&images[0].digest_ref).await.unwrap();
-    let rootfs_a = store.prepare_rootfs(&a, "uses-a").await.unwrap();
+    let rootfs_a = store.prepare_rootfs(&a, &id("uses-a")).await.unwrap();
     let b = store.pull(&images[1].digest_ref).await.unwrap();
     let c = store.pull(&images[2].digest_ref).await.unwrap();
     let [la, lb, lc] = [&a, &b, &c].map(|i| i.layers[0].digest.clone());

@@ -7,7 +7,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::process::Command;
 use std::time::Instant;
 
-use common::{busybox_image, in_mountinfo, store, ImageBuilder};
+use common::{busybox_image, id, in_mountinfo, store, ImageBuilder};
 
 const UNBOUNDED: u64 = u64::MAX;
 
@@ -30,7 +30,7 @@ async fn whiteout_hides_a_lower_file_in_the_rootfs() {
     assert!(whiteout.file_type().is_char_device());
     assert!(!upper_layer.join("data/.wh.gone.txt").exists());
 
-    let rootfs = store.prepare_rootfs(&image, "c1").await.unwrap();
+    let rootfs = store.prepare_rootfs(&image, &id("c1")).await.unwrap();
     assert_eq!(
         fs::read_to_string(rootfs.path.join("data/keep.txt")).unwrap(),
         "keep\n"
@@ -41,7 +41,7 @@ async fn whiteout_hides_a_lower_file_in_the_rootfs() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(names, ["keep.txt"]);
-    store.release("c1").await.unwrap();
+    store.release(&id("c1")).await.unwrap();
 }
 
 #[tokio::test]
@@ -60,7 +60,7 @@ async fn opaque_directory_hides_lower_contents() {
     let pushed = b.push("opaque");
     let (_root, store) = store(UNBOUNDED);
     let image = store.pull(&pushed.digest_ref).await.unwrap();
-    let rootfs = store.prepare_rootfs(&image, "c1").await.unwrap();
+    let rootfs = store.prepare_rootfs(&image, &id("c1")).await.unwrap();
 
     let names: Vec<_> = fs::read_dir(rootfs.path.join("opq"))
         .unwrap()
@@ -71,7 +71,7 @@ async fn opaque_directory_hides_lower_contents() {
         fs::read_to_string(rootfs.path.join("other/stays.txt")).unwrap(),
         "stays"
     );
-    store.release("c1").await.unwrap();
+    store.release(&id("c1")).await.unwrap();
 }
 
 #[tokio::test]
@@ -81,12 +81,12 @@ async fn rootfs_writes_stay_private_to_the_container() {
     let image = store.pull(&pushed.digest_ref).await.unwrap();
 
     let started = Instant::now();
-    let a = store.prepare_rootfs(&image, "a").await.unwrap();
+    let a = store.prepare_rootfs(&image, &id("a")).await.unwrap();
     eprintln!(
         "warm prepare_rootfs (layers cached): {:?}",
         started.elapsed()
     );
-    let b = store.prepare_rootfs(&image, "b").await.unwrap();
+    let b = store.prepare_rootfs(&image, &id("b")).await.unwrap();
     assert_ne!(a.path, b.path);
 
     fs::write(a.path.join("etc/hello.txt"), "changed by a\n").unwrap();
@@ -123,8 +123,8 @@ async fn rootfs_writes_stay_private_to_the_container() {
         "hello from the image\n"
     );
 
-    store.release("a").await.unwrap();
-    store.release("b").await.unwrap();
+    store.release(&id("a")).await.unwrap();
+    store.release(&id("b")).await.unwrap();
 }
 
 #[tokio::test]
@@ -132,17 +132,17 @@ async fn release_unmounts_and_removes_everything() {
     let pushed = busybox_image("release");
     let (_root, store) = store(UNBOUNDED);
     let image = store.pull(&pushed.digest_ref).await.unwrap();
-    let rootfs = store.prepare_rootfs(&image, "c1").await.unwrap();
+    let rootfs = store.prepare_rootfs(&image, &id("c1")).await.unwrap();
     assert!(in_mountinfo(&rootfs.path));
     assert_eq!(store.usage().pinned_layers, 1);
     // One id, one rootfs.
-    let err = store.prepare_rootfs(&image, "c1").await.unwrap_err();
+    let err = store.prepare_rootfs(&image, &id("c1")).await.unwrap_err();
     assert!(
         err.to_string().contains("already has a root filesystem"),
         "{err}"
     );
 
-    store.release("c1").await.unwrap();
+    store.release(&id("c1")).await.unwrap();
     assert!(!in_mountinfo(&rootfs.path));
     assert!(!store.root().join("containers/c1").exists());
     assert_eq!(
@@ -154,9 +154,9 @@ async fn release_unmounts_and_removes_everything() {
     assert_eq!(store.usage().pinned_layers, 0);
     // The layers stay cached for the next container; releasing is idempotent.
     assert!(store.has_layer(&image.layers[0].digest));
-    store.release("c1").await.unwrap();
+    store.release(&id("c1")).await.unwrap();
     // The id can be used again.
-    let again = store.prepare_rootfs(&image, "c1").await.unwrap();
+    let again = store.prepare_rootfs(&image, &id("c1")).await.unwrap();
     store.release(&again.container_id).await.unwrap();
     assert!(!in_mountinfo(&again.path));
 }
@@ -173,7 +173,7 @@ async fn forty_layers_fit_in_one_overlay_mount() {
     let (_root, store) = store(UNBOUNDED);
     let image = store.pull(&pushed.digest_ref).await.unwrap();
     assert_eq!(image.layers.len(), 40);
-    let rootfs = store.prepare_rootfs(&image, "c1").await.unwrap();
+    let rootfs = store.prepare_rootfs(&image, &id("c1")).await.unwrap();
     for i in 1..40 {
         assert_eq!(
             fs::read_to_string(rootfs.path.join(format!("layers/{i}.txt"))).unwrap(),
@@ -181,5 +181,5 @@ async fn forty_layers_fit_in_one_overlay_mount() {
         );
     }
     assert!(rootfs.path.join("bin/busybox").is_file());
-    store.release("c1").await.unwrap();
+    store.release(&id("c1")).await.unwrap();
 }

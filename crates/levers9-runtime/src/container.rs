@@ -3,6 +3,7 @@
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
+use levers9_ids::ContainerId;
 use tokio::sync::watch;
 
 use crate::error::RuntimeError;
@@ -16,14 +17,14 @@ const MAX_SIGNAL: i32 = 64;
 /// waiters.
 #[derive(Debug, Clone)]
 pub struct ExitWatch {
-    id: String,
+    id: ContainerId,
     rx: watch::Receiver<Option<Exit>>,
 }
 
 impl ExitWatch {
-    pub(crate) fn new(id: &str) -> (watch::Sender<Option<Exit>>, Self) {
+    pub(crate) fn new(id: &ContainerId) -> (watch::Sender<Option<Exit>>, Self) {
         let (tx, rx) = watch::channel(None);
-        (tx, ExitWatch { id: id.into(), rx })
+        (tx, ExitWatch { id: id.clone(), rx })
     }
 
     /// Waits for the exit. It is reported after the container's runtime
@@ -34,7 +35,7 @@ impl ExitWatch {
             Ok(exit) => *exit,
             Err(_) => None,
         };
-        exit.ok_or_else(|| RuntimeError::ExitLost(self.id.clone()))
+        exit.ok_or_else(|| RuntimeError::ExitLost(self.id.to_string()))
     }
 
     /// Whether this watches the exit `tx` reports.
@@ -52,7 +53,7 @@ impl ExitWatch {
 /// it runs on, and its exit is still cleaned up.
 #[derive(Debug, Clone)]
 pub struct Container {
-    pub(crate) id: String,
+    pub(crate) id: ContainerId,
     pub(crate) pid: u32,
     pub(crate) logs: LogHandle,
     pub(crate) exit: ExitWatch,
@@ -61,7 +62,7 @@ pub struct Container {
 impl Container {
     /// The id it was started under ([`crate::ContainerSpec::id`]); the runtime
     /// and its cgroups know it by it.
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &ContainerId {
         &self.id
     }
 
@@ -122,11 +123,11 @@ mod tests {
 
     #[tokio::test]
     async fn exit_watch_reports_and_loses() {
-        let (tx, watch) = ExitWatch::new("c");
+        let (tx, watch) = ExitWatch::new(&ContainerId::parse("c").unwrap());
         assert_eq!(watch.get(), None);
         tx.send_replace(Some(Exit::Code(3)));
         assert_eq!(watch.wait().await.ok(), Some(Exit::Code(3)));
-        let (tx, watch) = ExitWatch::new("d");
+        let (tx, watch) = ExitWatch::new(&ContainerId::parse("d").unwrap());
         drop(tx);
         assert!(matches!(watch.wait().await, Err(RuntimeError::ExitLost(_))));
     }

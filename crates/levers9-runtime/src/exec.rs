@@ -18,6 +18,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use crate::error::RuntimeError;
 use crate::oci_cli::{Cli, ExecTty, Flavor};
 use crate::terminal::{self, Terminal, WindowSize};
+use crate::ContainerId;
 
 /// How long [`ExecProcess::kill`] gives the command between SIGTERM and the
 /// SIGKILL of the runtime's exec process.
@@ -90,7 +91,7 @@ impl ExecProcess {
 /// runtime's `exec` verb.
 pub(crate) fn start<F: Flavor>(
     cli: &Cli<F>,
-    id: &str,
+    id: &ContainerId,
     bundle: &Path,
     spec: &ExecSpec,
 ) -> Result<ExecProcess, RuntimeError> {
@@ -112,7 +113,7 @@ pub(crate) fn start<F: Flavor>(
         (Some(_), ExecTty::ProcessFile) => {
             let file = ProcessFile::write(bundle, spec)?;
             args.extend(["--process".into(), file.path.clone().into()]);
-            args.push(id.into());
+            args.push(id.as_str().into());
             process_file = Some(file);
         }
         (tty, how) => {
@@ -125,7 +126,7 @@ pub(crate) fn start<F: Flavor>(
             if let (Some(_), ExecTty::Flag(flag)) = (tty, how) {
                 args.push(flag.into());
             }
-            args.push(id.into());
+            args.push(id.as_str().into());
             args.extend(spec.args.iter().map(OsString::from));
         }
     }

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use crate::container::{Container, ExitWatch};
 use crate::logs::{LogChunk, LogHandle, Stream};
-use crate::{Exit, DEFAULT_LOG_BUFFER_BYTES};
+use crate::{ContainerId, Exit, DEFAULT_LOG_BUFFER_BYTES};
 
 /// The other end of a [`Container`] made by [`ContainerFeed::new`].
 /// Dropping it without [`ContainerFeed::exit`] ends the output and loses
@@ -25,11 +25,11 @@ impl ContainerFeed {
     /// A running container `id` whose process is `pid`, and its feed. It
     /// keeps as much output as a runtime of [`RuntimeConfig::new`](crate::RuntimeConfig::new)
     /// would.
-    pub fn new(id: &str, pid: u32) -> (Container, ContainerFeed) {
+    pub fn new(id: &ContainerId, pid: u32) -> (Container, ContainerFeed) {
         let logs = LogHandle::new(DEFAULT_LOG_BUFFER_BYTES);
         let (exit, watch) = ExitWatch::new(id);
         let container = Container {
-            id: id.to_owned(),
+            id: id.clone(),
             pid,
             logs: logs.clone(),
             exit: watch,
@@ -67,8 +67,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_fed_container_shows_its_output_then_its_exit() {
-        let (container, feed) = ContainerFeed::new("c1", 42);
-        assert_eq!((container.id(), container.pid()), ("c1", 42));
+        let (container, feed) = ContainerFeed::new(&ContainerId::parse("c1").unwrap(), 42);
+        assert_eq!((container.id().as_str(), container.pid()), ("c1", 42));
         let (_, mut live) = container.logs().subscribe();
         feed.output(Stream::Stdout, b"hello\n");
         feed.exit(Exit::Code(3));
@@ -79,7 +79,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_dropped_feed_loses_the_exit_and_ends_the_output() {
-        let (container, feed) = ContainerFeed::new("c1", 42);
+        let (container, feed) = ContainerFeed::new(&ContainerId::parse("c1").unwrap(), 42);
         drop(feed);
         assert!(container.logs().is_finished());
         assert!(matches!(

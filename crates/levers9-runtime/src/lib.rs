@@ -56,12 +56,15 @@ pub use security::{
 };
 pub use terminal::{Terminal, WindowSize};
 
+/// The id of every container here: parsed once where it comes in, so
+/// holding one means it is safe as a file name, cgroup name and argument.
+pub use levers9_ids::ContainerId;
+
 /// What to run, and with which limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerSpec {
-    /// Unique among this runtime's live containers: 1–64 characters of
-    /// `[A-Za-z0-9_.-]`, starting with an alphanumeric.
-    pub id: String,
+    /// Unique among this runtime's live containers.
+    pub id: ContainerId,
     /// Root filesystem, a directory the caller prepared (not a symlink to
     /// one; it is canonicalized because runc rejects symlinked roots).
     pub rootfs: PathBuf,
@@ -99,10 +102,9 @@ impl ContainerSpec {
     /// A spec with defaults: cwd `/`, hostname = id, root, default
     /// [`Resources`], no mounts, no network, today's baseline
     /// [`SecurityProfile`].
-    pub fn new(id: impl Into<String>, rootfs: impl Into<PathBuf>, args: Vec<String>) -> Self {
-        let id = id.into();
+    pub fn new(id: ContainerId, rootfs: impl Into<PathBuf>, args: Vec<String>) -> Self {
         ContainerSpec {
-            hostname: id.clone(),
+            hostname: id.to_string(),
             id,
             rootfs: rootfs.into(),
             args,
@@ -287,23 +289,23 @@ pub trait Runtime: Send + Sync {
     /// Sends SIGTERM to every process of the container, then SIGKILL after
     /// `grace`, and waits (bounded) for it to end. Not running is not an
     /// error.
-    async fn stop(&self, id: &str, grace: Duration) -> Result<(), RuntimeError>;
+    async fn stop(&self, id: &ContainerId, grace: Duration) -> Result<(), RuntimeError>;
 
     /// Force-removes everything of a container: runtime state (killing it
     /// if it runs), cgroups, bundle. Idempotent.
-    async fn cleanup(&self, id: &str) -> Result<(), RuntimeError>;
+    async fn cleanup(&self, id: &ContainerId) -> Result<(), RuntimeError>;
 
     /// Removes the containers, cgroups and bundles of a previous life of
     /// this runtime (same state dir and cgroup prefix) and returns their
     /// ids. Call it at startup, before starting containers: it removes
     /// everything it finds.
-    async fn reap_leftovers(&self) -> Result<Vec<String>, RuntimeError>;
+    async fn reap_leftovers(&self) -> Result<Vec<ContainerId>, RuntimeError>;
 
     /// Current resource usage of a running container.
-    async fn usage(&self, id: &str) -> Result<Usage, RuntimeError>;
+    async fn usage(&self, id: &ContainerId) -> Result<Usage, RuntimeError>;
 
     /// Starts a further command in the running container `id`, its stdio
     /// piped. [`RuntimeError::NotRunning`] when the container is not
     /// running.
-    async fn exec(&self, id: &str, spec: &ExecSpec) -> Result<ExecProcess, RuntimeError>;
+    async fn exec(&self, id: &ContainerId, spec: &ExecSpec) -> Result<ExecProcess, RuntimeError>;
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use crate::error::{trim_output, RuntimeError};
-use crate::{Capabilities, ContainerSpec};
+use crate::{Capabilities, ContainerId, ContainerSpec};
 
 /// What differs between OCI runtimes' command lines.
 pub trait Flavor: Send + Sync + 'static {
@@ -114,8 +114,9 @@ impl<F: Flavor> Cli<F> {
         Ok(output)
     }
 
-    /// Ids in the runtime's state.
-    pub(crate) async fn list(&self) -> Result<BTreeSet<String>, RuntimeError> {
+    /// Ids in the runtime's state; one that is no valid [`ContainerId`] is
+    /// not ours (we start none such) and is left out.
+    pub(crate) async fn list(&self) -> Result<BTreeSet<ContainerId>, RuntimeError> {
         #[derive(serde::Deserialize)]
         struct State {
             id: String,
@@ -124,12 +125,16 @@ impl<F: Flavor> Cli<F> {
         // runc prints `null` for none.
         let states: Option<Vec<State>> = serde_json::from_slice(&out.stdout)
             .map_err(|e| RuntimeError::io("parsing `list` output", std::io::Error::other(e)))?;
-        Ok(states.into_iter().flatten().map(|s| s.id).collect())
+        Ok(states
+            .into_iter()
+            .flatten()
+            .filter_map(|s| ContainerId::parse(s.id).ok())
+            .collect())
     }
 
     /// `delete --force`; a container the runtime does not know is fine.
-    pub(crate) async fn delete(&self, id: &str) -> Result<(), RuntimeError> {
-        match self.run(&["delete", "--force", id]).await {
+    pub(crate) async fn delete(&self, id: &ContainerId) -> Result<(), RuntimeError> {
+        match self.run(&["delete", "--force", id.as_str()]).await {
             Ok(_) => Ok(()),
             Err(e @ RuntimeError::Command { .. }) if self.list().await?.contains(id) => Err(e),
             Err(RuntimeError::Command { .. }) => Ok(()),
@@ -138,8 +143,8 @@ impl<F: Flavor> Cli<F> {
     }
 
     /// Whether the runtime has the container, not stopped.
-    pub(crate) async fn is_running(&self, id: &str) -> bool {
-        match self.run(&["state", id]).await {
+    pub(crate) async fn is_running(&self, id: &ContainerId) -> bool {
+        match self.run(&["state", id.as_str()]).await {
             Ok(out) => !String::from_utf8_lossy(&out.stdout).contains("\"stopped\""),
             Err(_) => false,
         }

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use levers9_ids::ContainerId;
 use levers9_sync::Lock;
 use tokio::process::Child;
 use tokio::sync::watch;
@@ -27,7 +26,7 @@ use crate::error::{trim_output, RuntimeError};
 use crate::exec::{self, ExecProcess, ExecSpec};
 use crate::logs::{LogHandle, Stream};
 use crate::oci_cli::{Cli, Flavor};
-use crate::{spec, Capabilities, ContainerSpec, Exit, Runtime, RuntimeConfig, Usage};
+use crate::{spec, Capabilities, ContainerId, ContainerSpec, Exit, Runtime, RuntimeConfig, Usage};
 
 /// How often the pid file is looked for while a container starts.
 const START_POLL: Duration = Duration::from_millis(2);
@@ -50,7 +49,7 @@ struct Inner<F> {
     cgroups: Hierarchies,
     /// Exit watches of the containers this instance started that have not
     /// exited yet.
-    live: Lock<HashMap<String, ExitWatch>>,
+    live: Lock<HashMap<ContainerId, ExitWatch>>,
 }
 
 impl<F: Flavor> OciRuntime<F> {
@@ -83,11 +82,11 @@ impl<F: Flavor> OciRuntime<F> {
 }
 
 impl<F: Flavor> Inner<F> {
-    fn cgroup_name(&self, id: &str) -> String {
+    fn cgroup_name(&self, id: &ContainerId) -> String {
         format!("{}{id}", self.config.cgroup_prefix)
     }
 
-    fn cgroup_dirs(&self, id: &str) -> Vec<PathBuf> {
+    fn cgroup_dirs(&self, id: &ContainerId) -> Vec<PathBuf> {
         self.cgroups.dirs(&self.cgroup_name(id))
     }
 
@@ -103,7 +102,7 @@ impl<F: Flavor> Inner<F> {
 
     /// Removes runtime state, cgroups and bundle of `id`; reports the first
     /// failure after trying all three.
-    async fn remove_all(&self, id: &str) -> Result<(), RuntimeError> {
+    async fn remove_all(&self, id: &ContainerId) -> Result<(), RuntimeError> {
         let deleted = self.cli.delete(id).await;
         let cgroups = cgroups::remove(&self.cgroup_dirs(id)).await;
         let bundle = self.bundles.join(id);
@@ -118,7 +117,7 @@ impl<F: Flavor> Inner<F> {
     }
 
     /// Waits up to `limit` for the container to end.
-    async fn wait_ended(&self, id: &str, limit: Duration) -> bool {
+    async fn wait_ended(&self, id: &ContainerId, limit: Duration) -> bool {
         let watch = self.live.lock().get(id).cloned();
         if let Some(watch) = watch {
             return tokio::time::timeout(limit, watch.wait()).await.is_ok();
@@ -139,7 +138,7 @@ impl<F: Flavor> Inner<F> {
     /// removed, cleans up, then reports the exit.
     async fn supervise(
         self: Arc<Self>,
-        id: String,
+        id: ContainerId,
         mut child: Child,
         pumps: Vec<JoinHandle<()>>,
         exit_tx: watch::Sender<Option<Exit>>,
@@ -231,7 +230,7 @@ impl<F: Flavor> Inner<F> {
                 }
                 let _ = tokio::time::timeout(OUTPUT_DRAIN, join_all(pumps)).await;
                 return Err(RuntimeError::StartFailed {
-                    id: spec.id.clone(),
+                    id: spec.id.to_string(),
                     status: status.to_string(),
                     stderr: trim_output(logs.text(Stream::Stderr).as_bytes()),
                 });
@@ -271,14 +270,6 @@ fn read_pid(path: &Path) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-fn check_id(id: &str) -> Result<(), RuntimeError> {
-    if ContainerId::is_valid(id) {
-        Ok(())
-    } else {
-        Err(RuntimeError::NotFound(id.into()))
-    }
-}
-
 #[async_trait]
 impl<F: Flavor> Runtime for OciRuntime<F> {
     fn capabilities(&self) -> Capabilities {
@@ -314,7 +305,7 @@ impl<F: Flavor> Runtime for OciRuntime<F> {
         let bundle = inner.bundles.join(&spec.id);
         match std::fs::create_dir(&bundle) {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(RuntimeError::AlreadyExists(spec.id.clone()))
+                return Err(RuntimeError::AlreadyExists(spec.id.to_string()))
             }
             r => r.map_err(|e| RuntimeError::io(format!("creating {}", bundle.display()), e))?,
         }
@@ -328,12 +319,15 @@ impl<F: Flavor> Runtime for OciRuntime<F> {
         started
     }
 
-    async fn stop(&self, id: &str, grace: Duration) -> Result<(), RuntimeError> {
-        check_id(id)?;
+    async fn stop(&self, id: &ContainerId, grace: Duration) -> Result<(), RuntimeError> {
         let inner = &self.inner;
         // Every process gets SIGTERM (an init process without a handler
         // ignores it, hence the SIGKILL after the grace period).
-        if inner.cli.run(&["kill", "--all", id, "TERM"]).await.is_err()
+        if inner
+            .cli
+            .run(&["kill", "--all", id.as_str(), "TERM"])
+            .await
+            .is_err()
             && !inner.cli.is_running(id).await
         {
             return Ok(());
@@ -342,7 +336,7 @@ impl<F: Flavor> Runtime for OciRuntime<F> {
             return Ok(());
         }
         // Killing the init kills its whole pid namespace (runsc: sandbox).
-        let _ = inner.cli.run(&["kill", id, "KILL"]).await;
+        let _ = inner.cli.run(&["kill", id.as_str(), "KILL"]).await;
         if inner.wait_ended(id, inner.config.command_timeout).await {
             return Ok(());
         }
@@ -352,23 +346,22 @@ impl<F: Flavor> Runtime for OciRuntime<F> {
         })
     }
 
-    async fn cleanup(&self, id: &str) -> Result<(), RuntimeError> {
-        check_id(id)?;
+    async fn cleanup(&self, id: &ContainerId) -> Result<(), RuntimeError> {
         self.inner.remove_all(id).await
     }
 
-    async fn reap_leftovers(&self) -> Result<Vec<String>, RuntimeError> {
+    async fn reap_leftovers(&self) -> Result<Vec<ContainerId>, RuntimeError> {
         let inner = &self.inner;
         let mut ids = BTreeSet::new();
         if inner.cli.root().is_dir() {
             ids.extend(inner.cli.list().await?);
         }
+        // Only names that are valid ids: anything else (a stray file in the
+        // bundles dir) is not ours to name.
         if let Ok(entries) = std::fs::read_dir(&inner.bundles) {
-            ids.extend(
-                entries
-                    .flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned()),
-            );
+            ids.extend(entries.flatten().filter_map(|e| {
+                ContainerId::parse(e.file_name().to_string_lossy().into_owned()).ok()
+            }));
         }
         let prefix = inner.config.cgroup_prefix.as_str();
         ids.extend(
@@ -376,10 +369,8 @@ impl<F: Flavor> Runtime for OciRuntime<F> {
                 .cgroups
                 .names_with_prefix(prefix)
                 .into_iter()
-                .filter_map(|n| n.strip_prefix(prefix).map(str::to_string)),
+                .filter_map(|n| ContainerId::parse(n.strip_prefix(prefix)?).ok()),
         );
-        // Anything else (a stray file in the bundles dir) is not ours to name.
-        ids.retain(|id| ContainerId::is_valid(id));
         let mut first_error = None;
         for id in &ids {
             tracing::info!(%id, runtime = inner.cli.flavor.name(), "reaping a leftover container");
@@ -393,17 +384,16 @@ impl<F: Flavor> Runtime for OciRuntime<F> {
         }
     }
 
-    async fn usage(&self, id: &str) -> Result<Usage, RuntimeError> {
-        check_id(id)?;
-        cgroups::usage(&self.inner.cgroup_dirs(id)).ok_or_else(|| RuntimeError::NotFound(id.into()))
+    async fn usage(&self, id: &ContainerId) -> Result<Usage, RuntimeError> {
+        cgroups::usage(&self.inner.cgroup_dirs(id))
+            .ok_or_else(|| RuntimeError::NotFound(id.to_string()))
     }
 
-    async fn exec(&self, id: &str, spec: &ExecSpec) -> Result<ExecProcess, RuntimeError> {
-        check_id(id)?;
+    async fn exec(&self, id: &ContainerId, spec: &ExecSpec) -> Result<ExecProcess, RuntimeError> {
         let inner = &self.inner;
         let ours_running = inner.live.lock().get(id).is_some_and(|w| w.get().is_none());
         if !ours_running && !inner.cli.is_running(id).await {
-            return Err(RuntimeError::NotRunning(id.into()));
+            return Err(RuntimeError::NotRunning(id.to_string()));
         }
         exec::start(&inner.cli, id, &inner.bundles.join(id), spec)
     }

@@ -117,6 +117,7 @@ impl Flavor for RunscFlavor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ContainerId;
 
     #[test]
     fn flags_follow_the_spec() {
@@ -125,7 +126,8 @@ mod tests {
             f.global_args(None),
             ["--platform=ptrace", "--rootless=false", "--host-uds=open"]
         );
-        let mut spec = ContainerSpec::new("c", "/r", vec!["true".into()]);
+        let mut spec =
+            ContainerSpec::new(ContainerId::parse("c").unwrap(), "/r", vec!["true".into()]);
         let run = f.global_args(Some(&spec));
         assert!(run.contains(&"--network=none".to_string()));
         assert!(run.contains(&"--oci-seccomp".to_string()));

@@ -7,7 +7,6 @@
 
 use std::path::Path;
 
-use levers9_ids::ContainerId;
 use oci_spec::runtime::{
     get_default_maskedpaths, get_default_readonly_paths, LinuxBuilder, LinuxCapabilities,
     LinuxCapabilitiesBuilder, LinuxCpuBuilder, LinuxDevice, LinuxDeviceBuilder, LinuxDeviceCgroup,
@@ -34,9 +33,6 @@ const MIB: u64 = 1 << 20;
 /// Rejects specs the runtimes would fail on late or obscurely.
 pub(crate) fn validate(spec: &ContainerSpec) -> Result<(), RuntimeError> {
     let bad = |m: String| Err(RuntimeError::InvalidSpec(m));
-    if let Err(invalid) = ContainerId::parse(spec.id.as_str()) {
-        return bad(invalid.to_string());
-    }
     if spec.args.is_empty() {
         return bad("args is empty".into());
     }

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Harness, Kind, LIFE};
+use common::{id, Harness, Kind, LIFE};
 use levers9_runtime::{ExecProcess, ExecSpec, RuntimeError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -43,7 +43,7 @@ async fn exec_runs_in_the_container_with_env_cwd_and_exit_code(h: Harness) {
     // Files the container wrote are seen by the exec: same filesystem.
     let mut first = exec_spec(&["sh", "-c", "echo hi > /tmp/mark; echo $FROM_SPEC"]);
     first.cwd = Some("/tmp".into());
-    let (code, out, err) = finish(h.rt.exec("exec", &first).await.expect("exec")).await;
+    let (code, out, err) = finish(h.rt.exec(&id("exec"), &first).await.expect("exec")).await;
     assert_eq!((code, out.as_str()), (0, "spec\n"), "stderr: {err}");
 
     let mut second = exec_spec(&[
@@ -53,11 +53,11 @@ async fn exec_runs_in_the_container_with_env_cwd_and_exit_code(h: Harness) {
     ]);
     second.env.push(("EXTRA".into(), "extra value".into()));
     second.cwd = Some("/tmp".into());
-    let (code, out, err) = finish(h.rt.exec("exec", &second).await.expect("exec")).await;
+    let (code, out, err) = finish(h.rt.exec(&id("exec"), &second).await.expect("exec")).await;
     assert_eq!(code, 3, "stdout: {out} stderr: {err}");
     assert_eq!(out, "hi\nextra value\n/tmp\n");
     assert!(err.contains("oops"), "stderr: {err}");
-    h.rt.stop("exec", Duration::ZERO).await.expect("stop");
+    h.rt.stop(&id("exec"), Duration::ZERO).await.expect("stop");
 }
 
 on_both!(exec_stdin_reaches_the_command);
@@ -67,7 +67,7 @@ async fn exec_stdin_reaches_the_command(h: Harness) {
             .await
             .expect("start");
     let mut p =
-        h.rt.exec("stdin", &exec_spec(&["wc", "-c"]))
+        h.rt.exec(&id("stdin"), &exec_spec(&["wc", "-c"]))
             .await
             .expect("exec");
     let mut stdin = p.stdin.take().expect("stdin");
@@ -80,12 +80,12 @@ async fn exec_stdin_reaches_the_command(h: Harness) {
     let (code, out, err) = finish(p).await;
     assert_eq!(code, 0, "stderr: {err}");
     assert_eq!(out.trim(), (16 * (64 << 10)).to_string());
-    h.rt.stop("stdin", Duration::ZERO).await.expect("stop");
+    h.rt.stop(&id("stdin"), Duration::ZERO).await.expect("stop");
 }
 
 on_both!(exec_in_a_container_that_is_not_running_is_refused);
 async fn exec_in_a_container_that_is_not_running_is_refused(h: Harness) {
-    match h.rt.exec("never-started", &exec_spec(&["true"])).await {
+    match h.rt.exec(&id("never-started"), &exec_spec(&["true"])).await {
         Err(RuntimeError::NotRunning(id)) => assert_eq!(id, "never-started"),
         other => panic!("expected NotRunning, got {other:?}"),
     }
@@ -97,7 +97,7 @@ async fn exec_in_a_container_that_is_not_running_is_refused(h: Harness) {
         .await
         .expect("ends")
         .expect("exit");
-    let refused = h.rt.exec("ended", &exec_spec(&["true"])).await;
+    let refused = h.rt.exec(&id("ended"), &exec_spec(&["true"])).await;
     assert!(
         matches!(refused, Err(RuntimeError::NotRunning(_))),
         "{refused:?}"
@@ -112,7 +112,7 @@ async fn killing_an_exec_ends_the_command(h: Harness) {
             .expect("start");
     let mut p =
         h.rt.exec(
-            "kill",
+            &id("kill"),
             &exec_spec(&["sh", "-c", "echo started; exec sleep 50"]),
         )
         .await
@@ -137,14 +137,19 @@ async fn killing_an_exec_ends_the_command(h: Harness) {
     // sleep is left. runsc's exec does not forward it: the command runs
     // on until its container ends (docs/sandboxes.md says so).
     if h.kind == Kind::Runsc {
-        h.rt.stop("kill", Duration::ZERO).await.expect("stop");
+        h.rt.stop(&id("kill"), Duration::ZERO).await.expect("stop");
         return;
     }
-    let (code, out, _) = finish(h.rt.exec("kill", &exec_spec(&["ps"])).await.expect("ps")).await;
+    let (code, out, _) = finish(
+        h.rt.exec(&id("kill"), &exec_spec(&["ps"]))
+            .await
+            .expect("ps"),
+    )
+    .await;
     assert_eq!(code, 0);
     let sleeps = out.lines().filter(|l| l.contains("sleep 50")).count();
     assert_eq!(sleeps, 0, "{out}");
-    h.rt.stop("kill", Duration::ZERO).await.expect("stop");
+    h.rt.stop(&id("kill"), Duration::ZERO).await.expect("stop");
 }
 
 on_both!(exec_with_a_terminal_runs_on_it_and_follows_its_size);
@@ -156,7 +161,7 @@ async fn exec_with_a_terminal_runs_on_it_and_follows_its_size(h: Harness) {
             .expect("start");
     let mut spec = exec_spec(&["sh"]);
     spec.tty = Some(WindowSize::new(30, 100));
-    let mut p = h.rt.exec("tty", &spec).await.expect("exec");
+    let mut p = h.rt.exec(&id("tty"), &spec).await.expect("exec");
     assert!(p.stdout.is_none() && p.stdin.is_none());
     let mut screen = Screen::new(p.terminal.take().expect("a terminal"));
     screen
@@ -196,7 +201,7 @@ async fn exec_with_a_terminal_runs_on_it_and_follows_its_size(h: Harness) {
         .expect("exec ends")
         .expect("exit code");
     assert_eq!(code, 4, "{}", screen.text());
-    h.rt.stop("tty", Duration::ZERO).await.expect("stop");
+    h.rt.stop(&id("tty"), Duration::ZERO).await.expect("stop");
 }
 
 /// What a terminal showed so far, and a keyboard.

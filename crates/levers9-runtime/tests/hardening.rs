@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use common::{eventually, run_to_exit, Harness, Kind};
+use common::{eventually, id, run_to_exit, Harness, Kind};
 use levers9_runtime::{
     CapabilitySet, ContainerSpec, Exit, SeccompMode, SecurityProfile, USER_NAMESPACE_HOST_ID,
 };
@@ -262,7 +262,7 @@ async fn the_user_namespace_maps_container_root_to_an_unprivileged_host_uid() {
         "container view: {:?}",
         c.logs().text(levers9_runtime::Stream::Stdout)
     );
-    h.rt.stop("userns", Duration::from_secs(1))
+    h.rt.stop(&id("userns"), Duration::from_secs(1))
         .await
         .expect("stop");
 }

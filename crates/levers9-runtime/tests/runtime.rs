@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{eventually, process_gone, run_to_exit, Harness, Kind, LIFE};
+use common::{eventually, id, process_gone, run_to_exit, Harness, Kind, LIFE};
 use levers9_runtime::{Exit, Resources, SeccompMode, Stream};
 
 on_both!(echo_prints_its_output);
@@ -81,11 +81,17 @@ async fn cpu_quota_is_enforced(h: Harness) {
     spec.resources.cpu_limit_millicores = 500;
     let c = h.rt.start(&spec).await.expect("start");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let (u0, t0) = (h.rt.usage("cpu").await.expect("usage").cpu, Instant::now());
+    let (u0, t0) = (
+        h.rt.usage(&id("cpu")).await.expect("usage").cpu,
+        Instant::now(),
+    );
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let (u1, t1) = (h.rt.usage("cpu").await.expect("usage").cpu, Instant::now());
+    let (u1, t1) = (
+        h.rt.usage(&id("cpu")).await.expect("usage").cpu,
+        Instant::now(),
+    );
     let share = (u1 - u0).as_secs_f64() / (t1 - t0).as_secs_f64();
-    h.rt.stop("cpu", Duration::ZERO).await.expect("stop");
+    h.rt.stop(&id("cpu"), Duration::ZERO).await.expect("stop");
     c.wait().await.expect("exit");
     assert!(share < 0.75, "used {share:.2} of a core with a 0.5 quota");
     assert!(share > 0.05, "used {share:.2} of a core: did it run?");
@@ -112,7 +118,7 @@ async fn stop_ends_a_running_container(h: Harness) {
             .await
             .expect("start");
     let t = Instant::now();
-    h.rt.stop("stop", Duration::from_millis(300))
+    h.rt.stop(&id("stop"), Duration::from_millis(300))
         .await
         .expect("stop");
     let exit = tokio::time::timeout(LIFE, c.wait())
@@ -126,7 +132,9 @@ async fn stop_ends_a_running_container(h: Harness) {
         t.elapsed()
     );
     // Stopping what is gone is not an error.
-    h.rt.stop("stop", Duration::ZERO).await.expect("stop again");
+    h.rt.stop(&id("stop"), Duration::ZERO)
+        .await
+        .expect("stop again");
 }
 
 on_both!(nothing_is_left_behind_after_exit_and_after_stop);
@@ -142,10 +150,12 @@ async fn nothing_is_left_behind_after_exit_and_after_stop(h: Harness) {
     // The check does see a running one, in the runtime's list too.
     let running = h.leftovers("stopped");
     assert!(running.iter().any(|l| l.contains(" list: ")), "{running:?}");
-    h.rt.stop("stopped", Duration::ZERO).await.expect("stop");
+    h.rt.stop(&id("stopped"), Duration::ZERO)
+        .await
+        .expect("stop");
     c.wait().await.expect("exit");
     assert_eq!(h.leftovers("stopped"), Vec::<String>::new());
-    h.rt.cleanup("stopped")
+    h.rt.cleanup(&id("stopped"))
         .await
         .expect("cleanup is idempotent");
 }
@@ -166,7 +176,7 @@ async fn reap_leftovers_cleans_a_previous_life(h: Harness) {
     .expect("thread");
     assert!(!process_gone(pid));
     let reaped = h.another_instance().reap_leftovers().await.expect("reap");
-    assert_eq!(reaped, vec!["orphan".to_string()]);
+    assert_eq!(reaped, vec![id("orphan")]);
     assert_eq!(h.leftovers("orphan"), Vec::<String>::new());
     assert!(
         eventually(Duration::from_secs(5), || process_gone(pid)).await,

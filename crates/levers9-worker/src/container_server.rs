@@ -26,7 +26,7 @@ use std::sync::{Arc, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 use levers9_api::v1::{worker_message, TaskInput, TaskResult, TaskResultState, WorkerMessage};
-use levers9_ids::{ContainerId, InvalidContainerId};
+use levers9_ids::ContainerId;
 use levers9_sync::Lock;
 use tokio::net::UnixListener;
 use tokio::sync::mpsc;
@@ -62,9 +62,6 @@ pub type StopContainer = Arc<dyn Fn() + Send + Sync>;
 /// Why a container server could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
-    /// The id would not make a safe directory name.
-    #[error(transparent)]
-    BadId(#[from] InvalidContainerId),
     /// The kernel limits socket paths.
     #[error("the container server's socket path {path} is {len} bytes, over the {MAX_SOCKET_PATH} a Unix socket allows: give the worker a shorter state directory than {state_dir}")]
     PathTooLong {
@@ -113,7 +110,7 @@ pub struct ContainerServer {
 }
 
 struct Shared {
-    container_id: String,
+    container_id: ContainerId,
     /// Inputs the runner runs at once (`LEVERS9_CONCURRENCY`).
     concurrency: usize,
     events: mpsc::Sender<WorkerMessage>,
@@ -175,12 +172,12 @@ impl ContainerServer {
     /// once. `state_dir` is only named in errors.
     ///
     /// # Errors
-    /// A bad id, a socket path too long for the kernel, or a filesystem
-    /// failure.
+    /// A socket path too long for the kernel, or a filesystem failure.
+    /// (The id is a [`ContainerId`], so a plain directory name.)
     pub fn bind(
         run_root: &Path,
         state_dir: &Path,
-        container_id: &str,
+        container_id: &ContainerId,
         events: mpsc::Sender<WorkerMessage>,
         stop: StopContainer,
         auth: ServerAuth,
@@ -188,7 +185,6 @@ impl ContainerServer {
     ) -> Result<ContainerServer, BindError> {
         use std::os::unix::fs::PermissionsExt;
 
-        ContainerId::parse(container_id)?;
         let dir = run_root.join(container_id);
         let socket = dir.join(SOCKET_NAME);
         let len = socket.as_os_str().len();
@@ -217,7 +213,7 @@ impl ContainerServer {
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
             .map_err(io(&socket))?;
         let shared = Arc::new(Shared {
-            container_id: container_id.to_owned(),
+            container_id: container_id.clone(),
             concurrency: concurrency.max(1),
             events,
             stop,
@@ -381,13 +377,13 @@ impl Drop for ContainerServer {
 /// The result of an input that never ran here: `lost` (it goes back to
 /// the queue) or `cancelled` (nobody wants it).
 fn never_ran(
-    container_id: &str,
+    container_id: &ContainerId,
     task_id: &str,
     state: TaskResultState,
     why: String,
 ) -> WorkerMessage {
     message(worker_message::Kind::TaskResult(TaskResult {
-        container_id: container_id.to_owned(),
+        container_id: container_id.to_string(),
         task_id: task_id.to_owned(),
         state: state.into(),
         message: why,
@@ -395,12 +391,12 @@ fn never_ran(
     }))
 }
 
-fn lost(container_id: &str, task_id: &str, why: &str) -> WorkerMessage {
+fn lost(container_id: &ContainerId, task_id: &str, why: &str) -> WorkerMessage {
     let why = format!("the input never ran in container {container_id}: {why}");
     never_ran(container_id, task_id, TaskResultState::Lost, why)
 }
 
-fn cancelled(container_id: &str, task_id: &str) -> WorkerMessage {
+fn cancelled(container_id: &ContainerId, task_id: &str) -> WorkerMessage {
     let why = "cancelled before it started".to_owned();
     never_ran(container_id, task_id, TaskResultState::Cancelled, why)
 }
@@ -521,7 +517,7 @@ async fn time_out(shared: Weak<Shared>, task_id: String, timeout_ms: u64) {
     // is down, and the runaway function should not.
     (shared.stop)();
     let result = TaskResult {
-        container_id: shared.container_id.clone(),
+        container_id: shared.container_id.to_string(),
         task_id,
         state: TaskResultState::Timeout.into(),
         message: format!(

@@ -26,6 +26,7 @@ use levers9_api::v1::{
     exec_input, exec_output, worker_message, ExecExit, ExecInput, ExecOutput, ExecStart,
     TerminalSize, WorkerMessage,
 };
+use levers9_ids::ContainerId;
 use levers9_runtime::{ExecProcess, ExecSpec, Runtime, RuntimeError, Terminal, WindowSize};
 use levers9_sync::Lock;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -167,7 +168,19 @@ impl Execs {
     }
 
     async fn run(&self, exec_id: &str, start: ExecStart, channels: Channels) -> ExecExit {
-        let container_id = start.container_id;
+        // An id that is not valid names no container here.
+        let container_id = match ContainerId::parse(start.container_id) {
+            Ok(id) => id,
+            Err(invalid) => {
+                let error = RuntimeError::NotFound(invalid.0);
+                tracing::info!(%exec_id, %error, "exec refused");
+                return ExecExit {
+                    exit_code: -1,
+                    not_running: false,
+                    error: error.to_string(),
+                };
+            }
+        };
         let spec = ExecSpec {
             args: start.args,
             env: start.env.into_iter().collect(),

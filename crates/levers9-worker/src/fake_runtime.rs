@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use levers9_ids::ContainerId;
 use levers9_runtime::{
     Capabilities, Container, ContainerFeed, ContainerSpec, ExecProcess, ExecSpec, Exit, Runtime,
     RuntimeError, Stream, Usage,
@@ -45,11 +46,17 @@ pub enum Call {
 #[derive(Default)]
 struct State {
     calls: Vec<Call>,
-    /// The containers started and not yet ended.
-    running: HashMap<String, ContainerFeed>,
+    /// The containers started and not yet ended (asked by the ids' text,
+    /// as tests name them).
+    running: HashMap<ContainerId, ContainerFeed>,
     /// Starts to refuse, by container id: the runtime's stderr.
     failing_starts: HashMap<String, String>,
     next_pid: u32,
+}
+
+/// A container id a test names.
+pub fn id(id: &str) -> ContainerId {
+    ContainerId::parse(id).expect("a valid container id")
 }
 
 /// See the module docs.
@@ -160,15 +167,15 @@ impl Runtime for FakeRuntime {
     async fn start(&self, spec: &ContainerSpec) -> Result<Container, RuntimeError> {
         let mut state = self.state.lock();
         state.calls.push(Call::Start(Box::new(spec.clone())));
-        if let Some(stderr) = state.failing_starts.remove(&spec.id) {
+        if let Some(stderr) = state.failing_starts.remove(spec.id.as_str()) {
             return Err(RuntimeError::StartFailed {
-                id: spec.id.clone(),
+                id: spec.id.to_string(),
                 status: "exit status: 1".into(),
                 stderr,
             });
         }
         if state.running.contains_key(&spec.id) {
-            return Err(RuntimeError::AlreadyExists(spec.id.clone()));
+            return Err(RuntimeError::AlreadyExists(spec.id.to_string()));
         }
         state.next_pid += 1;
         let (container, feed) = ContainerFeed::new(&spec.id, 1000 + state.next_pid);
@@ -176,44 +183,44 @@ impl Runtime for FakeRuntime {
         Ok(container)
     }
 
-    async fn stop(&self, id: &str, grace: Duration) -> Result<(), RuntimeError> {
+    async fn stop(&self, id: &ContainerId, grace: Duration) -> Result<(), RuntimeError> {
         self.record(Call::Stop {
-            id: id.to_owned(),
+            id: id.to_string(),
             grace,
         });
         // Not running is not an error (see the trait).
-        if let Some(feed) = self.take(id) {
+        if let Some(feed) = self.take(id.as_str()) {
             feed.exit(STOPPED);
         }
         Ok(())
     }
 
-    async fn cleanup(&self, id: &str) -> Result<(), RuntimeError> {
-        self.record(Call::Cleanup(id.to_owned()));
-        if let Some(feed) = self.take(id) {
+    async fn cleanup(&self, id: &ContainerId) -> Result<(), RuntimeError> {
+        self.record(Call::Cleanup(id.to_string()));
+        if let Some(feed) = self.take(id.as_str()) {
             feed.exit(KILLED);
         }
         Ok(())
     }
 
-    async fn reap_leftovers(&self) -> Result<Vec<String>, RuntimeError> {
+    async fn reap_leftovers(&self) -> Result<Vec<ContainerId>, RuntimeError> {
         self.record(Call::ReapLeftovers);
         Ok(Vec::new())
     }
 
-    async fn usage(&self, id: &str) -> Result<Usage, RuntimeError> {
-        self.record(Call::Usage(id.to_owned()));
-        if self.is_running(id) {
+    async fn usage(&self, id: &ContainerId) -> Result<Usage, RuntimeError> {
+        self.record(Call::Usage(id.to_string()));
+        if self.is_running(id.as_str()) {
             Ok(Usage::default())
         } else {
-            Err(RuntimeError::NotFound(id.to_owned()))
+            Err(RuntimeError::NotFound(id.to_string()))
         }
     }
 
     /// Runs no command: a process needs a real runtime. Refused as for a
     /// container that is not running, which callers handle.
-    async fn exec(&self, id: &str, spec: &ExecSpec) -> Result<ExecProcess, RuntimeError> {
-        self.record(Call::Exec(id.to_owned(), spec.args.clone()));
-        Err(RuntimeError::NotRunning(id.to_owned()))
+    async fn exec(&self, id: &ContainerId, spec: &ExecSpec) -> Result<ExecProcess, RuntimeError> {
+        self.record(Call::Exec(id.to_string(), spec.args.clone()));
+        Err(RuntimeError::NotRunning(id.to_string()))
     }
 }

@@ -27,6 +27,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use levers9_ids::ContainerId;
 use levers9_image::{ImageStore, ImageStoreConfig};
 use levers9_runtime::{Runc, Runsc, Runtime, RuntimeConfig};
 use tokio::sync::watch;
@@ -247,7 +248,7 @@ pub async fn run(
         security::follow_seccomp_log(
             container_cgroups,
             options.pool.clone(),
-            Arc::new(move |id: &str| held.stub_of(id)),
+            Arc::new(move |id: &ContainerId| held.stub_of(id)),
             metrics.clone(),
         );
     }

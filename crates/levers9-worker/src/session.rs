@@ -10,6 +10,7 @@ use levers9_api::v1::{
     Heartbeat, Register, WorkerMessage,
 };
 use levers9_api::Bearer;
+use levers9_ids::ContainerId;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::service::interceptor::InterceptedService;
@@ -176,7 +177,11 @@ async fn session(
                     Some(controlplane_message::Kind::Stop(stop)) => {
                         let ack = Ack { request_id: stop.request_id.clone() };
                         let _ = outbound.send(message(worker_message::Kind::Ack(ack))).await;
-                        supervisor.stop(stop.container_id, STOP_GRACE);
+                        // A container whose id is not valid cannot be here.
+                        match ContainerId::parse(stop.container_id) {
+                            Ok(id) => supervisor.stop(id, STOP_GRACE),
+                            Err(error) => tracing::warn!(%error, "cannot stop a container"),
+                        }
                     }
                     Some(controlplane_message::Kind::TaskInput(input)) => {
                         supervisor.task_input(input);

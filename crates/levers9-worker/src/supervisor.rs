@@ -18,6 +18,7 @@ use levers9_api::v1::{
     WorkerMessage,
 };
 use levers9_config::JuiceFsConfig;
+use levers9_ids::ContainerId;
 use levers9_image::ImageStore;
 use levers9_runtime::{ContainerSpec, Exit, Resources, Runtime, Stream};
 use levers9_sync::Lock;
@@ -88,9 +89,9 @@ pub struct Supervisor {
     objects: ObjectCache,
     worker_id: String,
     state_dir: PathBuf,
-    held: Arc<Lock<HashMap<String, Held>>>,
+    held: Arc<Lock<HashMap<ContainerId, Held>>>,
     /// The servers of held function containers, for their inputs.
-    servers: Arc<Lock<HashMap<String, Arc<ContainerServer>>>>,
+    servers: Arc<Lock<HashMap<ContainerId, Arc<ContainerServer>>>>,
     free_gpus: Arc<Lock<FreeGpus>>,
     events: mpsc::Sender<WorkerMessage>,
     /// Replaced when the controlplane's settings arrive on attach.
@@ -106,9 +107,9 @@ pub struct Supervisor {
     compiled: Arc<compiled::Compiled>,
 }
 
-fn event(container_id: &str, state: ContainerEventState) -> ContainerEvent {
+fn event(container_id: &ContainerId, state: ContainerEventState) -> ContainerEvent {
     ContainerEvent {
-        container_id: container_id.to_owned(),
+        container_id: container_id.to_string(),
         state: state.into(),
         ..Default::default()
     }
@@ -178,10 +179,11 @@ impl Supervisor {
         (supervisor, receiver)
     }
 
-    /// Whom the hardening's log lines and counters name for `request`.
-    fn subject(&self, request: &RunContainer) -> Subject {
+    /// Whom the hardening's log lines and counters name for `request`, the
+    /// container `id`.
+    fn subject(&self, id: &ContainerId, request: &RunContainer) -> Subject {
         Subject {
-            container_id: request.container_id.clone(),
+            container_id: Some(id.clone()),
             stub_id: request
                 .env
                 .get(STUB_ID_VARIABLE)
@@ -263,7 +265,7 @@ impl Supervisor {
     }
 
     /// The stub of a container held now.
-    pub fn stub_of(&self, container_id: &str) -> Option<String> {
+    pub fn stub_of(&self, container_id: &ContainerId) -> Option<String> {
         self.held
             .lock()
             .get(container_id)
@@ -276,7 +278,7 @@ impl Supervisor {
             .lock()
             .iter()
             .map(|(id, h)| RunningContainer {
-                container_id: id.clone(),
+                container_id: id.to_string(),
                 cpu_millicores: h.cpu_millicores,
                 memory_mib: h.memory_mib,
                 gpu_type: h.gpu_type.clone(),
@@ -287,21 +289,25 @@ impl Supervisor {
 
     /// Starts a container in the background; everything it does is
     /// reported as events. A request for a container already held is a
-    /// repeat and does nothing.
+    /// repeat and does nothing; one whose id is not valid fails.
     pub fn run(&self, mut request: RunContainer) {
+        let id = match ContainerId::parse(request.container_id.as_str()) {
+            Ok(id) => id,
+            Err(invalid) => return self.refuse(&request.container_id, invalid.to_string()),
+        };
         {
             let mut held = self.held.lock();
-            if held.contains_key(&request.container_id) {
+            if held.contains_key(&id) {
                 return;
             }
             held.insert(
-                request.container_id.clone(),
+                id.clone(),
                 Held {
                     cpu_millicores: request.cpu_millicores,
                     memory_mib: request.memory_mib,
                     gpu_type: request.gpu_type.clone(),
                     gpu_count: request.gpu_count,
-                    stub_id: self.subject(&request).stub_id,
+                    stub_id: self.subject(&id, &request).stub_id,
                     has_volumes: !request.volumes.is_empty(),
                 },
             );
@@ -320,17 +326,16 @@ impl Supervisor {
         // early is queued rather than lost.
         let server = request
             .container_server
-            .then(|| self.bind_server(self.subject(&request), concurrency(&request)));
+            .then(|| self.bind_server(&id, self.subject(&id, &request), concurrency(&request)));
         let this = self.clone();
         tokio::spawn(async move {
-            let id = request.container_id.clone();
             let gpu_type = request.gpu_type.clone();
             let (outcome, devices) = match server.clone().transpose() {
                 Err(reason) => (Err(reason), Vec::new()),
                 Ok(server) => match this.take_gpus(&gpu_type, request.gpu_count) {
                     Ok(devices) => {
                         let exit = this
-                            .run_to_exit(&request, storage, &devices, server.as_deref())
+                            .run_to_exit(&id, &request, storage, &devices, server.as_deref())
                             .await;
                         (exit, devices)
                     }
@@ -338,8 +343,7 @@ impl Supervisor {
                 },
             };
             this.give_back_gpus(&gpu_type, devices);
-            // Only a server that was bound has a directory to remove (a
-            // failed bind may have had an id unfit for paths).
+            // Only a server that was bound has a directory to remove.
             let runner = match server {
                 Some(Ok(server)) => Some(this.close_server(&server, &id).await),
                 _ => None,
@@ -369,14 +373,33 @@ impl Supervisor {
         });
     }
 
+    /// Fails the container `raw_id` of a run request without holding it: its
+    /// id is not valid, so nothing could be made for it.
+    fn refuse(&self, raw_id: &str, reason: String) {
+        tracing::warn!(container_id = ?raw_id, %reason, "container failed");
+        let failed = ContainerEvent {
+            container_id: raw_id.to_owned(),
+            state: ContainerEventState::Failed.into(),
+            message: reason,
+            ..Default::default()
+        };
+        // Not awaited: the session loop calls this and must not block.
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            let _ = events
+                .send(message(worker_message::Kind::Event(failed)))
+                .await;
+        });
+    }
+
     async fn run_to_exit(
         &self,
+        id: &ContainerId,
         request: &RunContainer,
         storage: Option<levers9_volumes::WorkspaceStorage>,
         gpus: &[String],
         server: Option<&ContainerServer>,
     ) -> Result<Exit, String> {
-        let id = request.container_id.clone();
         let began = std::time::Instant::now();
         // The objects and volumes come while the image is pulled.
         let volumes = self.volumes();
@@ -390,7 +413,7 @@ impl Supervisor {
         self.use_compiled(&mut object_mounts, request, &image);
         let volume_mounts = volume_mounts?;
         let pulled_ms = began.elapsed().as_millis();
-        let rootfs = self.images.prepare_rootfs(&image, &id).await.map_err(|e| {
+        let rootfs = self.images.prepare_rootfs(&image, id).await.map_err(|e| {
             format!(
                 "cannot prepare the root filesystem of {}: {e}",
                 request.image
@@ -408,7 +431,7 @@ impl Supervisor {
                 request.image
             ));
         }
-        let mut spec = ContainerSpec::new(&id, &rootfs.path, args);
+        let mut spec = ContainerSpec::new(id.clone(), &rootfs.path, args);
         spec.env = image_env(&image)
             .filter(|(k, _)| !request.env.contains_key(k))
             .chain(request.env.clone())
@@ -432,7 +455,7 @@ impl Supervisor {
             .harden(
                 &mut spec,
                 &rootfs.path,
-                &self.subject(request),
+                &self.subject(id, request),
                 &self.metrics,
             )
             .map_err(|e| e.to_string())?;
@@ -457,7 +480,7 @@ impl Supervisor {
         // Where a container's start goes, for whoever tunes it.
         tracing::debug!(container_id = %id, pulled_ms, rootfs_ms, spec_ms, started_ms = began.elapsed().as_millis(), "container started");
         self.report(message(worker_message::Kind::Event(event(
-            &id,
+            id,
             ContainerEventState::Running,
         ))))
         .await;
@@ -476,7 +499,7 @@ impl Supervisor {
     }
 
     /// Stops a container (SIGTERM, then SIGKILL after `grace`).
-    pub fn stop(&self, container_id: String, grace: Duration) {
+    pub fn stop(&self, container_id: ContainerId, grace: Duration) {
         let runtime = self.runtime.clone();
         tokio::spawn(async move {
             if let Err(error) = runtime.stop(&container_id, grace).await {
@@ -489,7 +512,7 @@ impl Supervisor {
     /// and was replaced, and what they hold now only answers errors. Their
     /// stub starts fresh containers on the new mount.
     pub fn stop_volume_users(&self, grace: Duration) {
-        let ids: Vec<String> = self
+        let ids: Vec<ContainerId> = self
             .held
             .lock()
             .iter()
@@ -504,7 +527,7 @@ impl Supervisor {
 
     /// Stops every container, for a worker shutting down.
     pub async fn stop_all(&self, grace: Duration) {
-        let ids: Vec<String> = self.held.lock().keys().cloned().collect();
+        let ids: Vec<ContainerId> = self.held.lock().keys().cloned().collect();
         let stops = ids.iter().map(|id| self.runtime.stop(id, grace));
         for result in futures::future::join_all(stops).await {
             if let Err(error) = result {
@@ -520,7 +543,7 @@ impl Supervisor {
     }
 }
 
-fn exited(container_id: &str, exit: Exit) -> ContainerEvent {
+fn exited(container_id: &ContainerId, exit: Exit) -> ContainerEvent {
     let (exit_code, oom_killed) = match exit {
         Exit::Code(code) => (code, false),
         Exit::Signal(signal) => (128 + signal, false),
@@ -541,7 +564,7 @@ fn exited(container_id: &str, exit: Exit) -> ContainerEvent {
 
 /// Sends the container's output, history then live, numbered from 1.
 async fn forward_output(
-    container_id: String,
+    container_id: ContainerId,
     logs: levers9_runtime::LogHandle,
     events: mpsc::Sender<WorkerMessage>,
 ) {
@@ -550,7 +573,7 @@ async fn forward_output(
     let mut send = |chunk: levers9_runtime::LogChunk| {
         seq += 1;
         message(worker_message::Kind::Log(LogChunk {
-            container_id: container_id.clone(),
+            container_id: container_id.to_string(),
             stream: match chunk.stream {
                 Stream::Stdout => "stdout",
                 Stream::Stderr => "stderr",

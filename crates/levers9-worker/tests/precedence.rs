@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 
 use levers9_config::{ContainerSecurityConfig, PoolConfig, SecurityProfileName, WorkerConfig};
-use levers9_runtime::{ContainerSpec, Exit};
+use levers9_runtime::{ContainerId, ContainerSpec, Exit};
 use levers9_worker::security::{
     Check, HardenRefused, PoolOrigin, SecurityMetrics, SecurityPolicy, Subject,
 };
@@ -59,8 +59,9 @@ async fn run_case(
     let rootfs = common::busybox_rootfs(dir, &id, &["sh", "touch", "echo"]);
     let runc = common::runc(dir, &format!("l9p-{}-", std::process::id()));
     let policy = SecurityPolicy::resolve(&case.config, case.pool, case.origin);
+    let id = ContainerId::parse(id).expect("a valid container id");
     let mut spec = ContainerSpec::new(
-        id.as_str(),
+        id.clone(),
         &rootfs,
         vec!["sh".into(), "-c".into(), WRITE_ROOT.into()],
     );
@@ -70,7 +71,7 @@ async fn run_case(
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let subject = Subject {
-        container_id: id.clone(),
+        container_id: Some(id),
         stub_id: "stub".into(),
         pool: case.pool.into(),
     };

@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use levers9_runtime::{ContainerSpec, Exit, SeccompMode};
+use levers9_runtime::{ContainerId, ContainerSpec, Exit, SeccompMode};
 use levers9_worker::security::{follow_seccomp_log, Check, SecurityMetrics};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -20,7 +20,7 @@ async fn an_observed_call_is_logged_and_counted_and_allowed() {
     let following = follow_seccomp_log(
         prefix.clone(),
         "pool-x".into(),
-        Arc::new(|_: &str| Some("stub-x".into())),
+        Arc::new(|_: &ContainerId| Some("stub-x".into())),
         metrics.clone(),
     );
     // The follower starts at the end of the log: the call must come after.
@@ -31,7 +31,7 @@ async fn an_observed_call_is_logged_and_counted_and_allowed() {
 
     let runc = common::runc(dir.path(), &prefix);
     let mut spec = ContainerSpec::new(
-        "observed",
+        ContainerId::parse("observed").expect("a valid container id"),
         &rootfs,
         vec![
             "sh".into(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use levers9_image::{ImageStore, ImageStoreConfig};
+use levers9_image::{ContainerId, ImageStore, ImageStoreConfig};
 
 /// `host:port` of the test registry.
 pub fn registry() -> String {
@@ -223,6 +223,11 @@ impl ImageBuilder {
 }
 
 /// A name unique in this test run.
+/// A container id a test names.
+pub fn id(id: &str) -> ContainerId {
+    ContainerId::parse(id).unwrap()
+}
+
 pub fn unique(prefix: &str) -> String {
     format!(
         "{prefix}-{}-{}",

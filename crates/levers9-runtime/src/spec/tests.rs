@@ -1,5 +1,9 @@
 use super::*;
-use crate::{BindMount, Resources};
+use crate::{BindMount, ContainerId, Resources};
+
+fn id(id: &str) -> ContainerId {
+    ContainerId::parse(id).unwrap()
+}
 
 fn caps(memory_overhead_mib: u64, pids_overhead: u64) -> Capabilities {
     Capabilities {
@@ -15,7 +19,7 @@ fn caps(memory_overhead_mib: u64, pids_overhead: u64) -> Capabilities {
 
 #[test]
 fn device_nodes_are_created_and_allowed_by_the_cgroup() {
-    let mut s = ContainerSpec::new("c1", "/r", vec!["true".into()]);
+    let mut s = ContainerSpec::new(id("c1"), "/r", vec!["true".into()]);
     s.devices.push(crate::DeviceNode {
         path: "/dev/nvidia0".into(),
         kind: "c".into(),
@@ -47,7 +51,7 @@ fn device_nodes_are_created_and_allowed_by_the_cgroup() {
         (Some(195), Some(0))
     );
 
-    let plain = ContainerSpec::new("c2", "/r", vec!["true".into()]);
+    let plain = ContainerSpec::new(id("c2"), "/r", vec!["true".into()]);
     let json = serde_json::to_value(
         build(&plain, Path::new("/r"), &caps(0, 0), "/levers9-c2").expect("builds"),
     )
@@ -57,7 +61,7 @@ fn device_nodes_are_created_and_allowed_by_the_cgroup() {
 
 #[test]
 fn limits_mounts_and_namespaces_are_generated() {
-    let mut s = ContainerSpec::new("c1", "/r", vec!["true".into()]);
+    let mut s = ContainerSpec::new(id("c1"), "/r", vec!["true".into()]);
     s.resources = Resources {
         cpu_millicores: 500,
         cpu_limit_millicores: 0,
@@ -133,7 +137,10 @@ fn built(s: &ContainerSpec, sandboxed: bool) -> serde_json::Value {
 
 #[test]
 fn the_default_profile_builds_todays_spec() {
-    let json = built(&ContainerSpec::new("c1", "/r", vec!["true".into()]), false);
+    let json = built(
+        &ContainerSpec::new(id("c1"), "/r", vec!["true".into()]),
+        false,
+    );
     let mut bounding: Vec<&str> = json["process"]["capabilities"]["bounding"]
         .as_array()
         .expect("bounding set")
@@ -156,7 +163,7 @@ fn the_default_profile_builds_todays_spec() {
 
 #[test]
 fn the_hardened_profile_is_applied_and_gvisor_gets_what_it_honours() {
-    let mut s = ContainerSpec::new("c1", "/r", vec!["true".into()]);
+    let mut s = ContainerSpec::new(id("c1"), "/r", vec!["true".into()]);
     s.security = crate::SecurityProfile::hardened();
     s.security.user_namespace = true;
     let json = built(&s, false);
@@ -202,15 +209,8 @@ fn the_hardened_profile_is_applied_and_gvisor_gets_what_it_honours() {
 
 #[test]
 fn bad_specs_are_rejected() {
-    let ok = ContainerSpec::new("c1", "/r", vec!["true".into()]);
+    let ok = ContainerSpec::new(id("c1"), "/r", vec!["true".into()]);
     assert!(validate(&ok).is_ok());
-    for id in ["", "../x", "a/b", "-x", &"x".repeat(65)] {
-        let s = ContainerSpec {
-            id: id.into(),
-            ..ok.clone()
-        };
-        assert!(validate(&s).is_err(), "{id:?} rejected");
-    }
     let s = ContainerSpec {
         args: vec![],
         ..ok.clone()

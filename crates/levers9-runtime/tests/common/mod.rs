@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use levers9_runtime::{ContainerSpec, Exit, Runc, Runsc, Runtime, RuntimeConfig, Stream};
+use levers9_runtime::{
+    ContainerId, ContainerSpec, Exit, Runc, Runsc, Runtime, RuntimeConfig, Stream,
+};
 
 /// Applets linked into the test rootfs.
 const APPLETS: &[&str] = &[
@@ -102,7 +104,7 @@ impl Harness {
     /// A spec running `args` in a new rootfs.
     pub fn spec(&self, id: &str, args: &[&str]) -> ContainerSpec {
         ContainerSpec::new(
-            id,
+            self::id(id),
             self.rootfs(),
             args.iter().map(|a| a.to_string()).collect(),
         )
@@ -180,6 +182,11 @@ fn find_dirs(dir: &Path, name: &str, depth: u32, found: &mut Vec<String>) {
 }
 
 /// Whether host process `pid` is gone (or a zombie).
+/// A container id a test names.
+pub fn id(id: &str) -> ContainerId {
+    ContainerId::parse(id).expect("a valid container id")
+}
+
 pub fn process_gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,

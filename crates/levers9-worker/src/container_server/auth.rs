@@ -77,7 +77,7 @@ mod tests {
         ServerAuth::new(
             mode,
             Subject {
-                container_id: "c".into(),
+                container_id: Some(crate::fake_runtime::id("c")),
                 stub_id: "s".into(),
                 pool: "p".into(),
             },

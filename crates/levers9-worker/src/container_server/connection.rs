@@ -6,6 +6,7 @@ use std::sync::Arc;
 use levers9_api::v1::{
     worker_message, RunnerReady, TaskItem, TaskOutput, TaskResult, WorkerMessage,
 };
+use levers9_ids::ContainerId;
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixListener;
@@ -71,7 +72,7 @@ impl Shared {
                 }
                 for data in body.chunks(OUTPUT_CHUNK) {
                     let output = TaskOutput {
-                        container_id: self.container_id.clone(),
+                        container_id: self.container_id.to_string(),
                         task_id: task_id.clone(),
                         stream: stream.as_str().to_owned(),
                         data: data.to_vec(),
@@ -91,7 +92,7 @@ impl Shared {
                     return Ok(());
                 }
                 let result = TaskResult {
-                    container_id: self.container_id.clone(),
+                    container_id: self.container_id.to_string(),
                     task_id,
                     state: state.to_wire().into(),
                     payload: body,
@@ -108,7 +109,7 @@ impl Shared {
                     return Ok(());
                 }
                 let item = TaskItem {
-                    container_id: self.container_id.clone(),
+                    container_id: self.container_id.to_string(),
                     task_id,
                     item_index: index,
                     payload: body,
@@ -138,7 +139,8 @@ impl Shared {
         if !self.auth.admits(credential, call) {
             return Err("the runner did not present the container's credential".into());
         }
-        if container_id != self.container_id {
+        // The runner's text is only compared: equal to ours, it is valid.
+        if container_id != self.container_id.as_str() {
             return Err(format!(
                 "the runner says {call} as container {container_id:?}"
             ));
@@ -154,9 +156,9 @@ impl Shared {
     }
 }
 
-fn message_ready(container_id: &str) -> WorkerMessage {
+fn message_ready(container_id: &ContainerId) -> WorkerMessage {
     message(worker_message::Kind::RunnerReady(RunnerReady {
-        container_id: container_id.to_owned(),
+        container_id: container_id.to_string(),
     }))
 }
 

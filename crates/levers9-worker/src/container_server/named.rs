@@ -21,6 +21,7 @@ use levers9_api::v1::{
     GetQueueRequest, QueueClearRequest, QueueGetRequest, QueueLenRequest, QueuePutRequest,
 };
 use levers9_api::CONTAINER_ID_METADATA;
+use levers9_ids::ContainerId;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tonic::metadata::{Ascii, MetadataValue};
@@ -90,12 +91,13 @@ impl NamedForwarder {
 
     fn request<T>(
         &self,
-        container_id: &str,
+        container_id: &ContainerId,
         message: T,
         deadline: Duration,
     ) -> Result<tonic::Request<T>, Status> {
         let mut request = tonic::Request::new(message);
         let container = container_id
+            .as_str()
             .parse()
             .map_err(|_| Status::internal("a container id that cannot be sent"))?;
         let metadata = request.metadata_mut();
@@ -108,7 +110,7 @@ impl NamedForwarder {
     /// The reply's header fields and byte strings.
     async fn forward(
         &self,
-        container_id: &str,
+        container_id: &ContainerId,
         call: ObjectCall,
         parts: Vec<Vec<u8>>,
     ) -> Result<(Value, Vec<Vec<u8>>), Status> {

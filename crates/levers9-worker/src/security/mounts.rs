@@ -117,7 +117,7 @@ mod tests {
 
     fn subject() -> Subject {
         Subject {
-            container_id: "c1".into(),
+            container_id: Some(crate::fake_runtime::id("c1")),
             stub_id: "s1".into(),
             pool: "p".into(),
         }

@@ -12,6 +12,7 @@
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::sync::Arc;
 
+use levers9_ids::ContainerId;
 use tokio::sync::oneshot;
 
 use super::violations::{Check, SecurityMetrics, Subject};
@@ -53,14 +54,13 @@ pub fn parse(line: &str) -> Option<AuditRecord> {
 }
 
 /// The container id in a `/proc/<pid>/cgroup` text, for cgroups named
-/// `<prefix><id>`.
-pub fn container_in_cgroups(cgroups: &str, prefix: &str) -> Option<String> {
+/// `<prefix><id>`; a name whose rest is no valid id is not a container's.
+pub fn container_in_cgroups(cgroups: &str, prefix: &str) -> Option<ContainerId> {
     cgroups.lines().find_map(|line| {
         let path = line.splitn(3, ':').nth(2)?;
         path.split('/')
             .find_map(|part| part.strip_prefix(prefix))
-            .filter(|id| !id.is_empty())
-            .map(str::to_owned)
+            .and_then(|id| ContainerId::parse(id).ok())
     })
 }
 
@@ -92,7 +92,7 @@ fn syscall_name(nr: u32) -> Option<&'static str> {
 }
 
 /// Finds the stub of a container this worker holds.
-pub type StubOf = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+pub type StubOf = Arc<dyn Fn(&ContainerId) -> Option<String> + Send + Sync>;
 
 /// Says when a follower started by [`follow`] reads the kernel log from
 /// its end, so that a record written after that is seen. The worker does
@@ -160,14 +160,16 @@ pub fn follow(
                 if cgroups.is_some() && container.is_none() {
                     continue; // a process of the host or of another worker
                 }
-                let container_id = container.unwrap_or_default();
                 let subject = Subject {
-                    stub_id: stub_of(&container_id).unwrap_or_default(),
-                    container_id,
+                    stub_id: container
+                        .as_ref()
+                        .and_then(|id| stub_of(id))
+                        .unwrap_or_default(),
+                    container_id: container,
                     pool: pool.clone(),
                 };
                 let syscall = syscall_name(record.syscall).unwrap_or("unknown");
-                let exited = if subject.container_id.is_empty() {
+                let exited = if subject.container_id.is_none() {
                     " (it exited before it could be placed in a container)"
                 } else {
                     ""
@@ -217,12 +219,16 @@ mod tests {
     fn the_container_is_found_in_the_cgroup_path() {
         let v1 = "12:pids:/levers9-ab12cd34-c-7\n11:memory:/levers9-ab12cd34-c-7\n0::/";
         assert_eq!(
-            container_in_cgroups(v1, "levers9-ab12cd34-").as_deref(),
+            container_in_cgroups(v1, "levers9-ab12cd34-")
+                .as_ref()
+                .map(ContainerId::as_str),
             Some("c-7")
         );
         let v2 = "0::/system.slice/levers9-ab12cd34-c-8";
         assert_eq!(
-            container_in_cgroups(v2, "levers9-ab12cd34-").as_deref(),
+            container_in_cgroups(v2, "levers9-ab12cd34-")
+                .as_ref()
+                .map(ContainerId::as_str),
             Some("c-8")
         );
         assert_eq!(container_in_cgroups(v1, "levers9-ffffffff-"), None);

@@ -9,6 +9,7 @@ use levers9_config::{
 use levers9_runtime::{CapabilitySet, SeccompMode, SecurityProfile};
 
 use super::*;
+use crate::fake_runtime::id;
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
@@ -211,7 +212,7 @@ fn a_stub_cannot_loosen_its_pool() {
 fn harden_sets_the_profile_refuses_loosening_and_checks_mounts() {
     let metrics = SecurityMetrics::default();
     let subject = Subject {
-        container_id: "c1".into(),
+        container_id: Some(id("c1")),
         stub_id: "s1".into(),
         pool: "gpu".into(),
     };
@@ -219,7 +220,7 @@ fn harden_sets_the_profile_refuses_loosening_and_checks_mounts() {
     let mut config = config();
     config.volume_mount_validation = levers9_config::VolumeMountValidationMode::Enforce;
     let gpu = SecurityPolicy::resolve(&config, "gpu", PoolOrigin::Configured);
-    let mut spec = ContainerSpec::new("c1", rootfs.path(), vec!["true".into()]);
+    let mut spec = ContainerSpec::new(id("c1"), rootfs.path(), vec!["true".into()]);
     spec.env = env(&[(SECCOMP_VARIABLE, "enforce")]);
     gpu.harden(&mut spec, rootfs.path(), &subject, &metrics)
         .expect("nothing to refuse");

@@ -3,6 +3,7 @@
 //! Prometheus counter, so an operator can tell when it is safe to enforce
 //! (the counter of a check stays flat in observe mode).
 
+use levers9_ids::ContainerId;
 use prometheus::{Encoder, IntCounterVec, Opts, Registry};
 
 /// Which part of the hardening saw something.
@@ -35,7 +36,9 @@ impl Check {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Subject {
     /// The id of the container it happened in; logged, not a metric label.
-    pub container_id: String,
+    /// `None` when it is not known (a process that ended before it could be
+    /// placed in a container).
+    pub container_id: Option<ContainerId>,
     /// Its stub, empty for a plain container.
     pub stub_id: String,
     /// The worker's pool.
@@ -85,7 +88,7 @@ impl SecurityMetrics {
         tracing::warn!(
             check = check.as_str(),
             mode,
-            container_id = %subject.container_id,
+            container_id = %subject.container_id.as_ref().map_or("", ContainerId::as_str),
             stub_id = %subject.stub_id,
             pool = %subject.pool,
             what,
@@ -121,7 +124,7 @@ mod tests {
     fn violations_are_counted_by_check_mode_and_pool() {
         let metrics = SecurityMetrics::default();
         let subject = Subject {
-            container_id: "c1".into(),
+            container_id: Some(ContainerId::parse("c1").unwrap()),
             stub_id: "s1".into(),
             pool: "gpu".into(),
         };

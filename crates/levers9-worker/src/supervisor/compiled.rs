@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use levers9_api::v1::RunContainer;
+use levers9_ids::{ContainerId, InvalidContainerId};
 use levers9_image::Image;
 use levers9_runtime::{BindMount, ContainerSpec, Exit, Resources, SecurityProfile};
 use levers9_sync::Lock;
@@ -57,10 +58,11 @@ fn pair_key(object_dir: &Path, image: &Image) -> Option<String> {
 
 /// The compile container's id for the pair `key`: runtime ids are at most
 /// 64 characters, so a part of each digest, enough that two pairs compiled
-/// at once (one SDK, two images) never share one.
-pub(super) fn compile_id(key: &str) -> String {
+/// at once (one SDK, two images) never share one. The key is made of hex
+/// digests, so the id is valid; the check stays, as for any id made here.
+pub(super) fn compile_id(key: &str) -> Result<ContainerId, InvalidContainerId> {
     let (object, image) = key.split_once('-').unwrap_or((key, ""));
-    format!("pyc-{object:.28}-{image:.28}")
+    ContainerId::parse(format!("pyc-{object:.28}-{image:.28}"))
 }
 
 impl Supervisor {
@@ -157,7 +159,7 @@ impl Supervisor {
     ) -> Result<(), String> {
         let (from, to) = (plain.to_owned(), staging.to_owned());
         blocking(move || writable_copy(&from, &to)).await?;
-        let id = compile_id(key);
+        let id = compile_id(key).map_err(|e| e.to_string())?;
         let rootfs = self
             .images
             .prepare_rootfs(image, &id)
@@ -168,7 +170,7 @@ impl Supervisor {
             .chain(["--invalidation-mode", "unchecked-hash", target])
             .map(str::to_owned)
             .collect();
-        let mut spec = ContainerSpec::new(&id, &rootfs.path, args);
+        let mut spec = ContainerSpec::new(id.clone(), &rootfs.path, args);
         spec.env = super::image_env(image).collect();
         spec.mounts.push(BindMount {
             source: staging.to_owned(),

@@ -10,6 +10,7 @@ use levers9_api::v1::{
     worker_message, CancelInput, ContainerEvent, ItemsAck, ObjectMount, RunContainer, TaskInput,
     TaskResult, TaskResultState,
 };
+use levers9_ids::ContainerId;
 use levers9_runtime::{BindMount, ContainerSpec, Network};
 
 use super::{message, Supervisor};
@@ -30,22 +31,22 @@ impl Supervisor {
         self.state_dir.join("run")
     }
 
-    /// Binds the server of `subject`'s container and keeps it for the
+    /// Binds the server of the container `id` and keeps it for the
     /// container's inputs; an input running past its timeout stops the
     /// container, as does a cancelled one already running. It asks for a
-    /// credential as the pool's `containerServerAuth` says. Its runner runs
-    /// `concurrency` inputs at once.
+    /// credential as the pool's `containerServerAuth` says, naming `subject`
+    /// in what it records. Its runner runs `concurrency` inputs at once.
     pub(super) fn bind_server(
         &self,
+        id: &ContainerId,
         subject: Subject,
         concurrency: usize,
     ) -> Result<Arc<ContainerServer>, String> {
-        let container_id = subject.container_id.clone();
         let runtime = self.runtime.clone();
-        let id = container_id.clone();
+        let stopped = id.clone();
         let stop = Arc::new(move || {
             let runtime = runtime.clone();
-            let id = id.clone();
+            let id = stopped.clone();
             tokio::spawn(async move {
                 if let Err(error) = runtime.stop(&id, TIMEOUT_STOP_GRACE).await {
                     tracing::warn!(container_id = %id, %error, "cannot stop a container whose input timed out or was cancelled while running");
@@ -56,7 +57,7 @@ impl Supervisor {
         let server = ContainerServer::bind(
             &self.run_root(),
             &self.state_dir,
-            &container_id,
+            id,
             self.events.clone(),
             stop,
             auth,
@@ -67,7 +68,7 @@ impl Supervisor {
         if let Some(named) = &self.named {
             server.forward_named(named.clone());
         }
-        self.servers.lock().insert(container_id, server.clone());
+        self.servers.lock().insert(id.clone(), server.clone());
         Ok(server)
     }
 
@@ -76,7 +77,7 @@ impl Supervisor {
     pub(super) async fn close_server(
         &self,
         server: &ContainerServer,
-        container_id: &str,
+        container_id: &ContainerId,
     ) -> RunnerOutcome {
         self.servers.lock().remove(container_id);
         let runner = server.shut_down().await;
@@ -93,7 +94,12 @@ impl Supervisor {
     /// Cancels an input given to one of this worker's containers; one
     /// whose container is gone needs nothing (it was reported lost).
     pub fn cancel_input(&self, cancel: CancelInput) {
-        let server = self.servers.lock().get(&cancel.container_id).cloned();
+        // Asked by the wire's text: an id that is not valid is not here.
+        let server = self
+            .servers
+            .lock()
+            .get(cancel.container_id.as_str())
+            .cloned();
         if let Some(server) = server {
             server.cancel_input(&cancel.task_id);
         }
@@ -102,7 +108,7 @@ impl Supervisor {
     /// Passes a generator caller's count of items taken to the runner of
     /// its container; one whose container is gone needs nothing.
     pub fn items_ack(&self, ack: ItemsAck) {
-        let server = self.servers.lock().get(&ack.container_id).cloned();
+        let server = self.servers.lock().get(ack.container_id.as_str()).cloned();
         if let Some(server) = server {
             server.ack_items(&ack.task_id, ack.received);
         }
@@ -112,7 +118,11 @@ impl Supervisor {
     /// this worker does not hold, or one without a server, is reported
     /// lost: it never ran, and goes back to the queue.
     pub fn task_input(&self, input: TaskInput) {
-        let server = self.servers.lock().get(&input.container_id).cloned();
+        let server = self
+            .servers
+            .lock()
+            .get(input.container_id.as_str())
+            .cloned();
         if let Some(server) = server {
             return server.send_input(input);
         }
@@ -245,10 +255,7 @@ pub fn prepare_spec(
             "LEVERS9_CONTAINER_SERVER".to_owned(),
             format!("{RUN_MOUNT}/{}", crate::container_server::SOCKET_NAME),
         ),
-        (
-            "LEVERS9_CONTAINER_ID".to_owned(),
-            request.container_id.clone(),
-        ),
+        ("LEVERS9_CONTAINER_ID".to_owned(), spec.id.to_string()),
     ]
     .into_iter()
     .chain(server.credential_env())
@@ -356,7 +363,7 @@ mod tests {
         let server = ContainerServer::bind(
             &dir.path().join("run"),
             dir.path(),
-            "c1",
+            &crate::fake_runtime::id("c1"),
             events,
             Arc::new(|| {}),
             ServerAuth::new(
@@ -368,7 +375,8 @@ mod tests {
         )
         .unwrap();
         let (_, credential) = server.credential_env().expect("issued");
-        let mut spec = ContainerSpec::new("c1", "/r", vec!["python3".into()]);
+        let mut spec =
+            ContainerSpec::new(crate::fake_runtime::id("c1"), "/r", vec!["python3".into()]);
         spec.env
             .push(("LEVERS9_CONTAINER_ID".into(), "spoofed".into()));
         spec.env.push((

@@ -3,6 +3,7 @@
 //! a registry nor the root that an overlay mount needs).
 
 use async_trait::async_trait;
+use levers9_ids::ContainerId;
 use levers9_image::{Image, ImageError, ImageStore, Rootfs};
 
 /// Pulls images, and prepares and releases root file systems, as
@@ -13,11 +14,14 @@ pub(crate) trait Images: Send + Sync {
     async fn pull(&self, reference: &str) -> Result<Image, ImageError>;
 
     /// See [`ImageStore::prepare_rootfs`].
-    async fn prepare_rootfs(&self, image: &Image, container_id: &str)
-        -> Result<Rootfs, ImageError>;
+    async fn prepare_rootfs(
+        &self,
+        image: &Image,
+        container_id: &ContainerId,
+    ) -> Result<Rootfs, ImageError>;
 
     /// See [`ImageStore::release`].
-    async fn release(&self, container_id: &str) -> Result<(), ImageError>;
+    async fn release(&self, container_id: &ContainerId) -> Result<(), ImageError>;
 }
 
 #[async_trait]
@@ -29,12 +33,12 @@ impl Images for ImageStore {
     async fn prepare_rootfs(
         &self,
         image: &Image,
-        container_id: &str,
+        container_id: &ContainerId,
     ) -> Result<Rootfs, ImageError> {
         ImageStore::prepare_rootfs(self, image, container_id).await
     }
 
-    async fn release(&self, container_id: &str) -> Result<(), ImageError> {
+    async fn release(&self, container_id: &ContainerId) -> Result<(), ImageError> {
         ImageStore::release(self, container_id).await
     }
 }

@@ -14,7 +14,7 @@ use levers9_api::v1::{
 use levers9_runtime::{Exit, Stream};
 use levers9_volumes::Owner;
 
-use crate::fake_runtime::Call;
+use crate::fake_runtime::{id, Call};
 use harness::{env_of, harness, request, with_gpus, NO_COMMAND};
 
 #[tokio::test]
@@ -90,7 +90,7 @@ async fn the_spec_takes_the_image_defaults_under_the_request() {
         (250, 1000, 128),
         "a small container may burst to a core"
     );
-    assert_eq!(h.supervisor.stub_of("c1").as_deref(), Some("st-1"));
+    assert_eq!(h.supervisor.stub_of(&id("c1")).as_deref(), Some("st-1"));
 
     let mut run = request("c2");
     run.args = vec!["sh".into(), "-c".into(), "true".into()];
@@ -139,6 +139,23 @@ async fn a_start_failure_is_reported_with_its_reason_and_frees_everything() {
 }
 
 #[tokio::test]
+async fn a_request_whose_id_is_not_a_plain_name_fails_and_is_not_held() {
+    let mut h = harness();
+    h.supervisor.run(request("../escape"));
+    let (id, message) = h.failure().await;
+    assert_eq!(
+        (id.as_str(), message.as_str()),
+        (
+            "../escape",
+            "invalid container id \"../escape\": use 1-64 of [A-Za-z0-9_.-], starting with a letter or digit"
+        )
+    );
+    assert!(h.held().is_empty());
+    assert!(h.runtime.started().is_empty());
+    assert!(h.prepared().is_empty());
+}
+
+#[tokio::test]
 async fn gpus_go_to_one_container_at_a_time_and_come_back_at_its_exit() {
     let mut h = harness();
     h.start(with_gpus("c1", 1)).await;
@@ -156,7 +173,10 @@ async fn gpus_go_to_one_container_at_a_time_and_come_back_at_its_exit() {
         )
     );
     assert!(
-        h.runtime.started().iter().all(|spec| spec.id != "c3"),
+        h.runtime
+            .started()
+            .iter()
+            .all(|spec| spec.id.as_str() != "c3"),
         "a container without its GPUs never starts"
     );
     assert!(!h.prepared().contains("c3"));
@@ -267,8 +287,8 @@ async fn a_lost_exit_is_a_failure_that_frees_the_container() {
 async fn concurrent_stops_pass_the_grace_and_the_exit_is_reported_once() {
     let mut h = harness();
     h.start(request("c1")).await;
-    h.supervisor.stop("c1".into(), Duration::from_secs(7));
-    h.supervisor.stop("c1".into(), Duration::from_secs(7));
+    h.supervisor.stop(id("c1"), Duration::from_secs(7));
+    h.supervisor.stop(id("c1"), Duration::from_secs(7));
     let exit = h.event().await;
     assert_eq!(
         (exit.container_id.as_str(), exit.state(), exit.exit_code),

@@ -46,7 +46,7 @@ fn compiles(calls: &[Call]) -> Vec<ContainerSpec> {
     calls
         .iter()
         .filter_map(|call| match call {
-            Call::Start(spec) if spec.id.starts_with("pyc-") => Some((**spec).clone()),
+            Call::Start(spec) if spec.id.as_str().starts_with("pyc-") => Some((**spec).clone()),
             _ => None,
         })
         .collect()
@@ -124,7 +124,7 @@ async fn the_sdk_is_compiled_once_per_image_in_a_bare_container_and_later_contai
     )
     .expect("pyc");
     std::os::unix::fs::symlink("/etc/passwd", copy.source.join("levers9/link")).expect("link");
-    h.runtime.exit(&compile.id, Exit::Code(0));
+    h.runtime.exit(compile.id.as_str(), Exit::Code(0));
     let ready = h.dir.path().join("state/compiled").join(format!(
         "{}-{}",
         "a".repeat(64),
@@ -139,7 +139,7 @@ async fn the_sdk_is_compiled_once_per_image_in_a_bare_container_and_later_contai
         "only plain files and directories are kept"
     );
     assert!(
-        !h.prepared().contains(&compile.id),
+        !h.prepared().contains(compile.id.as_str()),
         "its root filesystem is released"
     );
 
@@ -159,7 +159,7 @@ async fn a_failed_compile_is_not_tried_again_and_containers_keep_the_plain_sdk()
         .await;
     let compile = compiles(&h.runtime.calls()).remove(0);
     let staging = sdk_mount(&compile).source.clone();
-    h.runtime.exit(&compile.id, Exit::Code(1));
+    h.runtime.exit(compile.id.as_str(), Exit::Code(1));
     until_exists(&staging, false).await;
 
     h.start(with_sdk("c2", &digest)).await;
@@ -183,9 +183,9 @@ async fn objects_not_marked_compile_are_mounted_as_they_are() {
 fn compile_ids_fit_the_runtime_and_tell_two_images_of_one_sdk_apart() {
     let sdk = "a".repeat(64);
     let (one, two) = (
-        compile_id(&format!("{sdk}-{}", "1".repeat(64))),
-        compile_id(&format!("{sdk}-{}", "2".repeat(64))),
+        compile_id(&format!("{sdk}-{}", "1".repeat(64))).unwrap(),
+        compile_id(&format!("{sdk}-{}", "2".repeat(64))).unwrap(),
     );
     assert_ne!(one, two);
-    assert!(one.len() <= 64, "{one}");
+    assert!(one.as_str().len() <= 64, "{one}");
 }

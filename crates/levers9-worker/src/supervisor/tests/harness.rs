@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use levers9_api::v1::{
     worker_message, ContainerEvent, ContainerEventState, LogChunk, RunContainer, WorkerMessage,
 };
+use levers9_ids::ContainerId;
 use levers9_image::{Digest, Image, ImageConfig, ImageError, ImageReference, Rootfs};
 use levers9_runtime::{ContainerSpec, Exit};
 use levers9_sync::Lock;
@@ -58,20 +59,20 @@ impl Images for FakeImages {
     async fn prepare_rootfs(
         &self,
         image: &Image,
-        container_id: &str,
+        container_id: &ContainerId,
     ) -> Result<Rootfs, ImageError> {
         let path = self.root.join(container_id);
         std::fs::create_dir_all(&path).expect("rootfs");
-        self.prepared.lock().insert(container_id.to_owned());
+        self.prepared.lock().insert(container_id.to_string());
         Ok(Rootfs {
-            container_id: container_id.to_owned(),
+            container_id: container_id.clone(),
             path,
             image: image.digest.clone(),
         })
     }
 
-    async fn release(&self, container_id: &str) -> Result<(), ImageError> {
-        self.prepared.lock().remove(container_id);
+    async fn release(&self, container_id: &ContainerId) -> Result<(), ImageError> {
+        self.prepared.lock().remove(container_id.as_str());
         Ok(())
     }
 }
@@ -251,7 +252,7 @@ impl Harness {
         self.runtime
             .started()
             .into_iter()
-            .rfind(|spec| spec.id == id)
+            .rfind(|spec| spec.id.as_str() == id)
             .unwrap_or_else(|| panic!("{id} was never started"))
     }
 
