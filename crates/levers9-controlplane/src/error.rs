@@ -139,6 +139,7 @@ macro_rules! status_through_api_error {
 
 status_through_api_error!(
     crate::fleet::FleetError,
+    crate::functions::FunctionError,
     crate::images::ImageServiceError,
     crate::machines::MachineError,
 );
@@ -178,6 +179,50 @@ impl From<crate::fleet::FleetError> for ApiError {
             E::Store(e) => ApiError::Store(e),
             E::State(e) => ApiError::State(e),
         }
+    }
+}
+
+impl From<crate::functions::FunctionError> for ApiError {
+    fn from(error: crate::functions::FunctionError) -> Self {
+        use crate::functions::FunctionError as E;
+        match error {
+            E::OverLimit { .. }
+            | E::ClassParametersTooLarge(_)
+            | E::InvalidEnvName(_)
+            | E::SecurityEnvCannotTighten { .. }
+            | E::ReservedEnvName(_)
+            | E::InvalidMountPath { .. }
+            | E::MountPathTwice(_)
+            | E::InvalidDigest(_)
+            | E::ObjectTooLarge(_)
+            | E::DigestMismatch { .. } => ApiError::InvalidArgument(error.to_string()),
+            E::ObjectNotFound(_) => ApiError::NotFound(error.to_string()),
+            E::CorruptStubConfig { stub_id, source } => {
+                ApiError::Corrupt(format!("the configuration of stub {stub_id}: {source}"))
+            }
+            E::CorruptInput(task_id) => {
+                ApiError::Corrupt(format!("the stored input of task {task_id}"))
+            }
+            E::CorruptResult(task_id) => {
+                ApiError::Corrupt(format!("the stored result of task {task_id}"))
+            }
+            E::CorruptReplyName(reply) => ApiError::Corrupt(format!("the reply name {reply:?}")),
+            E::RepliesNotFollowed | E::EndNotRecorded { .. } | E::Stopping => {
+                ApiError::Unavailable(error.to_string())
+            }
+            E::Objects(e) => e.into(),
+            E::Volume(e) => e.into(),
+            E::Fleet(e) => e.into(),
+            E::Store(e) => ApiError::Store(e),
+            E::State(e) => ApiError::State(e),
+        }
+    }
+}
+
+impl From<crate::functions::objects::ObjectStorageError> for ApiError {
+    fn from(error: crate::functions::objects::ObjectStorageError) -> Self {
+        // The detail goes to the log; the caller is told to try again.
+        ApiError::Unavailable(error.to_string())
     }
 }
 

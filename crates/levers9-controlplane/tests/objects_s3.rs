@@ -80,7 +80,7 @@ async fn put_then_head_and_get_round_trip() {
     let digest = digest_of(data);
     assert!(!storage.exists(&digest).await.unwrap(), "not there before");
     assert!(matches!(
-        storage.get(&digest).await,
+        storage.get(&digest).await.map_err(ApiError::from),
         Err(ApiError::NotFound(_))
     ));
     storage.put(&digest, data).await.expect("put");
@@ -102,7 +102,7 @@ async fn a_wrong_digest_is_refused_and_leaves_nothing() {
     let storage = storage(&config).await;
     let data = vec![7u8; 64 * 1024];
     let wrong = digest_of(b"other bytes");
-    let error = storage.put(&wrong, &data).await.expect_err("refused");
+    let error = ApiError::from(storage.put(&wrong, &data).await.expect_err("refused"));
     assert!(
         matches!(&error, ApiError::InvalidArgument(m) if m.contains("upload again")),
         "{error:?}"

@@ -51,7 +51,7 @@ mod upkeep;
 use super::rows::RowWriter;
 use super::spec::{self, StubSpec};
 use super::{DispatchEvent, InputEnd, TaskState, Ticket};
-use crate::error::ApiError;
+use crate::functions::FunctionError;
 use crate::scheduler::{self, send_stop, Scheduling};
 use crate::wire_states;
 
@@ -224,7 +224,7 @@ impl Dispatcher {
         }
     }
 
-    async fn handle(&mut self, event: DispatchEvent) -> Result<(), ApiError> {
+    async fn handle(&mut self, event: DispatchEvent) -> Result<(), FunctionError> {
         match event {
             DispatchEvent::Submitted {
                 workspace_id,
@@ -252,7 +252,11 @@ impl Dispatcher {
     }
 
     /// The stub, loaded on first use.
-    async fn load_stub(&mut self, workspace_id: &str, stub_id: &str) -> Result<bool, ApiError> {
+    async fn load_stub(
+        &mut self,
+        workspace_id: &str,
+        stub_id: &str,
+    ) -> Result<bool, FunctionError> {
         if self.stubs.contains_key(stub_id) {
             return Ok(true);
         }
@@ -280,7 +284,7 @@ impl Dispatcher {
         workspace_id: &str,
         stub_id: &str,
         tickets: Vec<Ticket>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), FunctionError> {
         if !self.load_stub(workspace_id, stub_id).await? {
             for ticket in tickets {
                 let message = format!("stub {stub_id} no longer exists");
@@ -326,7 +330,7 @@ impl Dispatcher {
         self.held.insert(held.ticket.task_id.clone(), held);
     }
 
-    async fn ready(&mut self, container_id: &str) -> Result<(), ApiError> {
+    async fn ready(&mut self, container_id: &str) -> Result<(), FunctionError> {
         let Some(stub_id) = self.container_stub.get(container_id).cloned() else {
             // A container from before a takeover: nothing will feed it.
             if let Some(c) = self
@@ -369,7 +373,7 @@ impl Dispatcher {
 
     /// Hands queued inputs to warm containers with free slots (or room in
     /// their buffer), then asks for containers for what is left.
-    async fn pump(&mut self, stub_id: &str) -> Result<(), ApiError> {
+    async fn pump(&mut self, stub_id: &str) -> Result<(), FunctionError> {
         let Some(stub) = self.stubs.get_mut(stub_id) else {
             return Ok(());
         };
@@ -438,7 +442,7 @@ impl Dispatcher {
     }
 
     /// Asks the scheduler for a container of the stub.
-    async fn request_container(&mut self, stub_id: &str) -> Result<(), ApiError> {
+    async fn request_container(&mut self, stub_id: &str) -> Result<(), FunctionError> {
         let Some(stub) = self.stubs.get_mut(stub_id) else {
             return Ok(());
         };
@@ -492,7 +496,7 @@ impl Dispatcher {
         state: InputEnd,
         message: String,
         delivered: bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), FunctionError> {
         if let Some(stub_id) = self.release_cancelled(container_id, task_id) {
             return self.pump(&stub_id).await;
         }
@@ -574,7 +578,7 @@ impl Dispatcher {
                 if spawned {
                     tasks.publish(&own, run_event::Kind::Result(notice)).await?;
                 }
-                Ok::<(), ApiError>(())
+                Ok::<(), FunctionError>(())
             }
             .await;
             if let Err(error) = result {

@@ -10,7 +10,7 @@
 use levers9_state::keys;
 
 use super::TaskState;
-use crate::error::ApiError;
+use crate::functions::FunctionError;
 
 /// Items up to this size go to the caller's channel in their event: Redis
 /// drops a pub/sub subscriber with more than 32 MB pending, and a window
@@ -26,7 +26,7 @@ impl TaskState {
         task_id: &str,
         item_index: u64,
         payload: &[u8],
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), FunctionError> {
         self.state
             .set_with_ttl(
                 &keys::task_item(task_id, item_index),
@@ -42,7 +42,7 @@ impl TaskState {
         &self,
         task_id: &str,
         item_index: u64,
-    ) -> Result<Option<Vec<u8>>, ApiError> {
+    ) -> Result<Option<Vec<u8>>, FunctionError> {
         let key = keys::task_item(task_id, item_index);
         let payload = self.state.get(&key).await?;
         if payload.is_some() {

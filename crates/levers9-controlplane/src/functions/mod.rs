@@ -29,6 +29,7 @@
 //! that another replica may need.
 
 pub mod dispatcher;
+mod error;
 mod input_end;
 pub mod items;
 mod local;
@@ -49,8 +50,8 @@ use levers9_state::{keys, HotState, StateError};
 use prost::Message;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ApiError;
 use crate::fleet::{FleetNotice, NoticeSink};
+pub use error::FunctionError;
 pub use input_end::InputEnd;
 use replies::Replies;
 
@@ -201,13 +202,13 @@ impl TaskState {
     }
 
     /// Stores a task's input until it is done.
-    pub async fn put_input(&self, ticket: &Ticket, payload: &[u8]) -> Result<(), ApiError> {
+    pub async fn put_input(&self, ticket: &Ticket, payload: &[u8]) -> Result<(), FunctionError> {
         self.store_input(ticket, payload).await?;
         self.inputs.put(ticket, payload);
         Ok(())
     }
 
-    async fn store_input(&self, ticket: &Ticket, payload: &[u8]) -> Result<(), ApiError> {
+    async fn store_input(&self, ticket: &Ticket, payload: &[u8]) -> Result<(), FunctionError> {
         let header = serde_json::to_vec(ticket).unwrap_or_default();
         let mut value = Vec::with_capacity(4 + header.len() + payload.len());
         value.extend_from_slice(&u32::try_from(header.len()).unwrap_or(0).to_be_bytes());
@@ -220,14 +221,14 @@ impl TaskState {
     }
 
     /// A task's ticket and payload, if it still waits.
-    pub async fn input(&self, task_id: &str) -> Result<Option<(Ticket, Vec<u8>)>, ApiError> {
+    pub async fn input(&self, task_id: &str) -> Result<Option<(Ticket, Vec<u8>)>, FunctionError> {
         if let Some(cached) = self.inputs.get(task_id) {
             return Ok(Some(cached));
         }
         let Some(value) = self.state.get(&keys::task_input(task_id)).await? else {
             return Ok(None);
         };
-        let corrupt = || ApiError::Corrupt(format!("the stored input of task {task_id}"));
+        let corrupt = || FunctionError::CorruptInput(task_id.to_owned());
         let len = value
             .get(..4)
             .and_then(|b| <[u8; 4]>::try_from(b).ok())
@@ -239,14 +240,14 @@ impl TaskState {
     }
 
     /// Forgets a finished task's input.
-    pub async fn drop_input(&self, task_id: &str) -> Result<(), ApiError> {
+    pub async fn drop_input(&self, task_id: &str) -> Result<(), FunctionError> {
         self.inputs.remove(task_id);
         self.state.delete(&keys::task_input(task_id)).await?;
         Ok(())
     }
 
     /// Stores how an attempt ended (the payload with it).
-    pub async fn put_outcome(&self, outcome: &TaskOutcome) -> Result<(), ApiError> {
+    pub async fn put_outcome(&self, outcome: &TaskOutcome) -> Result<(), FunctionError> {
         self.state
             .set_with_ttl(
                 &keys::task_result(&outcome.task_id),
@@ -258,17 +259,18 @@ impl TaskState {
     }
 
     /// The stored outcome of a task.
-    pub async fn outcome(&self, task_id: &str) -> Result<Option<TaskOutcome>, ApiError> {
+    pub async fn outcome(&self, task_id: &str) -> Result<Option<TaskOutcome>, FunctionError> {
         match self.state.get(&keys::task_result(task_id)).await? {
-            Some(bytes) => Ok(Some(TaskOutcome::decode(bytes.as_slice()).map_err(
-                |_| ApiError::Corrupt(format!("the stored result of task {task_id}")),
-            )?)),
+            Some(bytes) => Ok(Some(
+                TaskOutcome::decode(bytes.as_slice())
+                    .map_err(|_| FunctionError::CorruptResult(task_id.to_owned()))?,
+            )),
             None => Ok(None),
         }
     }
 
     /// Sends an event to a caller's channel.
-    pub async fn publish(&self, reply: &str, event: run_event::Kind) -> Result<(), ApiError> {
+    pub async fn publish(&self, reply: &str, event: run_event::Kind) -> Result<(), FunctionError> {
         let event = RunEvent { kind: Some(event) };
         if Replies::is_routed(reply) {
             return self.replies.publish(reply, event).await;
@@ -280,7 +282,7 @@ impl TaskState {
     }
 
     /// A new Run stream's reply channel and its events, until dropped.
-    pub async fn open_reply(&self) -> Result<(String, replies::ReplyStream), ApiError> {
+    pub async fn open_reply(&self) -> Result<(String, replies::ReplyStream), FunctionError> {
         self.replies.open().await
     }
 
@@ -288,7 +290,7 @@ impl TaskState {
     pub async fn follow(
         &self,
         reply: &str,
-    ) -> Result<futures::stream::BoxStream<'static, Vec<u8>>, ApiError> {
+    ) -> Result<futures::stream::BoxStream<'static, Vec<u8>>, FunctionError> {
         Ok(self.state.subscribe(&keys::reply(reply)).await?)
     }
 }

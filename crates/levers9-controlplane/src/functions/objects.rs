@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use levers9_config::Config;
 use sha2::{Digest, Sha256};
 
-use crate::error::ApiError;
+use crate::functions::FunctionError;
 
 pub use local::LocalObjects;
 pub use s3::S3Objects;
@@ -98,24 +98,15 @@ pub enum ObjectStorageError {
     },
 }
 
-impl From<ObjectStorageError> for ApiError {
-    fn from(error: ObjectStorageError) -> Self {
-        // The detail goes to the log; the caller is told to try again.
-        ApiError::Unavailable(error.to_string())
-    }
-}
-
 /// The hex part of a `sha256:<64 hex>` digest, checked.
-pub fn digest_hex(digest: &str) -> Result<&str, ApiError> {
+pub fn digest_hex(digest: &str) -> Result<&str, FunctionError> {
     let hex = digest.strip_prefix("sha256:").unwrap_or_default();
     if hex.len() != 64
         || !hex
             .bytes()
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
     {
-        return Err(ApiError::InvalidArgument(format!(
-            "{digest:?} is not a digest: expected sha256: and 64 lowercase hex digits"
-        )));
+        return Err(FunctionError::InvalidDigest(digest.to_owned()));
     }
     Ok(hex)
 }
@@ -159,20 +150,17 @@ impl ObjectStorage {
 
     /// Stores `data` if its sha256 is `digest`; nothing is stored otherwise.
     /// Storing an object that is already there does nothing.
-    pub async fn put(&self, digest: &str, data: &[u8]) -> Result<(), ApiError> {
+    pub async fn put(&self, digest: &str, data: &[u8]) -> Result<(), FunctionError> {
         let hex = digest_hex(digest)?;
         if data.len() > MAX_OBJECT_BYTES {
-            return Err(ApiError::InvalidArgument(format!(
-                "the object is {} bytes, more than the limit of {MAX_OBJECT_BYTES}: add large \
-                 files to .levers9ignore and put data in a volume",
-                data.len()
-            )));
+            return Err(FunctionError::ObjectTooLarge(data.len()));
         }
         let actual = hex::encode(Sha256::digest(data));
         if actual != hex {
-            return Err(ApiError::InvalidArgument(format!(
-                "the data's sha256 is {actual}, not the digest given ({digest}): upload again"
-            )));
+            return Err(FunctionError::DigestMismatch {
+                actual,
+                digest: digest.to_owned(),
+            });
         }
         if self.backend.exists(hex).await? {
             return Ok(());
@@ -181,17 +169,16 @@ impl ObjectStorage {
     }
 
     /// The bytes of an object; NotFound if it was never stored here.
-    pub async fn get(&self, digest: &str) -> Result<Vec<u8>, ApiError> {
+    pub async fn get(&self, digest: &str) -> Result<Vec<u8>, FunctionError> {
         let hex = digest_hex(digest)?;
-        self.backend.get(hex).await?.ok_or_else(|| {
-            ApiError::NotFound(format!(
-                "no object {digest}: the caller uploads it before using it"
-            ))
-        })
+        self.backend
+            .get(hex)
+            .await?
+            .ok_or_else(|| FunctionError::ObjectNotFound(digest.to_owned()))
     }
 
     /// Whether the bytes are here.
-    pub async fn exists(&self, digest: &str) -> Result<bool, ApiError> {
+    pub async fn exists(&self, digest: &str) -> Result<bool, FunctionError> {
         let hex = digest_hex(digest)?;
         Ok(self.backend.exists(hex).await?)
     }

@@ -25,7 +25,7 @@ use levers9_sync::Lock;
 use prost::Message;
 use tokio::sync::{mpsc, watch};
 
-use crate::error::ApiError;
+use crate::functions::FunctionError;
 
 const PREFIX: &str = "run.";
 /// How long opening a reply waits for the replica's subscription.
@@ -61,14 +61,11 @@ impl Replies {
     }
 
     /// A new reply and its events, until the stream is dropped.
-    pub async fn open(self: &Arc<Self>) -> Result<(String, ReplyStream), ApiError> {
+    pub async fn open(self: &Arc<Self>) -> Result<(String, ReplyStream), FunctionError> {
         let mut subscribed = self.subscribed.subscribe();
         let ready = tokio::time::timeout(READY_WAIT, subscribed.wait_for(|up| *up)).await;
         if !matches!(ready, Ok(Ok(_))) {
-            return Err(ApiError::Unavailable(
-                "this controlplane cannot follow results in the hot state right now; try again"
-                    .into(),
-            ));
+            return Err(FunctionError::RepliesNotFollowed);
         }
         let reply = format!("{PREFIX}{}.{}", self.replica, uuid::Uuid::now_v7().simple());
         let (tx, rx) = mpsc::unbounded_channel();
@@ -83,13 +80,13 @@ impl Replies {
 
     /// Sends `event` to the caller of `reply`, wherever it is. A caller that
     /// went away is no error.
-    pub async fn publish(&self, reply: &str, event: RunEvent) -> Result<(), ApiError> {
+    pub async fn publish(&self, reply: &str, event: RunEvent) -> Result<(), FunctionError> {
         let replica = reply
             .strip_prefix(PREFIX)
             .and_then(|rest| rest.split_once('.'))
             .map(|(replica, _)| replica);
         let Some(replica) = replica else {
-            return Err(ApiError::Corrupt(format!("the reply name {reply:?}")));
+            return Err(FunctionError::CorruptReplyName(reply.to_owned()));
         };
         if replica == self.replica {
             self.deliver(reply, event);
@@ -241,7 +238,10 @@ mod tests {
         let (_, mut events) = a.open().await.expect("open");
         stop.send_replace(true);
         assert_eq!(events.next().await, None);
-        assert!(matches!(a.open().await, Err(ApiError::Unavailable(_))));
+        assert!(matches!(
+            a.open().await,
+            Err(FunctionError::RepliesNotFollowed)
+        ));
     }
 
     #[tokio::test]
@@ -250,7 +250,7 @@ mod tests {
         let (a, _stop) = replica(&state, "a").await;
         assert!(matches!(
             a.publish("run.nodot", RunEvent::default()).await,
-            Err(ApiError::Corrupt(_))
+            Err(FunctionError::CorruptReplyName(_))
         ));
     }
 }

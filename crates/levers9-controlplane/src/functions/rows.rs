@@ -23,7 +23,7 @@ use levers9_store::{FinalState, FunctionStore, TaskEnd, TaskMoves, TaskRetry, Ta
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::error::ApiError;
+use crate::functions::FunctionError;
 
 /// Writes applied per batch, at most.
 const BATCH: usize = 2_000;
@@ -99,7 +99,7 @@ impl RowWriter {
         task_id: &str,
         state: FinalState,
         message: &str,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), FunctionError> {
         let (done, written) = oneshot::channel();
         self.send(Write::End {
             end: TaskEnd {
@@ -112,12 +112,11 @@ impl RowWriter {
         });
         match written.await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err(ApiError::Unavailable(format!(
-                "cannot record the end of task {task_id}: {error}"
-            ))),
-            Err(_) => Err(ApiError::Unavailable(
-                "the controlplane is stopping; the task's end was not recorded".into(),
-            )),
+            Ok(Err(error)) => Err(FunctionError::EndNotRecorded {
+                task_id: task_id.to_owned(),
+                detail: error,
+            }),
+            Err(_) => Err(FunctionError::Stopping),
         }
     }
 

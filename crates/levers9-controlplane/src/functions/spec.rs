@@ -10,8 +10,8 @@ use levers9_store::StubRecord;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::ApiError;
 use crate::fleet::records::ContainerRecord;
+use crate::functions::FunctionError;
 
 /// CPU reserved for each container of a function that names none: 0.125
 /// core (docs/functions.md), its guaranteed share, so many warm containers
@@ -80,7 +80,7 @@ pub struct StubSpec {
 
 /// The largest pickled class parameters: they travel in an environment
 /// variable (base64), and Linux caps one at 128 KiB.
-const MAX_CLASS_PARAMETERS_BYTES: usize = 32 * 1024;
+pub(crate) const MAX_CLASS_PARAMETERS_BYTES: usize = 32 * 1024;
 
 fn is_zero(value: &u32) -> bool {
     *value == 0
@@ -94,11 +94,19 @@ fn or(value: u32, default: u32) -> u32 {
     }
 }
 
-fn at_most(what: &str, value: u32, max: u32, hint: &str) -> Result<(), ApiError> {
+fn at_most(
+    what: &'static str,
+    value: u32,
+    max: u32,
+    hint: &'static str,
+) -> Result<(), FunctionError> {
     if value > max {
-        return Err(ApiError::InvalidArgument(format!(
-            "{what} is {value}, more than the limit of {max}: {hint}"
-        )));
+        return Err(FunctionError::OverLimit {
+            what,
+            value,
+            max,
+            hint,
+        });
     }
     Ok(())
 }
@@ -106,7 +114,7 @@ fn at_most(what: &str, value: u32, max: u32, hint: &str) -> Result<(), ApiError>
 impl StubSpec {
     /// The spec of a request; `image` is the request's image, already
     /// qualified (the base image when it named none).
-    pub fn from_config(config: StubConfig, image: String) -> Result<StubSpec, ApiError> {
+    pub fn from_config(config: StubConfig, image: String) -> Result<StubSpec, FunctionError> {
         at_most("retries", config.retries, 10, "lower retries")?;
         at_most(
             "timeout",
@@ -138,11 +146,9 @@ impl StubSpec {
         let volumes = volume_mounts(&config.volumes)?;
         check_env(&config.env)?;
         if config.class_parameters.len() > MAX_CLASS_PARAMETERS_BYTES {
-            return Err(ApiError::InvalidArgument(format!(
-                "the parameters of the class are {} bytes pickled, more than {MAX_CLASS_PARAMETERS_BYTES}: \
-                 pass names or paths as parameters and load the data in an @enter method",
-                config.class_parameters.len()
-            )));
+            return Err(FunctionError::ClassParametersTooLarge(
+                config.class_parameters.len(),
+            ));
         }
         Ok(StubSpec {
             image,
@@ -213,9 +219,11 @@ impl StubSpec {
     }
 
     /// Reads the stored form.
-    pub fn from_json(stub_id: &str, json: &str) -> Result<StubSpec, ApiError> {
-        serde_json::from_str(json)
-            .map_err(|e| ApiError::Corrupt(format!("the configuration of stub {stub_id}: {e}")))
+    pub fn from_json(stub_id: &str, json: &str) -> Result<StubSpec, FunctionError> {
+        serde_json::from_str(json).map_err(|source| FunctionError::CorruptStubConfig {
+            stub_id: stub_id.to_owned(),
+            source,
+        })
     }
 }
 
@@ -232,32 +240,26 @@ const SECURITY_ENV: &[(&str, &[&str])] = &[
 /// `LEVERS9_*` name but the security requests of [`SECURITY_ENV`], with a
 /// value that can tighten (the others are the worker's, which wires the
 /// runner up with them).
-fn check_env(env: &std::collections::HashMap<String, String>) -> Result<(), ApiError> {
+fn check_env(env: &std::collections::HashMap<String, String>) -> Result<(), FunctionError> {
     let mut names: Vec<&String> = env.keys().collect();
     // The first bad name in order, whatever the map's order.
     names.sort();
     for name in names {
         if name.is_empty() || name.contains(['=', '\0']) {
-            return Err(ApiError::InvalidArgument(format!(
-                "env name {name:?} is not a valid environment variable name"
-            )));
+            return Err(FunctionError::InvalidEnvName(name.clone()));
         }
         let value = &env[name];
         match SECURITY_ENV.iter().find(|(known, _)| known == name) {
             Some((_, allowed)) if !allowed.contains(&value.as_str()) => {
-                return Err(ApiError::InvalidArgument(format!(
-                    "env {name}={value:?} cannot tighten the pool's container security, and a stub \
-                     can never loosen it: use {name}={}, or leave {name} out",
-                    allowed.join(" or ")
-                )));
+                return Err(FunctionError::SecurityEnvCannotTighten {
+                    name: name.clone(),
+                    value: value.clone(),
+                    allowed: allowed.join(" or "),
+                });
             }
             Some(_) => {}
             None if name.starts_with("LEVERS9_") => {
-                return Err(ApiError::InvalidArgument(format!(
-                    "env name {name} is reserved: names starting with LEVERS9_ are set by the \
-                     worker (a stub may only set LEVERS9_SECURITY_PROFILE and LEVERS9_SECCOMP, \
-                     to tighten its pool's security)"
-                )));
+                return Err(FunctionError::ReservedEnvName(name.clone()));
             }
             None => {}
         }
@@ -268,7 +270,7 @@ fn check_env(env: &std::collections::HashMap<String, String>) -> Result<(), ApiE
 /// Checks a stub's volumes: known names, absolute mount paths, none twice.
 fn volume_mounts(
     volumes: &[levers9_api::v1::VolumeMount],
-) -> Result<Vec<(String, String)>, ApiError> {
+) -> Result<Vec<(String, String)>, FunctionError> {
     let mut seen = std::collections::BTreeSet::new();
     volumes
         .iter()
@@ -276,15 +278,13 @@ fn volume_mounts(
             levers9_volumes::validate_name(&v.name)?;
             let path = &v.mount_path;
             if !path.starts_with('/') || path.split('/').any(|p| p == "..") || path == "/" {
-                return Err(ApiError::InvalidArgument(format!(
-                    "volume {:?} has mount_path {path:?}: use an absolute path such as /data",
-                    v.name
-                )));
+                return Err(FunctionError::InvalidMountPath {
+                    volume: v.name.clone(),
+                    path: path.clone(),
+                });
             }
             if !seen.insert(path.trim_end_matches('/')) {
-                return Err(ApiError::InvalidArgument(format!(
-                    "two volumes are mounted at {path:?}: give each its own mount_path"
-                )));
+                return Err(FunctionError::MountPathTwice(path.clone()));
             }
             Ok((v.name.clone(), path.clone()))
         })
@@ -379,7 +379,7 @@ mod tests {
         );
     }
 
-    fn with_env(pairs: &[(&str, &str)]) -> Result<StubSpec, ApiError> {
+    fn with_env(pairs: &[(&str, &str)]) -> Result<StubSpec, FunctionError> {
         let config = StubConfig {
             env: pairs
                 .iter()
@@ -419,7 +419,11 @@ mod tests {
     #[test]
     fn other_levers9_names_and_values_that_cannot_tighten_are_refused() {
         let message = |pairs: &[(&str, &str)]| match with_env(pairs) {
-            Err(ApiError::InvalidArgument(message)) => message,
+            Err(
+                error @ (FunctionError::InvalidEnvName(_)
+                | FunctionError::SecurityEnvCannotTighten { .. }
+                | FunctionError::ReservedEnvName(_)),
+            ) => error.to_string(),
             other => panic!("{pairs:?}: {other:?}"),
         };
         assert_eq!(

@@ -5,7 +5,7 @@ use levers9_api::v1::{FinalTaskState, TaskOutcome};
 use levers9_store::{FunctionStore, NewTask, StubRecord};
 
 use super::{DispatchEvent, TaskState, Ticket};
-use crate::error::ApiError;
+use crate::functions::FunctionError;
 use crate::wire_states;
 
 /// A new task's id.
@@ -20,7 +20,7 @@ pub(crate) async fn submit(
     tasks: &TaskState,
     stub: &StubRecord,
     inputs: Vec<(Ticket, Vec<u8>)>,
-) -> Result<(), ApiError> {
+) -> Result<(), FunctionError> {
     let now = chrono::Utc::now();
     let rows: Vec<NewTask> = inputs
         .iter()
@@ -58,7 +58,7 @@ pub(crate) async fn submit(
 pub(crate) async fn final_outcome(
     tasks: &TaskState,
     end: &TaskOutcome,
-) -> Result<TaskOutcome, ApiError> {
+) -> Result<TaskOutcome, FunctionError> {
     let outcome = tasks.outcome(&end.task_id).await?;
     Ok(match outcome {
         Some(mut outcome) if wire_states::final_state_from_wire(outcome.state()).is_some() => {

@@ -16,8 +16,8 @@ use levers9_sync::Lock;
 use super::items::MAX_INLINE_ITEM_BYTES;
 use super::logs::TaskLogs;
 use super::{DispatchEvent, InputEnd, TaskState, Ticket};
-use crate::error::ApiError;
 use crate::fleet::attach::TaskTraffic;
+use crate::functions::FunctionError;
 use crate::wire_states;
 
 /// Complete results up to this size go to the caller's channel directly.
@@ -83,7 +83,7 @@ impl StreamTasks {
     }
 
     /// Tells the dispatcher a container's runner takes inputs.
-    pub(crate) async fn runner_ready(&self, container_id: String) -> Result<(), ApiError> {
+    pub(crate) async fn runner_ready(&self, container_id: String) -> Result<(), FunctionError> {
         Ok(self
             .tasks
             .tell(&DispatchEvent::RunnerReady { container_id })
@@ -91,7 +91,7 @@ impl StreamTasks {
     }
 
     /// Keeps what a task printed and passes it to its caller.
-    pub(crate) async fn output(&self, output: TaskOutput) -> Result<(), ApiError> {
+    pub(crate) async fn output(&self, output: TaskOutput) -> Result<(), FunctionError> {
         self.logs.record(&output);
         let ticket = self.tickets.lock().get(&output.task_id).cloned();
         if let Some(ticket) = ticket {
@@ -111,7 +111,7 @@ impl StreamTasks {
     /// items reach the caller before the task's result. An item of a task
     /// this stream no longer holds (it ended, or timed out) has nobody
     /// waiting: dropped.
-    pub(crate) async fn item(&self, worker_id: &str, item: TaskItem) -> Result<(), ApiError> {
+    pub(crate) async fn item(&self, worker_id: &str, item: TaskItem) -> Result<(), FunctionError> {
         let ticket = self.tickets.lock().get(&item.task_id).cloned();
         let Some(ticket) = ticket else {
             tracing::debug!(task_id = %item.task_id, "an item of a task this stream does not hold; dropped");
@@ -137,7 +137,7 @@ impl StreamTasks {
     }
 
     /// Stores how an attempt ended and tells the dispatcher.
-    pub(crate) async fn result(&self, result: TaskResult) -> Result<(), ApiError> {
+    pub(crate) async fn result(&self, result: TaskResult) -> Result<(), FunctionError> {
         let ticket = self.tickets.lock().remove(&result.task_id);
         // A result that names no end (unspecified, or a number of a newer
         // worker's) cannot be trusted to say the function ran: taken as
@@ -200,7 +200,7 @@ impl StreamTasks {
 
 /// The fleet's worker streams hand their function traffic here.
 impl TaskTraffic for StreamTasks {
-    type Error = ApiError;
+    type Error = FunctionError;
 
     fn attach_input(&self, input: &mut TaskInput) -> impl Future<Output = bool> + Send {
         StreamTasks::attach_input(self, input)
@@ -209,15 +209,15 @@ impl TaskTraffic for StreamTasks {
     fn runner_ready(
         &self,
         container_id: String,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+    ) -> impl Future<Output = Result<(), FunctionError>> + Send {
         StreamTasks::runner_ready(self, container_id)
     }
 
-    fn output(&self, output: TaskOutput) -> impl Future<Output = Result<(), ApiError>> + Send {
+    fn output(&self, output: TaskOutput) -> impl Future<Output = Result<(), FunctionError>> + Send {
         StreamTasks::output(self, output)
     }
 
-    fn result(&self, result: TaskResult) -> impl Future<Output = Result<(), ApiError>> + Send {
+    fn result(&self, result: TaskResult) -> impl Future<Output = Result<(), FunctionError>> + Send {
         StreamTasks::result(self, result)
     }
 
@@ -225,7 +225,7 @@ impl TaskTraffic for StreamTasks {
         &self,
         worker_id: &str,
         item: TaskItem,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+    ) -> impl Future<Output = Result<(), FunctionError>> + Send {
         StreamTasks::item(self, worker_id, item)
     }
 }

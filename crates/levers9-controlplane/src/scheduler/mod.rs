@@ -46,7 +46,6 @@ use levers9_api::v1::{controlplane_message, ControlplaneMessage, StopContainer};
 use levers9_state::HotState;
 use tokio::sync::watch;
 
-use crate::error::ApiError;
 use crate::fleet::records::{ContainerRecord, ContainerState};
 use crate::fleet::{Fleet, FleetError};
 
@@ -182,12 +181,12 @@ pub(crate) async fn send_stop(
     fleet: &Fleet,
     worker_id: &str,
     container_id: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), FleetError> {
     let message = ControlplaneMessage {
         kind: Some(controlplane_message::Kind::Stop(StopContainer {
             request_id: uuid::Uuid::now_v7().to_string(),
             container_id: container_id.to_owned(),
         })),
     };
-    Ok(fleet.send_to_worker(worker_id, message).await?)
+    fleet.send_to_worker(worker_id, message).await
 }

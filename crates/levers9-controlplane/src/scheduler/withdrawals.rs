@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use levers9_state::{keys, Write};
+use levers9_state::{keys, StateError, Write};
 
 use super::{Scheduling, PLACEMENT_DEADLINE};
 use crate::error::ApiError;
@@ -20,7 +20,7 @@ use crate::error::ApiError;
 impl Scheduling {
     /// Marks requests withdrawn, for `reason` (which their records will
     /// carry). A mark outlives any wait for room, then goes by itself.
-    pub async fn withdraw(&self, ids: &[String], reason: &str) -> Result<(), ApiError> {
+    pub async fn withdraw(&self, ids: &[String], reason: &str) -> Result<(), StateError> {
         let writes: Vec<Write> = ids
             .iter()
             .map(|id| Write::Set {
@@ -29,7 +29,7 @@ impl Scheduling {
                 ttl: PLACEMENT_DEADLINE + Duration::from_secs(60),
             })
             .collect();
-        Ok(self.state.write_batch(&writes).await?)
+        self.state.write_batch(&writes).await
     }
 
     /// Why each request was withdrawn, in order; None for one that was not.

@@ -2,7 +2,7 @@
 //! they hold and stop; their stubs' queues get containers elsewhere.
 
 use super::Dispatcher;
-use crate::error::ApiError;
+use crate::functions::FunctionError;
 
 impl Dispatcher {
     /// Starts or ends the drain of `worker_id`.
@@ -10,7 +10,7 @@ impl Dispatcher {
         &mut self,
         worker_id: String,
         draining: bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), FunctionError> {
         let mut touched = Vec::new();
         for (stub_id, stub) in &mut self.stubs {
             for warm in stub.warm.values_mut() {

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::{Dispatcher, Stub, MAX_STARTING};
-use crate::error::ApiError;
+use crate::functions::FunctionError;
 
 /// How often the deployed stubs and their floors are read again.
 const REFRESH: Duration = Duration::from_secs(2);
@@ -95,7 +95,7 @@ impl Dispatcher {
 
     /// Sets every stub's floor from the current deploys: `min_containers`
     /// for a deployed stub, 0 for any other.
-    async fn read_floors(&mut self) -> Result<(), ApiError> {
+    async fn read_floors(&mut self) -> Result<(), FunctionError> {
         let deployed = self.parts.store.deployed_stubs().await?;
         let mut floors = HashMap::new();
         for (workspace_id, stub_id) in deployed {

@@ -10,8 +10,8 @@ use levers9_api::v1::{
 use levers9_store::FinalState;
 
 use super::{Dispatcher, Held, Recorded};
-use crate::error::ApiError;
 use crate::fleet::records::ContainerState;
+use crate::functions::FunctionError;
 
 /// Times one task runs again because the worker running it was lost (a
 /// reclaimed spot node, an evicted pod, a stream gone past its grace),
@@ -21,7 +21,7 @@ use crate::fleet::records::ContainerState;
 pub(super) const INFRA_RETRIES: u32 = 3;
 
 impl Dispatcher {
-    pub(super) async fn ended(&mut self, container_id: &str) -> Result<(), ApiError> {
+    pub(super) async fn ended(&mut self, container_id: &str) -> Result<(), FunctionError> {
         let Some(stub_id) = self.container_stub.remove(container_id) else {
             return Ok(());
         };
@@ -145,7 +145,7 @@ impl Dispatcher {
         });
     }
 
-    pub(super) async fn cancel(&mut self, task_id: &str) -> Result<(), ApiError> {
+    pub(super) async fn cancel(&mut self, task_id: &str) -> Result<(), FunctionError> {
         let Some(held) = self.held.remove(task_id) else {
             return Ok(());
         };

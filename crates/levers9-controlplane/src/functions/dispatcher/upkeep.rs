@@ -9,8 +9,8 @@ use levers9_state::keys;
 use levers9_store::{FinalState, TaskRecord, TaskState};
 
 use super::{Dispatcher, Recorded, RECOVER_LIMIT};
-use crate::error::ApiError;
 use crate::fleet::records::ContainerState;
+use crate::functions::FunctionError;
 use crate::functions::Ticket;
 use crate::scheduler::send_stop;
 
@@ -99,7 +99,7 @@ impl Dispatcher {
                               all went to containers already running";
                 self.parts.scheduling.withdraw(&waiting, reason).await?;
             }
-            Ok::<_, ApiError>(waiting)
+            Ok::<_, FunctionError>(waiting)
         }
         .await;
         let withdrawn = match result {
@@ -122,7 +122,7 @@ impl Dispatcher {
     /// Takes over the unfinished tasks of a previous leader: queued ones
     /// queue again; running ones run again (their containers are not
     /// known to this leader), without using an attempt.
-    pub(super) async fn recover(&mut self) -> Result<(), ApiError> {
+    pub(super) async fn recover(&mut self) -> Result<(), FunctionError> {
         let unfinished: Vec<TaskRecord> = self.parts.store.unfinished_tasks(RECOVER_LIMIT).await?;
         let mut stubs = BTreeSet::new();
         for task in unfinished {

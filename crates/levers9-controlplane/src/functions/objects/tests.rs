@@ -20,7 +20,7 @@ async fn stores_by_digest_and_refuses_wrong_ones() {
     assert!(storage.put(&wrong, data).await.is_err());
     assert!(matches!(
         storage.get(&wrong).await,
-        Err(ApiError::NotFound(_))
+        Err(FunctionError::ObjectNotFound(_))
     ));
     assert!(storage.get("sha256:../../etc/passwd").await.is_err());
 }
@@ -64,8 +64,9 @@ async fn an_unwritable_directory_names_the_setting_to_check() {
     let storage = ObjectStorage::new(&blocked);
     let data = b"x";
     let error = storage.put(&digest_of(data), data).await.unwrap_err();
-    let ApiError::Unavailable(text) = error else {
-        panic!("expected Unavailable, got {error:?}");
+    let FunctionError::Objects(error) = error else {
+        panic!("expected an object storage error, got {error:?}");
     };
+    let text = error.to_string();
     assert!(text.contains("controlplane.dataDir"), "{text}");
 }
