@@ -249,3 +249,6 @@ impl From<crate::images::ImageServiceError> for ApiError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
