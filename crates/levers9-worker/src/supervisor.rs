@@ -448,7 +448,7 @@ impl Supervisor {
         }
         spec.mounts.extend(object_mounts);
         spec.mounts.extend(volume_mounts);
-        function::prepare_spec(&mut spec, request, server)?;
+        function::prepare_spec(&mut spec, &request.working_dir, server)?;
         // A stub that asked for less than its pool, or a mount refused:
         // the reason is the start failure its caller reads.
         self.security()

@@ -226,20 +226,20 @@ fn is_plain_absolute(path: &str) -> bool {
 }
 
 /// Turns `spec` into a function container's: the server's directory
-/// mounted, the variables the runner finds it by, the working directory.
+/// mounted, the variables the runner finds it by, the working directory
+/// the request asked for (`working_dir`; empty keeps the image's).
 pub fn prepare_spec(
     spec: &mut ContainerSpec,
-    request: &RunContainer,
+    working_dir: &str,
     server: Option<&ContainerServer>,
 ) -> Result<(), String> {
-    if !request.working_dir.is_empty() {
-        if !request.working_dir.starts_with('/') {
+    if !working_dir.is_empty() {
+        if !working_dir.starts_with('/') {
             return Err(format!(
-                "the working directory {:?} must be an absolute path",
-                request.working_dir
+                "the working directory {working_dir:?} must be an absolute path"
             ));
         }
-        spec.cwd = request.working_dir.clone();
+        spec.cwd = working_dir.to_owned();
     }
     let Some(server) = server else {
         return Ok(());
@@ -383,13 +383,7 @@ mod tests {
             "LEVERS9_CONTAINER_SERVER_CREDENTIAL".into(),
             "spoofed".into(),
         ));
-        let request = RunContainer {
-            container_id: "c1".into(),
-            working_dir: "/code".into(),
-            container_server: true,
-            ..RunContainer::default()
-        };
-        prepare_spec(&mut spec, &request, Some(&server)).unwrap();
+        prepare_spec(&mut spec, "/code", Some(&server)).unwrap();
         assert_eq!(spec.cwd, "/code");
         assert_eq!(
             spec.env,
@@ -410,11 +404,7 @@ mod tests {
                 read_only: false,
             }]
         );
-        let relative = RunContainer {
-            working_dir: "code".into(),
-            ..request
-        };
-        assert!(prepare_spec(&mut spec, &relative, None).is_err());
+        assert!(prepare_spec(&mut spec, "code", None).is_err());
     }
 
     #[test]
