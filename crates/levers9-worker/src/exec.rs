@@ -389,3 +389,52 @@ async fn pump_stdin(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake_runtime::{Call, FakeRuntime};
+
+    /// Starts an exec of `true` in `container_id` and returns how it ended.
+    async fn exec_in(runtime: Arc<FakeRuntime>, container_id: &str) -> ExecExit {
+        let (events, mut reports) = mpsc::channel(4);
+        let execs = Execs::new(runtime, events);
+        execs.input(ExecInput {
+            exec_id: "e1".into(),
+            kind: Some(exec_input::Kind::Start(ExecStart {
+                container_id: container_id.into(),
+                args: vec!["true".into()],
+                ..ExecStart::default()
+            })),
+        });
+        match reports.recv().await.and_then(|m| m.kind) {
+            Some(worker_message::Kind::ExecOutput(ExecOutput {
+                kind: Some(exec_output::Kind::Exit(exit)),
+                ..
+            })) => exit,
+            other => panic!("expected the exec's exit, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_exec_in_a_container_whose_id_is_not_valid_is_not_found_and_never_run() {
+        let runtime = Arc::new(FakeRuntime::default());
+        let exit = exec_in(runtime.clone(), "../c1").await;
+        assert_eq!(
+            (exit.exit_code, exit.not_running, exit.error.as_str()),
+            (-1, false, "container ../c1 not found")
+        );
+        assert_eq!(runtime.calls(), []);
+    }
+
+    #[tokio::test]
+    async fn an_exec_in_a_container_that_is_not_running_says_so() {
+        let runtime = Arc::new(FakeRuntime::default());
+        let exit = exec_in(runtime.clone(), "c1").await;
+        assert!(exit.not_running, "{exit:?}");
+        assert_eq!(
+            runtime.calls(),
+            [Call::Exec("c1".into(), vec!["true".into()])]
+        );
+    }
+}
