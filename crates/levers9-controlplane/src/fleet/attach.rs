@@ -25,8 +25,7 @@ use tonic::{Status, Streaming};
 
 use super::inbox::Inbox;
 use super::records::{ContainerState, WorkerRecord};
-use super::Fleet;
-use super::FleetError;
+use super::{Fleet, FleetError};
 use crate::auth::Caller;
 use crate::machines::WorkerBinding;
 use crate::scheduler::{self, Scheduling};

@@ -15,8 +15,7 @@ use levers9_sync::Lock;
 use prost::Message;
 use tokio::sync::mpsc;
 
-use super::Fleet;
-use super::FleetError;
+use super::{Fleet, FleetError};
 
 /// How long one pop of an inbox waits.
 const INBOX_WAIT: Duration = Duration::from_secs(1);

@@ -12,8 +12,7 @@ use tokio::sync::mpsc;
 use tonic::Status;
 
 use super::attach::decode_log;
-use super::FleetError;
-use super::{Fleet, FleetNotice, END_MARKER, MAX_LOG_ENTRIES, RECORD_TTL};
+use super::{Fleet, FleetError, FleetNotice, END_MARKER, MAX_LOG_ENTRIES, RECORD_TTL};
 
 impl Fleet {
     /// Appends a log entry and tells followers.

@@ -6,8 +6,7 @@
 use tokio::sync::watch;
 
 use super::records::ContainerState;
-use super::Fleet;
-use super::FleetError;
+use super::{Fleet, FleetError};
 use crate::scheduler::{claims, Scheduling};
 
 const LEASE: &str = "worker-reaper";

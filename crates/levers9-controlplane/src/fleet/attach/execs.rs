@@ -10,8 +10,7 @@ use levers9_state::keys;
 use prost::Message;
 
 use super::StreamState;
-use crate::fleet::Fleet;
-use crate::fleet::FleetError;
+use crate::fleet::{Fleet, FleetError};
 
 /// Notes an exec started on this stream.
 pub(super) fn note_sent<T>(stream: &StreamState<T>, message: &ControlplaneMessage) {

@@ -5,8 +5,7 @@
 
 use levers9_api::v1::RunContainer;
 
-use crate::fleet::Fleet;
-use crate::fleet::FleetError;
+use crate::fleet::{Fleet, FleetError};
 use crate::sealing::SecretOpener;
 
 /// Adds the opened secrets of a run request to its environment, just before
