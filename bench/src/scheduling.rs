@@ -13,12 +13,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use levers9_controlplane::fleet::records::{ContainerRecord, WorkerRecord};
-use levers9_controlplane::fleet::{Fleet, SecretOpener, CPU, MEMORY};
+use levers9_controlplane::fleet::{Fleet, CPU, MEMORY};
 use levers9_controlplane::functions::TaskState;
 use levers9_controlplane::scheduler::placement::{self, Ask, Offer};
 use levers9_controlplane::scheduler::view;
 use levers9_controlplane::scheduler::{Scheduler, Scheduling, BACKLOG};
-use levers9_seal::{Key, Keyring};
 use levers9_state::{HotState, RedisState, Write};
 use tokio::sync::watch;
 
@@ -33,8 +32,6 @@ pub async fn run() -> Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(REQUESTS);
-    let dir = tempfile::tempdir()?;
-    let sealed = Arc::new(levers9_store::SqliteStore::open(&dir.path().join("bench.db")).await?);
     println!("| workers | requests | placed | total | decision p50 | decision p99 | batches | batch p50 | batch p99 |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for workers in [100, 1_000, 10_000] {
@@ -44,11 +41,11 @@ pub async fn run() -> Result<()> {
             state.clone(),
             Duration::from_secs(3600),
             BTreeMap::new(),
-            SecretOpener {
-                sealed: sealed.clone(),
-                keyring: Keyring::new(Key::from_bytes([7; 32]), Vec::new()),
-            },
-            TaskState::new(state.clone(), Duration::from_secs(60), "bench"),
+            Arc::new(TaskState::new(
+                state.clone(),
+                Duration::from_secs(60),
+                "bench",
+            )),
         );
         bench(&fleet, state, workers, requests).await?;
     }
