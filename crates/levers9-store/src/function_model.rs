@@ -82,11 +82,14 @@ pub struct TaskRetry<'a> {
     pub message: &'a str,
 }
 
-/// Task transitions written in one transaction, in this order: starts,
-/// retries and requeues, ends (each task at most once among the starts,
-/// and among the ends).
+/// Task transitions written in one transaction, in this order: new
+/// tasks, starts, retries and requeues, ends (each task at most once among
+/// the starts, and among the ends).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TaskMoves<'a> {
+    /// Tasks to insert, pending, before the rest moves them: a task whose
+    /// row is written by the dispatcher's batch rather than by its caller.
+    pub inserts: &'a [NewTask],
     /// Attempts that started.
     pub starts: &'a [TaskStart],
     /// Tasks going back for another attempt.
@@ -102,6 +105,8 @@ pub struct TaskMoves<'a> {
 /// How many tasks each part of a [`TaskMoves`] changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TasksMoved {
+    /// Tasks inserted.
+    pub inserted: u64,
     /// Tasks marked running.
     pub started: u64,
     /// Tasks marked for retry.

@@ -46,7 +46,7 @@ pub(crate) use moves::move_tasks;
 /// Tasks per INSERT statement. Each binds 5 values, so a statement binds 2,500,
 /// far under the limits of Postgres (65,535) and the bundled SQLite (32,766), while
 /// thousands of tasks still take only a handful of round trips.
-const TASKS_PER_INSERT: usize = 500;
+pub(super) const TASKS_PER_INSERT: usize = 500;
 
 /// A `stubs` row.
 #[derive(FromRow)]
@@ -153,7 +153,7 @@ fn insert_tasks_text(rows: usize) -> String {
     )
 }
 
-fn task_insert_error(err: sqlx::Error) -> StoreError {
+pub(super) fn task_insert_error(err: sqlx::Error) -> StoreError {
     match err.as_database_error() {
         Some(db) if db.is_unique_violation() => {
             StoreError::AlreadyExists("a task with one of these ids".to_owned())
@@ -276,7 +276,7 @@ pub(crate) async fn insert_tasks(
         .map_err(task_insert_error)
 }
 
-fn insert_task_chunk(chunk: &[NewTask]) -> Statement<'_> {
+pub(super) fn insert_task_chunk(chunk: &[NewTask]) -> Statement<'_> {
     let mut insert = Statement::new(insert_tasks_text(chunk.len()));
     for task in chunk {
         insert = insert

@@ -230,7 +230,12 @@ impl Dispatcher {
                 workspace_id,
                 stub_id,
                 tasks,
-            } => self.submitted(&workspace_id, &stub_id, tasks).await,
+                rows,
+            } => {
+                // Before anything can start or end them.
+                self.rows.insert(rows);
+                self.submitted(&workspace_id, &stub_id, tasks).await
+            }
             DispatchEvent::RunnerReady { container_id } => self.ready(&container_id).await,
             DispatchEvent::Finished {
                 container_id,

@@ -47,6 +47,7 @@ use std::time::Duration;
 
 use levers9_api::v1::{run_event, RunEvent, TaskOutcome};
 use levers9_state::{keys, HotState, StateError};
+use levers9_store::NewTask;
 use prost::Message;
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +74,11 @@ pub enum DispatchEvent {
         stub_id: String,
         /// Their tickets, queued behind the stub's earlier tasks in this order.
         tasks: Vec<Ticket>,
+        /// Their rows, when the dispatcher is to write them (in the batch
+        /// that starts them) rather than the caller's submit; told only in
+        /// process (see [`submit::RowBy`]), so never queued.
+        #[serde(skip)]
+        rows: Vec<NewTask>,
     },
     /// A container's runner is ready for inputs.
     RunnerReady {
@@ -191,6 +197,12 @@ impl TaskState {
             return Ok(());
         };
         self.queue(&event).await
+    }
+
+    /// Tells a dispatcher running in this process; gives the event back
+    /// if none does.
+    pub(crate) fn tell_here(&self, event: DispatchEvent) -> Result<(), DispatchEvent> {
+        self.dispatch_lane.send(event)
     }
 
     /// Puts an event on the hot state's dispatch queue.

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use levers9_store::{FinalState, FunctionStore, TaskEnd, TaskMoves, TaskRetry, TaskStart};
+use levers9_store::{FinalState, FunctionStore, NewTask, TaskEnd, TaskMoves, TaskRetry, TaskStart};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -33,6 +33,8 @@ const START_HOLD: Duration = Duration::from_millis(20);
 const END_HOLD: Duration = Duration::from_millis(5);
 
 enum Write {
+    /// Rows of tasks submitted in this process, written before their start.
+    Insert(Vec<NewTask>),
     Start(TaskStart),
     Retry {
         task_id: String,
@@ -61,6 +63,14 @@ impl RowWriter {
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(apply(store, rx));
         Self { tx }
+    }
+
+    /// Tasks submitted here whose rows the dispatcher writes, batched with
+    /// their starts (see `submit::RowBy::Start`).
+    pub fn insert(&self, rows: Vec<NewTask>) {
+        if !rows.is_empty() {
+            self.send(Write::Insert(rows));
+        }
     }
 
     /// An attempt started, written without waiting: batched with other writes,
@@ -164,6 +174,7 @@ async fn gather(rx: &mut mpsc::UnboundedReceiver<Write>, writes: &mut Vec<Write>
 /// One batch of writes, ordered per task.
 #[derive(Default)]
 struct Batch {
+    inserts: Vec<NewTask>,
     starts: Vec<TaskStart>,
     retries: Vec<(String, String)>,
     requeues: Vec<(String, String)>,
@@ -194,6 +205,7 @@ impl Batch {
 
     fn add(&mut self, write: Write) {
         match write {
+            Write::Insert(rows) => self.inserts.extend(rows),
             Write::Start(start) => {
                 self.touched.insert(start.task_id.clone());
                 self.starts.push(start);
@@ -220,6 +232,7 @@ impl Batch {
     async fn apply(self, store: &dyn FunctionStore) {
         let (retries, requeues) = (backs(&self.retries), backs(&self.requeues));
         let moves = TaskMoves {
+            inserts: &self.inserts,
             starts: &self.starts,
             retries: &retries,
             requeues: &requeues,
@@ -230,6 +243,7 @@ impl Batch {
             Err(error) => {
                 tracing::error!(
                     %error,
+                    inserts = self.inserts.len(),
                     starts = self.starts.len(),
                     retries = retries.len(),
                     requeues = requeues.len(),

@@ -13,13 +13,29 @@ pub(crate) fn new_task_id() -> String {
     format!("t-{}", uuid::Uuid::now_v7().simple())
 }
 
-/// Stores tasks of `stub` for inputs (rows in `store`, inputs in `tasks`)
-/// and tells the dispatcher; the tickets say where their events go.
+/// When a submitted task's row is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RowBy {
+    /// Before the submit returns: its caller gets the task's id, and may
+    /// look it up, follow it or cancel it at once.
+    Submit,
+    /// By the dispatcher, in the batch that starts the task, when the
+    /// dispatcher runs in this process: the caller follows the task on its
+    /// own stream and never by id, so a warm call writes its row in one
+    /// transaction (insert, start and end) and no database round trip
+    /// comes before its input is on its way. Elsewhere, as `Submit`.
+    Start,
+}
+
+/// Stores tasks of `stub` for inputs (inputs in `tasks`, rows in `store`
+/// as `row_by` says) and tells the dispatcher; the tickets say where
+/// their events go.
 pub(crate) async fn submit(
     store: &dyn FunctionStore,
     tasks: &TaskState,
     stub: &StubRecord,
     inputs: Vec<(Ticket, Vec<u8>)>,
+    row_by: RowBy,
 ) -> Result<(), FunctionError> {
     let now = chrono::Utc::now();
     let rows: Vec<NewTask> = inputs
@@ -32,24 +48,38 @@ pub(crate) async fn submit(
             created_at: now,
         })
         .collect();
-    let puts = inputs
-        .iter()
-        .map(|(ticket, payload)| tasks.put_input(ticket, payload));
+    let puts = futures::future::join_all(
+        inputs
+            .iter()
+            .map(|(ticket, payload)| tasks.put_input(ticket, payload)),
+    );
+    let submitted = |rows| DispatchEvent::Submitted {
+        workspace_id: stub.workspace_id.clone(),
+        stub_id: stub.id.clone(),
+        tasks: inputs.iter().map(|(ticket, _)| ticket.clone()).collect(),
+        rows,
+    };
+    if row_by == RowBy::Start {
+        for put in puts.await {
+            put?;
+        }
+        let Err(mut event) = tasks.tell_here(submitted(rows)) else {
+            return Ok(());
+        };
+        // No dispatcher here: the rows first, as for any caller.
+        if let DispatchEvent::Submitted { rows, .. } = &mut event {
+            store.insert_tasks(&std::mem::take(rows)).await?;
+        }
+        return Ok(tasks.tell(&event).await?);
+    }
     // Neither needs the other: the dispatcher hears of the tasks only
     // once both are done.
-    let (inserted, put) =
-        futures::join!(store.insert_tasks(&rows), futures::future::join_all(puts));
+    let (inserted, put) = futures::join!(store.insert_tasks(&rows), puts);
     inserted?;
     for result in put {
         result?;
     }
-    Ok(tasks
-        .tell(&DispatchEvent::Submitted {
-            workspace_id: stub.workspace_id.clone(),
-            stub_id: stub.id.clone(),
-            tasks: inputs.into_iter().map(|(ticket, _)| ticket).collect(),
-        })
-        .await?)
+    Ok(tasks.tell(&submitted(Vec::new())).await?)
 }
 
 /// The final outcome of a task that ended as `end` says (the notice of

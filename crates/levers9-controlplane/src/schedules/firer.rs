@@ -240,6 +240,7 @@ impl Firer {
                 workspace_id: workspace_id.to_owned(),
                 stub_id: stub_id.to_owned(),
                 tasks: vec![ticket],
+                rows: Vec::new(),
             })
             .await?)
     }

@@ -31,7 +31,7 @@ use super::stub;
 use crate::auth::{self as auth, authorized, Caller, USERS};
 use crate::error::ApiError;
 use crate::functions::objects::digest_hex;
-use crate::functions::submit;
+use crate::functions::submit::{self, RowBy};
 use crate::functions::{DispatchEvent, Ticket};
 use crate::{wire_states, Shared};
 
@@ -351,6 +351,7 @@ impl FunctionService for FunctionApi {
             &self.shared.tasks,
             &stub,
             vec![(ticket, body.payload)],
+            RowBy::Submit,
         )
         .await?;
         Ok(Response::new(SpawnTaskResponse { task_id }))

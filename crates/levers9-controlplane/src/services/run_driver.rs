@@ -19,7 +19,8 @@ use tonic::Status;
 
 use crate::error::ApiError;
 use crate::functions::spec::StubSpec;
-use crate::functions::{submit, DispatchEvent, Ticket};
+use crate::functions::submit::{self, RowBy};
+use crate::functions::{DispatchEvent, Ticket};
 use crate::Shared;
 
 /// Inputs a Run stream turns into tasks in one batch, at most (a batch
@@ -274,6 +275,12 @@ impl RunDriver {
             &self.shared.tasks,
             &self.stub,
             inputs,
+            // A caller given the ids may use them at once.
+            if self.report_accepted {
+                RowBy::Submit
+            } else {
+                RowBy::Start
+            },
         )
         .await?;
         for (index, task_id) in accepted {

@@ -46,6 +46,34 @@ async fn a_warm_container_takes_the_next_input_without_a_new_container() {
 /// the unfinished rows it takes over and in the events it then reads: it
 /// is queued once, and runs once.
 #[tokio::test]
+async fn a_task_whose_row_comes_with_it_is_written_with_its_start_and_end() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, mut events) = rig.submit_unwritten(&stub).await;
+    let container = rig.ready_container().await;
+    let input = rig.input().await;
+    assert_eq!((input.task_id.as_str(), input.attempt), (task.as_str(), 1));
+    rig.finish(&input, InputEnd::Complete, "").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
+        other => panic!("expected the result, got {other:?}"),
+    }
+    rig.row(&task, FinalState::Complete).await;
+    let attempts = rig.store.task_attempts(&task).await.expect("attempts");
+    let seen: Vec<(&str, Option<AttemptOutcome>)> = attempts
+        .iter()
+        .map(|a| (a.container_id.as_str(), a.outcome))
+        .collect();
+    assert_eq!(
+        seen,
+        [(
+            container.as_str(),
+            Some(AttemptOutcome::Ended(FinalState::Complete))
+        )]
+    );
+}
+
+#[tokio::test]
 async fn a_task_submitted_as_the_dispatcher_starts_runs_once() {
     let rig = idle_rig().await;
     let stub = rig.stub(StubConfig::default()).await;

@@ -152,6 +152,23 @@ impl Rig {
     /// Submits one task the way the FunctionService does; its events go to
     /// the returned stream.
     pub async fn submit(&self, stub: &StubRecord) -> (String, BoxStream<'static, RunEvent>) {
+        self.submit_row_by(stub, true).await
+    }
+
+    /// Submits one task as a `.remote()` on the dispatcher's replica does:
+    /// its row goes to the dispatcher with it, written with its start.
+    pub async fn submit_unwritten(
+        &self,
+        stub: &StubRecord,
+    ) -> (String, BoxStream<'static, RunEvent>) {
+        self.submit_row_by(stub, false).await
+    }
+
+    async fn submit_row_by(
+        &self,
+        stub: &StubRecord,
+        written: bool,
+    ) -> (String, BoxStream<'static, RunEvent>) {
         let task_id = format!("t-{}", uuid::Uuid::now_v7().simple());
         let (reply, events) = self.tasks.open_reply().await.expect("reply");
         let events = events.boxed();
@@ -162,7 +179,12 @@ impl Rig {
             function_name: stub.function_name.clone(),
             created_at: Utc::now(),
         };
-        self.store.insert_tasks(&[row]).await.expect("insert");
+        let rows = if written {
+            self.store.insert_tasks(&[row]).await.expect("insert");
+            Vec::new()
+        } else {
+            vec![row]
+        };
         let ticket = Ticket {
             task_id: task_id.clone(),
             reply,
@@ -177,6 +199,7 @@ impl Rig {
                 workspace_id: self.workspace.clone(),
                 stub_id: stub.id.clone(),
                 tasks: vec![ticket],
+                rows,
             })
             .await
             .expect("tell");
@@ -348,6 +371,8 @@ impl Rig {
             .collect()
     }
 
+    /// The task's row once it is in `final_state` (a row the dispatcher
+    /// writes may not be there yet).
     pub async fn row(&self, task_id: &str, final_state: FinalState) -> levers9_store::TaskRecord {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
@@ -355,17 +380,15 @@ impl Rig {
                 .store
                 .get_task(&self.workspace, task_id)
                 .await
-                .expect("get")
-                .expect("row");
-            if row.state == final_state.into() {
-                return row;
+                .expect("get");
+            match row {
+                Some(row) if row.state == final_state.into() => return row,
+                seen => assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "task is {:?}, not {final_state}",
+                    seen.map(|row| (row.state, row.message))
+                ),
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "task is {} ({}), not {final_state}",
-                row.state,
-                row.message
-            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use chrono::Utc;
 
 use super::attempts::{self, NewAttempt};
-use super::values_text;
+use super::{insert_task_chunk, task_insert_error, values_text, TASKS_PER_INSERT};
 use crate::backend::{Backend, Statement, Transactional};
 use crate::error::StoreError;
 use crate::function_model::{TaskEnd, TaskMoves, TaskRetry, TasksMoved};
@@ -66,8 +66,9 @@ fn run_text(rows: usize) -> String {
     )
 }
 
-/// Applies `moves` in one transaction: its starts, then its retries and
-/// requeues, then its ends, each only to tasks that are not final.
+/// Applies `moves` in one transaction: its new tasks, then its starts,
+/// then its retries and requeues, then its ends, each only to tasks that
+/// are not final.
 ///
 /// A task that starts and ends here with no retry between (a short call)
 /// is written once: its row updated to both, its attempt inserted closed.
@@ -76,7 +77,8 @@ pub(crate) async fn move_tasks(
     moves: &TaskMoves<'_>,
 ) -> Result<TasksMoved, StoreError> {
     let mut moved = TasksMoved::default();
-    if moves.starts.is_empty()
+    if moves.inserts.is_empty()
+        && moves.starts.is_empty()
         && moves.retries.is_empty()
         && moves.requeues.is_empty()
         && moves.ends.is_empty()
@@ -108,6 +110,12 @@ pub(crate) async fn move_tasks(
         .collect();
 
     let tx = pool.begin().await?;
+    for chunk in moves.inserts.chunks(TASKS_PER_INSERT) {
+        tx.execute(insert_task_chunk(chunk))
+            .await
+            .map_err(task_insert_error)?;
+        moved.inserted += chunk.len() as u64;
+    }
     for chunk in runs.chunks(TASKS_PER_UPDATE) {
         let changed = start_chunk(&tx, chunk).await?;
         moved.started += changed;

@@ -78,6 +78,7 @@ macro_rules! record_store_suite {
             a_started_task_finishes_complete,
             many_tasks_start_and_end_in_one_call_and_finals_stay,
             starts_retries_and_ends_move_together_or_not_at_all,
+            new_tasks_are_inserted_and_moved_in_one_transaction,
             a_late_result_cannot_overwrite_a_cancel,
             a_retried_task_starts_again_with_more_attempts,
             a_task_lost_with_its_worker_goes_back_to_pending_under_the_same_attempt,

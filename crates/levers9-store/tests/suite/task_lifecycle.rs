@@ -154,6 +154,7 @@ pub async fn starts_retries_and_ends_move_together_or_not_at_all<S: RecordStore 
     assert_eq!(
         moved,
         TasksMoved {
+            inserted: 0,
             started: 3,
             retried: 1,
             requeued: 0,
@@ -221,6 +222,89 @@ pub async fn starts_retries_and_ends_move_together_or_not_at_all<S: RecordStore 
     assert_eq!(
         stored_task(store, &tasks[2].id).await.state,
         TaskState::Ended(FinalState::Complete)
+    );
+}
+
+pub async fn new_tasks_are_inserted_and_moved_in_one_transaction<S: RecordStore + FunctionStore>(
+    store: &S,
+) {
+    let ws = workspace(store, "team").await;
+    store.get_or_create_stub(stub(&ws, "stub-1")).await.unwrap();
+    let tasks: Vec<NewTask> = (0..2).map(|i| task(&ws, "stub-1", at(i))).collect();
+    let start_of = |task: &NewTask| TaskStart {
+        task_id: task.id.clone(),
+        attempt: 1,
+        container_id: "c".into(),
+        worker_id: "w".into(),
+        at: at(10),
+    };
+    // The first is a short call: inserted, started and ended in one move;
+    // the second is inserted and started.
+    let starts: Vec<TaskStart> = tasks.iter().map(start_of).collect();
+    let ends = [TaskEnd {
+        task_id: tasks[0].id.clone(),
+        state: FinalState::Complete,
+        message: String::new(),
+        at: at(20),
+    }];
+    let moved = store
+        .move_tasks(&TaskMoves {
+            inserts: &tasks,
+            starts: &starts,
+            ends: &ends,
+            ..TaskMoves::default()
+        })
+        .await
+        .unwrap();
+
+    assert_eq!(
+        moved,
+        TasksMoved {
+            inserted: 2,
+            started: 2,
+            retried: 0,
+            requeued: 0,
+            ended: 1
+        }
+    );
+    let first = stored_task(store, &tasks[0].id).await;
+    assert_eq!(first.state, TaskState::Ended(FinalState::Complete));
+    assert_eq!(
+        (first.created_at, first.started_at, first.ended_at),
+        (at(0), Some(at(10)), Some(at(20)))
+    );
+    assert_eq!(first.function_name, tasks[0].function_name);
+    assert_eq!(
+        stored_task(store, &tasks[1].id).await.state,
+        TaskState::Running
+    );
+    let attempts = store.task_attempts(&tasks[0].id).await.unwrap();
+    let outcomes: Vec<Option<AttemptOutcome>> = attempts.iter().map(|a| a.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [Some(AttemptOutcome::Ended(FinalState::Complete))]
+    );
+
+    // A task id stored already refuses the whole move: nothing of it is
+    // written, not even the new task beside it.
+    let another = task(&ws, "stub-1", at(3));
+    let twice = [another.clone(), tasks[1].clone()];
+    let refused = store
+        .move_tasks(&TaskMoves {
+            inserts: &twice,
+            starts: &[start_of(&another)],
+            ..TaskMoves::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, StoreError::AlreadyExists(_)),
+        "{refused:?}"
+    );
+    assert!(store.find_task(&another.id).await.unwrap().is_none());
+    assert_eq!(
+        stored_task(store, &tasks[1].id).await.state,
+        TaskState::Running
     );
 }
 
