@@ -1,8 +1,11 @@
 //! Python functions: stubs, tasks and the dispatcher that feeds inputs to
 //! warm containers.
 //!
-//! A call's journey: the FunctionService stores a task row (pending) and
-//! its input in the hot state, and tells the dispatcher. The dispatcher (one
+//! A call's journey: the FunctionService stores the task's input in the
+//! hot state and tells the dispatcher; its row (pending) is inserted first,
+//! or, for a call followed only on its own stream on the dispatcher's
+//! replica, by the dispatcher with the task's start (see
+//! [`submit::RowBy`]). The dispatcher (one
 //! loop, on the replica holding its lease) hands the input to a warm
 //! container of the stub with a free slot, or asks the scheduler for a new
 //! container. The input goes to the container's worker through the
