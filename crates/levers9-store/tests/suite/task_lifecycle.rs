@@ -29,6 +29,27 @@ async fn start<S: FunctionStore>(
     store.start_tasks(&[start]).await.unwrap() == 1
 }
 
+/// The first attempt of `task`, on container "c" of worker "w", at 10 s.
+fn start_of(task: &NewTask) -> TaskStart {
+    TaskStart {
+        task_id: task.id.clone(),
+        attempt: 1,
+        container_id: "c".into(),
+        worker_id: "w".into(),
+        at: at(10),
+    }
+}
+
+/// The end of `task` in `state`, at 20 s.
+fn end_of(task: &NewTask, state: FinalState) -> TaskEnd {
+    TaskEnd {
+        task_id: task.id.clone(),
+        state,
+        message: String::new(),
+        at: at(20),
+    }
+}
+
 pub async fn many_tasks_start_and_end_in_one_call_and_finals_stay<
     S: RecordStore + FunctionStore,
 >(
@@ -94,19 +115,6 @@ pub async fn starts_retries_and_ends_move_together_or_not_at_all<S: RecordStore 
     store.get_or_create_stub(stub(&ws, "stub-1")).await.unwrap();
     let tasks: Vec<NewTask> = (0..3).map(|i| task(&ws, "stub-1", at(i))).collect();
     store.insert_tasks(&tasks).await.unwrap();
-    let start_of = |task: &NewTask| TaskStart {
-        task_id: task.id.clone(),
-        attempt: 1,
-        container_id: "c".into(),
-        worker_id: "w".into(),
-        at: at(10),
-    };
-    let end_of = |task: &NewTask, state: FinalState| TaskEnd {
-        task_id: task.id.clone(),
-        state,
-        message: String::new(),
-        at: at(20),
-    };
     // The first task starts and ends in one move (a short call); the second
     // starts and goes back for a retry; the third only starts.
     let starts: Vec<TaskStart> = tasks.iter().map(start_of).collect();
@@ -231,22 +239,10 @@ pub async fn new_tasks_are_inserted_and_moved_in_one_transaction<S: RecordStore 
     let ws = workspace(store, "team").await;
     store.get_or_create_stub(stub(&ws, "stub-1")).await.unwrap();
     let tasks: Vec<NewTask> = (0..2).map(|i| task(&ws, "stub-1", at(i))).collect();
-    let start_of = |task: &NewTask| TaskStart {
-        task_id: task.id.clone(),
-        attempt: 1,
-        container_id: "c".into(),
-        worker_id: "w".into(),
-        at: at(10),
-    };
     // The first is a short call: inserted, started and ended in one move;
     // the second is inserted and started.
     let starts: Vec<TaskStart> = tasks.iter().map(start_of).collect();
-    let ends = [TaskEnd {
-        task_id: tasks[0].id.clone(),
-        state: FinalState::Complete,
-        message: String::new(),
-        at: at(20),
-    }];
+    let ends = [end_of(&tasks[0], FinalState::Complete)];
     let moved = store
         .move_tasks(&TaskMoves {
             inserts: &tasks,
