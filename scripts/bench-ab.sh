@@ -6,10 +6,10 @@
 #   LEVERS9_BENCH_ROUNDS=3 LEVERS9_BENCH_CPU=1 scripts/test-servers.sh scripts/bench-ab.sh f12177e 7eb9035
 #
 # Each commit is checked out in a worktree of its own, target/ab/<commit>
-# (kept, so that a second run of the same commits builds nothing; `git
-# worktree remove` one to drop it), and built with `cargo build --release
-# -p levers9-cli` into this checkout's target/, so the builds share their
-# dependencies (target/release/levers9 is the second commit's afterwards).
+# (kept; `git worktree remove` one to drop it), and built with `cargo build
+# --release -p levers9-cli` into this checkout's target/, so the builds
+# share their dependencies; the workspace's own crates are built again for
+# each commit (target/release/levers9 is the second commit's afterwards).
 # Each round runs scripts/bench-functions.sh (a fresh controlplane and
 # worker on the test servers) with that commit's binary, LEVERS9_BENCH_BIN.
 # The caller side, the SDK and bench/functions/, is this checkout's for
@@ -43,11 +43,17 @@ for i in 0 1; do
     git worktree add --quiet --detach "$tree" "$commit"
   fi
   echo "== building $name: ${revs[$i]} ($commit)" >&2
-  # Cargo gives a workspace crate the same build directory in every
-  # worktree, so levers9-api's build script would not rerun for this one:
-  # its rerun-if-changed paths are another worktree's protos, and the
-  # generated code would be that commit's.
-  rm -rf target/release/build/levers9-api-*
+  # Cargo names a workspace crate's artifacts alike in every worktree, and
+  # takes them as fresh when this worktree's sources are older than they
+  # are (a worktree kept from an earlier run): the binary would mix
+  # commits. So every workspace crate is built again for each commit; the
+  # dependencies stay shared.
+  members=()
+  for crate in "$tree"/crates/*/; do
+    members+=(-p "$(basename "$crate")")
+  done
+  CARGO_TARGET_DIR=$PWD/target cargo clean --release --quiet \
+    --manifest-path "$tree/Cargo.toml" "${members[@]}" >&2
   CARGO_TARGET_DIR=$PWD/target cargo build --release --locked -p levers9-cli \
     --manifest-path "$tree/Cargo.toml" >&2
   mkdir -p "$bins/$name"
