@@ -5,6 +5,7 @@
 mod compiled;
 mod function;
 mod images;
+mod reports;
 #[cfg(test)]
 mod tests;
 
@@ -14,13 +15,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_api::v1::{
-    worker_message, ContainerEvent, ContainerEventState, LogChunk, RunContainer, RunningContainer,
+    worker_message, ContainerEvent, ContainerEventState, RunContainer, RunningContainer,
     WorkerMessage,
 };
 use levers9_config::JuiceFsConfig;
 use levers9_ids::ContainerId;
 use levers9_image::ImageStore;
-use levers9_runtime::{ContainerSpec, Exit, Resources, Runtime, Stream};
+use levers9_runtime::{ContainerSpec, Exit, Resources, Runtime};
 use levers9_sync::Lock;
 use tokio::sync::mpsc;
 
@@ -29,6 +30,7 @@ use crate::objects::ObjectCache;
 use crate::security::{SecurityMetrics, SecurityPolicy, Subject};
 use crate::storage_settings::SwappableVolumes;
 use images::Images;
+use reports::{event, exited, forward_output, message};
 
 /// The variable the controlplane names a function container's stub in.
 const STUB_ID_VARIABLE: &str = "LEVERS9_STUB_ID";
@@ -107,14 +109,6 @@ pub struct Supervisor {
     compiled: Arc<compiled::Compiled>,
 }
 
-fn event(container_id: &ContainerId, state: ContainerEventState) -> ContainerEvent {
-    ContainerEvent {
-        container_id: container_id.to_string(),
-        state: state.into(),
-        ..Default::default()
-    }
-}
-
 /// What the runner of a function container will take at once, as its
 /// environment tells it.
 fn concurrency(request: &RunContainer) -> usize {
@@ -133,10 +127,6 @@ fn image_env(image: &levers9_image::Image) -> impl Iterator<Item = (String, Stri
         .iter()
         .filter_map(|kv| kv.split_once('='))
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
-}
-
-fn message(kind: worker_message::Kind) -> WorkerMessage {
-    WorkerMessage { kind: Some(kind) }
 }
 
 impl Supervisor {
@@ -540,65 +530,5 @@ impl Supervisor {
         // The receiver lives as long as the worker; a send fails only while
         // it shuts down, when nothing is left to tell.
         let _ = self.events.send(message).await;
-    }
-}
-
-fn exited(container_id: &ContainerId, exit: Exit) -> ContainerEvent {
-    let (exit_code, oom_killed) = match exit {
-        Exit::Code(code) => (code, false),
-        Exit::Signal(signal) => (128 + signal, false),
-        Exit::OomKilled => (137, true),
-    };
-    ContainerEvent {
-        exit_code,
-        oom_killed,
-        message: if oom_killed {
-            "killed by the kernel's OOM killer: the container used more memory than its limit"
-                .into()
-        } else {
-            String::new()
-        },
-        ..event(container_id, ContainerEventState::Exited)
-    }
-}
-
-/// Sends the container's output, history then live, numbered from 1.
-async fn forward_output(
-    container_id: ContainerId,
-    logs: levers9_runtime::LogHandle,
-    events: mpsc::Sender<WorkerMessage>,
-) {
-    let (history, mut live) = logs.subscribe();
-    let mut seq = 0;
-    let mut send = |chunk: levers9_runtime::LogChunk| {
-        seq += 1;
-        message(worker_message::Kind::Log(LogChunk {
-            container_id: container_id.to_string(),
-            stream: match chunk.stream {
-                Stream::Stdout => "stdout",
-                Stream::Stderr => "stderr",
-            }
-            .to_owned(),
-            data: chunk.data,
-            seq,
-        }))
-    };
-    for chunk in history {
-        if events.send(send(chunk)).await.is_err() {
-            return;
-        }
-    }
-    loop {
-        match live.recv().await {
-            Ok(chunk) => {
-                if events.send(send(chunk)).await.is_err() {
-                    return;
-                }
-            }
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(skipped)) => {
-                tracing::warn!(%container_id, skipped, "output came faster than it could be sent; some was dropped");
-            }
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-        }
     }
 }

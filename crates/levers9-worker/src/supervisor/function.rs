@@ -13,7 +13,8 @@ use levers9_api::v1::{
 use levers9_ids::ContainerId;
 use levers9_runtime::{BindMount, ContainerSpec, Network};
 
-use super::{message, Supervisor};
+use super::reports::message;
+use super::Supervisor;
 use crate::container_server::{ContainerServer, RunnerOutcome, ServerAuth};
 use crate::objects::ObjectCache;
 use crate::security::Subject;
