@@ -53,33 +53,39 @@ pub(crate) async fn submit(
             .iter()
             .map(|(ticket, payload)| tasks.put_input(ticket, payload)),
     );
-    let submitted = |rows| DispatchEvent::Submitted {
-        workspace_id: stub.workspace_id.clone(),
-        stub_id: stub.id.clone(),
-        tasks: inputs.iter().map(|(ticket, _)| ticket.clone()).collect(),
-        rows,
+    let insert = async {
+        match row_by {
+            RowBy::Submit => store.insert_tasks(&rows).await,
+            RowBy::Start => Ok(()),
+        }
     };
-    if row_by == RowBy::Start {
-        for put in puts.await {
-            put?;
-        }
-        let Err(mut event) = tasks.tell_here(submitted(rows)) else {
-            return Ok(());
-        };
-        // No dispatcher here: the rows first, as for any caller.
-        if let DispatchEvent::Submitted { rows, .. } = &mut event {
-            store.insert_tasks(&std::mem::take(rows)).await?;
-        }
-        return Ok(tasks.tell(&event).await?);
-    }
     // Neither needs the other: the dispatcher hears of the tasks only
     // once both are done.
-    let (inserted, put) = futures::join!(store.insert_tasks(&rows), puts);
+    let (inserted, put) = futures::join!(insert, puts);
     inserted?;
     for result in put {
         result?;
     }
-    Ok(tasks.tell(&submitted(Vec::new())).await?)
+    let mut event = DispatchEvent::Submitted {
+        workspace_id: stub.workspace_id.clone(),
+        stub_id: stub.id.clone(),
+        tasks: inputs.into_iter().map(|(ticket, _)| ticket).collect(),
+        rows: match row_by {
+            RowBy::Submit => Vec::new(),
+            RowBy::Start => rows,
+        },
+    };
+    if row_by == RowBy::Start {
+        let Err(returned) = tasks.tell_here(event) else {
+            return Ok(());
+        };
+        event = returned;
+        // No dispatcher here: the rows first, as for any caller.
+        if let DispatchEvent::Submitted { rows, .. } = &mut event {
+            store.insert_tasks(&std::mem::take(rows)).await?;
+        }
+    }
+    Ok(tasks.tell(&event).await?)
 }
 
 /// The final outcome of a task that ended as `end` says (the notice of
