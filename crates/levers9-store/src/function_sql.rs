@@ -2,6 +2,8 @@
 //! SQLite takes `$N` placeholders, `ON CONFLICT` and `RETURNING` too, so only the
 //! schemas differ (see `migrations/*/0003_functions.sql`).
 
+use std::borrow::Borrow;
+
 use chrono::{DateTime, Utc};
 use sqlx::FromRow;
 
@@ -276,9 +278,9 @@ pub(crate) async fn insert_tasks(
         .map_err(task_insert_error)
 }
 
-pub(super) fn insert_task_chunk(chunk: &[NewTask]) -> Statement<'_> {
+pub(super) fn insert_task_chunk<T: Borrow<NewTask>>(chunk: &[T]) -> Statement<'_> {
     let mut insert = Statement::new(insert_tasks_text(chunk.len()));
-    for task in chunk {
+    for task in chunk.iter().map(Borrow::borrow) {
         insert = insert
             .bind(task.id.as_str())
             .bind(task.workspace_id.as_str())

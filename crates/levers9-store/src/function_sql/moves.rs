@@ -14,7 +14,7 @@ use super::attempts::{self, NewAttempt};
 use super::{insert_task_chunk, task_insert_error, values_text, TASKS_PER_INSERT};
 use crate::backend::{Backend, Statement, Transactional};
 use crate::error::StoreError;
-use crate::function_model::{TaskEnd, TaskMoves, TaskRetry, TasksMoved};
+use crate::function_model::{NewTask, TaskEnd, TaskMoves, TaskRetry, TaskStart, TasksMoved};
 use crate::sql::at_rest;
 use crate::task_state::{AttemptOutcome, TaskState};
 
@@ -66,12 +66,25 @@ fn run_text(rows: usize) -> String {
     )
 }
 
+/// A new task inserted with its start, and its end when it has one: 12
+/// values a row.
+fn insert_started_text(rows: usize) -> String {
+    format!(
+        "INSERT INTO tasks (id, workspace_id, stub_id, function_name, created_at, state, \
+         attempts, container_id, worker_id, started_at, message, ended_at) VALUES {}",
+        values_text(rows, 12)
+    )
+}
+
 /// Applies `moves` in one transaction: its new tasks, then its starts,
 /// then its retries and requeues, then its ends, each only to tasks that
 /// are not final.
 ///
 /// A task that starts and ends here with no retry between (a short call)
 /// is written once: its row updated to both, its attempt inserted closed.
+/// A new task that starts here with no retry is inserted as it stands after
+/// the move (running, or ended): a warm call's or a map input's row is one
+/// INSERT, never an INSERT and an UPDATE of the same row.
 pub(crate) async fn move_tasks(
     pool: &impl Transactional,
     moves: &TaskMoves<'_>,
@@ -97,12 +110,32 @@ pub(crate) async fn move_tasks(
         .filter(|e| !retried.contains(e.task_id.as_str()))
         .map(|e| (e.task_id.as_str(), e))
         .collect();
+    let starting: HashMap<&str, &TaskStart> = moves
+        .starts
+        .iter()
+        .filter(|s| !retried.contains(s.task_id.as_str()))
+        .map(|s| (s.task_id.as_str(), s))
+        .collect();
+    let mut born: Vec<NewRun> = Vec::new();
+    let mut inserts: Vec<&NewTask> = Vec::new();
+    for task in moves.inserts {
+        match starting.get(task.id.as_str()) {
+            Some(start) => born.push((task, start, ending.get(task.id.as_str()).copied())),
+            None => inserts.push(task),
+        }
+    }
+    let born_ids: HashSet<&str> = born.iter().map(|(task, _, _)| task.id.as_str()).collect();
     let (runs, starts): (Vec<NewAttempt>, Vec<NewAttempt>) = moves
         .starts
         .iter()
+        .filter(|s| !born_ids.contains(s.task_id.as_str()))
         .map(|s| (s, ending.get(s.task_id.as_str()).copied()))
         .partition(|(_, end)| end.is_some());
-    let ran: HashSet<&str> = runs.iter().map(|(s, _)| s.task_id.as_str()).collect();
+    let ran: HashSet<&str> = runs
+        .iter()
+        .map(|(s, _)| s.task_id.as_str())
+        .chain(born_ids.iter().copied())
+        .collect();
     let ends: Vec<&TaskEnd> = moves
         .ends
         .iter()
@@ -110,11 +143,18 @@ pub(crate) async fn move_tasks(
         .collect();
 
     let tx = pool.begin().await?;
-    for chunk in moves.inserts.chunks(TASKS_PER_INSERT) {
+    for chunk in inserts.chunks(TASKS_PER_INSERT) {
         tx.execute(insert_task_chunk(chunk))
             .await
             .map_err(task_insert_error)?;
         moved.inserted += chunk.len() as u64;
+    }
+    for chunk in born.chunks(TASKS_PER_INSERT) {
+        insert_started(&tx, chunk).await?;
+        let rows = chunk.len() as u64;
+        moved.inserted += rows;
+        moved.started += rows;
+        moved.ended += chunk.iter().filter(|(_, _, end)| end.is_some()).count() as u64;
     }
     for chunk in runs.chunks(TASKS_PER_UPDATE) {
         let changed = start_chunk(&tx, chunk).await?;
@@ -137,6 +177,35 @@ pub(crate) async fn move_tasks(
     }
     pool.commit(tx).await?;
     Ok(moved)
+}
+
+/// A new task that starts in the same move, its start, and its end when it
+/// ends there too.
+type NewRun<'a> = (&'a NewTask, &'a TaskStart, Option<&'a TaskEnd>);
+
+/// Inserts new tasks that started as they stand after their start and
+/// end, with their attempts.
+async fn insert_started(tx: &impl Backend, chunk: &[NewRun<'_>]) -> Result<(), StoreError> {
+    let mut insert = Statement::new(insert_started_text(chunk.len()));
+    let mut attempts = Vec::with_capacity(chunk.len());
+    for (task, start, end) in chunk {
+        insert = insert
+            .bind(task.id.as_str())
+            .bind(task.workspace_id.as_str())
+            .bind(task.stub_id.as_str())
+            .bind(task.function_name.as_str())
+            .bind(at_rest(task.created_at))
+            .bind(end.map_or(TaskState::Running.as_str(), |e| e.state.as_str()))
+            .bind(i64::from(start.attempt))
+            .bind(start.container_id.as_str())
+            .bind(start.worker_id.as_str())
+            .bind(at_rest(start.at))
+            .bind(end.map_or("", |e| e.message.as_str()))
+            .bind(end.map(|e| at_rest(e.at)));
+        attempts.push((*start, *end));
+    }
+    tx.execute(insert).await.map_err(task_insert_error)?;
+    attempts::insert(tx, &attempts).await
 }
 
 /// Sends a task back to `state` with the retry's message and closes its

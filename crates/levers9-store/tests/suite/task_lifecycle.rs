@@ -238,15 +238,21 @@ pub async fn new_tasks_are_inserted_and_moved_in_one_transaction<S: RecordStore 
 ) {
     let ws = workspace(store, "team").await;
     store.get_or_create_stub(stub(&ws, "stub-1")).await.unwrap();
-    let tasks: Vec<NewTask> = (0..2).map(|i| task(&ws, "stub-1", at(i))).collect();
+    let tasks: Vec<NewTask> = (0..4).map(|i| task(&ws, "stub-1", at(i))).collect();
     // The first is a short call: inserted, started and ended in one move;
-    // the second is inserted and started.
-    let starts: Vec<TaskStart> = tasks.iter().map(start_of).collect();
+    // the second is inserted and started; the third starts and goes back
+    // for a retry; the fourth is only inserted.
+    let starts: Vec<TaskStart> = tasks[..3].iter().map(start_of).collect();
     let ends = [end_of(&tasks[0], FinalState::Complete)];
+    let retries = [TaskRetry {
+        task_id: &tasks[2].id,
+        message: "ValueError: try again",
+    }];
     let moved = store
         .move_tasks(&TaskMoves {
             inserts: &tasks,
             starts: &starts,
+            retries: &retries,
             ends: &ends,
             ..TaskMoves::default()
         })
@@ -256,9 +262,9 @@ pub async fn new_tasks_are_inserted_and_moved_in_one_transaction<S: RecordStore 
     assert_eq!(
         moved,
         TasksMoved {
-            inserted: 2,
-            started: 2,
-            retried: 0,
+            inserted: 4,
+            started: 3,
+            retried: 1,
             requeued: 0,
             ended: 1
         }
@@ -271,14 +277,54 @@ pub async fn new_tasks_are_inserted_and_moved_in_one_transaction<S: RecordStore 
     );
     assert_eq!(first.function_name, tasks[0].function_name);
     assert_eq!(
-        stored_task(store, &tasks[1].id).await.state,
-        TaskState::Running
+        (
+            first.attempts,
+            first.container_id.as_str(),
+            first.worker_id.as_str()
+        ),
+        (1, "c", "w")
     );
-    let attempts = store.task_attempts(&tasks[0].id).await.unwrap();
-    let outcomes: Vec<Option<AttemptOutcome>> = attempts.iter().map(|a| a.outcome).collect();
+    let second = stored_task(store, &tasks[1].id).await;
+    assert_eq!(second.state, TaskState::Running);
+    assert_eq!((second.started_at, second.ended_at), (Some(at(10)), None));
+    let third = stored_task(store, &tasks[2].id).await;
     assert_eq!(
-        outcomes,
+        (third.state, third.message.as_str()),
+        (TaskState::Retry, "ValueError: try again")
+    );
+    let fourth = stored_task(store, &tasks[3].id).await;
+    assert_eq!((fourth.state, fourth.attempts), (TaskState::Pending, 0));
+    let outcomes = |attempts: Vec<levers9_store::AttemptRecord>| -> Vec<Option<AttemptOutcome>> {
+        attempts.iter().map(|a| a.outcome).collect()
+    };
+    assert_eq!(
+        outcomes(store.task_attempts(&tasks[0].id).await.unwrap()),
         [Some(AttemptOutcome::Ended(FinalState::Complete))]
+    );
+    assert_eq!(
+        outcomes(store.task_attempts(&tasks[1].id).await.unwrap()),
+        [None]
+    );
+    assert_eq!(
+        outcomes(store.task_attempts(&tasks[2].id).await.unwrap()),
+        [Some(AttemptOutcome::Retried)]
+    );
+    // A task that started and ended in the move is not among the
+    // unfinished ones; the others are, oldest first.
+    let unfinished: Vec<String> = store
+        .unfinished_tasks(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(
+        unfinished,
+        [
+            tasks[1].id.clone(),
+            tasks[2].id.clone(),
+            tasks[3].id.clone()
+        ]
     );
 
     // A task id stored already refuses the whole move: nothing of it is
@@ -298,6 +344,23 @@ pub async fn new_tasks_are_inserted_and_moved_in_one_transaction<S: RecordStore 
         "{refused:?}"
     );
     assert!(store.find_task(&another.id).await.unwrap().is_none());
+    // So does a stored id among the tasks that start in the move.
+    let refused = store
+        .move_tasks(&TaskMoves {
+            inserts: &[tasks[3].clone()],
+            starts: &[start_of(&tasks[3])],
+            ..TaskMoves::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, StoreError::AlreadyExists(_)),
+        "{refused:?}"
+    );
+    assert_eq!(
+        stored_task(store, &tasks[3].id).await.state,
+        TaskState::Pending
+    );
     assert_eq!(
         stored_task(store, &tasks[1].id).await.state,
         TaskState::Running
