@@ -9,7 +9,8 @@
 # (kept; `git worktree remove` one to drop it), and built with `cargo build
 # --release -p levers9-cli` into this checkout's target/, so the builds
 # share their dependencies; the workspace's own crates are built again for
-# each commit (target/release/levers9 is the second commit's afterwards).
+# each commit, and this checkout's are cleaned when the script ends, so
+# its next release build is its own.
 # Each round runs scripts/bench-functions.sh (a fresh controlplane and
 # worker on the test servers) with that commit's binary, LEVERS9_BENCH_BIN.
 # The caller side, the SDK and bench/functions/, is this checkout's for
@@ -32,7 +33,13 @@ bench=${3:-bench/functions/bench.py}
 revs=("$1" "$2")
 names=(A B)
 bins=$(mktemp -d /tmp/l9ab.XXXX)
-trap 'rm -rf "$bins"' EXIT
+# This checkout's own crates are built again by its next build: the
+# worktrees' artifacts have the same names and would be taken as fresh.
+own=()
+for crate in crates/*/; do
+  own+=(-p "$(basename "$crate")")
+done
+trap 'rm -rf "$bins"; cargo clean --release --quiet "${own[@]}" || true' EXIT
 git worktree prune
 
 for i in 0 1; do
