@@ -253,6 +253,37 @@ def test_an_unpicklable_return_value_is_an_error_saying_so(make_worker):
     assert isinstance(cloudpickle.loads(body), TypeError)
 
 
+PICKLING_APP = APP + """
+@function
+def cloudpickle_loaded(f=None):
+    return "cloudpickle" in sys.modules, f(2) if f else None
+
+@function
+def adder(n):
+    return lambda x: x + n
+"""
+
+
+def test_cloudpickle_is_loaded_only_for_what_pickle_cannot_do(make_worker):
+    worker = make_worker("cloudpickle_loaded", app=PICKLING_APP)
+    worker.read()
+    # Plain data in and out: the runner started and served without it.
+    worker.send_input("t1")
+    assert cloudpickle.loads(worker.results(1)[0]["t1"][1]) == (False, None)
+    # A lambda argument (cloudpickled by value by the caller) loads it.
+    worker.send_input("t2", lambda x: x * 21)
+    assert cloudpickle.loads(worker.results(1)[0]["t2"][1]) == (True, 42)
+
+
+def test_a_lambda_returned_comes_back_by_value(make_worker):
+    worker = make_worker("adder", app=PICKLING_APP)
+    worker.read()
+    worker.send_input("t1", 5)
+    header, body = worker.results(1)[0]["t1"]
+    assert header["state"] == "complete"
+    assert cloudpickle.loads(body)(1) == 6
+
+
 def test_a_plain_undecorated_function_can_be_run_too(make_worker):
     worker = make_worker("plain")
     worker.read()

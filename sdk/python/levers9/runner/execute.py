@@ -7,7 +7,7 @@ import os
 import traceback
 from typing import Callable, Tuple
 
-import cloudpickle
+from . import pickling
 
 _RUNNER_DIR = os.path.dirname(os.path.abspath(__file__))
 # asyncio's own frames are left out of tracebacks too; its directory is the
@@ -39,7 +39,7 @@ def settled(value):
 def unpickle_input(body: bytes) -> Tuple[tuple, dict]:
     """The (args, kwargs) of an input."""
     try:
-        return cloudpickle.loads(body)
+        return pickling.loads(body)
     except Exception as e:
         raise RuntimeError(
             f"the arguments cannot be unpickled in the container ({type(e).__name__}: {e}); "
@@ -54,7 +54,7 @@ async def _wait_for(awaitable):
 def complete_result(task_id: str, function_name: str, value) -> Tuple[dict, bytes]:
     """The result frame for a value; an unpicklable value becomes an error."""
     try:
-        body = cloudpickle.dumps(value)
+        body = pickling.dumps(value)
     except Exception as e:  # pickling raises anything: TypeError, PicklingError, ...
         problem = TypeError(
             f"{function_name} returned a {type(value).__module__}.{type(value).__qualname__}, "
@@ -70,7 +70,7 @@ def error_result(task_id: str, exc: BaseException, traceback_text: str = "") -> 
         traceback_text = _format(exc, _user_frames(exc.__traceback__))
     message = traceback.format_exception_only(type(exc), exc)[-1].strip()
     try:
-        body = cloudpickle.dumps(exc)
+        body = pickling.dumps(exc)
     except Exception:
         # The caller still gets the message and traceback as a RemoteError.
         body = b""

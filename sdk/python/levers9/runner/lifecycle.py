@@ -17,9 +17,7 @@ import sys
 import threading
 import traceback
 
-import cloudpickle
-
-from . import execute
+from . import execute, pickling
 
 PARAMETERS_VARIABLE = "LEVERS9_CLASS_PARAMETERS"
 
@@ -75,7 +73,7 @@ class Lifecycle:
                 f"by an SDK older than classes; call it again with this SDK"
             )
         try:
-            self._args, self._kwargs = cloudpickle.loads(base64.b64decode(encoded_parameters))
+            self._args, self._kwargs = pickling.loads(base64.b64decode(encoded_parameters))
         except Exception as e:
             raise RuntimeError(
                 f"the parameters of {name} cannot be unpickled in the container ({_one_line(e)}): pass plain "

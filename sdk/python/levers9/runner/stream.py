@@ -27,9 +27,7 @@ import inspect
 import threading
 from typing import Callable, Dict, Iterator, Optional, Tuple
 
-import cloudpickle
-
-from . import execute, lifecycle
+from . import execute, lifecycle, pickling
 
 # Enough items in flight that a fast consumer never waits a round trip for
 # the next one; few enough that a slow consumer holds back a generator soon.
@@ -209,7 +207,7 @@ def _returned(credit: Credit, task_id: str, name: str, call: Callable[[], object
 
 def _pickle_item(name: str, index: int, item) -> bytes:
     try:
-        payload = cloudpickle.dumps(item)
+        payload = pickling.dumps(item)
     except Exception as e:  # pickling raises anything: TypeError, PicklingError, ...
         raise TypeError(
             f"item {index} of {name} is a {type(item).__module__}.{type(item).__qualname__}, "
