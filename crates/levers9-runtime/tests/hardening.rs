@@ -58,6 +58,13 @@ int main(int argc, char **argv) {
             report(w, open("/tmp/probe-wrote-here", O_CREAT | O_WRONLY, 0644));
         } else if (!strcmp(w, "sync")) {
             report(w, syscall(SYS_sync));
+        } else if (!strcmp(w, "int80")) {
+#if defined(__x86_64__)
+            long rc;
+            /* getpid (20) through the 32-bit ABI's entry point. */
+            __asm__ volatile("int $0x80" : "=a"(rc) : "a"(20L) : "memory");
+            report(w, rc < 0 ? (errno = -rc, -1) : rc);
+#endif
         } else if (!strcmp(w, "sleep")) {
             sleep(30);
         }
@@ -211,6 +218,39 @@ async fn the_default_profile_is_what_containers_always_had(h: Harness) {
     if h.kind == Kind::Runc {
         assert_eq!(field("NoNewPrivs:"), "1", "{status}");
         assert_eq!(field("Seccomp:"), "2", "filtered: {status}");
+    }
+}
+
+/// The filter names only the native architecture: a system call through
+/// the 32-bit entry point kills the process (SIGSYS) whatever the mode,
+/// where a container without a filter makes it.
+#[cfg(target_arch = "x86_64")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_32_bit_system_call_kills_the_process() {
+    let h = Harness::new(Kind::Runc);
+    let unfiltered = SecurityProfile {
+        seccomp: SeccompMode::Off,
+        ..SecurityProfile::default()
+    };
+    let spec = probe_spec(&h, "int80-off", unfiltered, &["int80"]);
+    assert_eq!(probe_output(&h, &spec).await, "int80 ok\n");
+    for (id, seccomp) in [
+        ("int80-default", SeccompMode::Default),
+        ("int80-observe", SeccompMode::Observe),
+        ("int80-enforce", SeccompMode::Enforce),
+    ] {
+        let security = SecurityProfile {
+            seccomp,
+            ..SecurityProfile::default()
+        };
+        let spec = probe_spec(&h, id, security, &["int80"]);
+        let (exit, out, err) = run_to_exit(&h, &spec).await;
+        assert_eq!(
+            exit,
+            Exit::Signal(31),
+            "{seccomp:?}: stdout: {out} stderr: {err}"
+        );
+        assert_eq!(out, "", "{seccomp:?}");
     }
 }
 
