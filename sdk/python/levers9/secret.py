@@ -31,7 +31,6 @@ container imports the user's module (and so this one) without them.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 from typing import Dict, List, Optional, Tuple
@@ -121,6 +120,8 @@ class Secret:
     def _fingerprint(self) -> str:
         """Tells inline secrets apart in this process (equality, hashing)
         without keeping a second copy of the values around."""
+        import hashlib  # here, not at the top: it loads OpenSSL, which a container's runner never needs
+
         digest = hashlib.sha256()
         for name in sorted(self._values):
             digest.update(name.encode() + b"\0" + self._values[name].encode() + b"\0")

@@ -35,8 +35,6 @@ time: a container imports the user's module (and so this one) without them.
 
 from __future__ import annotations
 
-import datetime
-import hashlib
 import io
 import os
 import re
@@ -104,6 +102,8 @@ def _mtime(rfc3339: str) -> float:
     if not match:
         return 0.0
     base, fraction, zone = match.groups()
+    import datetime  # here and below, not at the top: a container's runner imports this module and needs neither
+
     moment = datetime.datetime.fromisoformat(base + ("+00:00" if zone == "Z" else zone))
     return moment.timestamp() + (float(fraction) if fraction else 0.0)
 
@@ -276,6 +276,8 @@ class Volume:
                 raise ControlplaneError(f"the upload of {self.name}:{remote_path} made no progress past byte {offset}", code="DATA_LOSS")
             offset = answer.size
         source.seek(start_at)
+        import hashlib
+
         digest = hashlib.sha256()
         for chunk in iter(lambda: source.read(_CHUNK_BYTES), b""):
             digest.update(chunk)

@@ -15,6 +15,22 @@ def test_importing_levers9_and_the_runner_loads_neither_grpc_nor_protobuf():
     assert result.returncode == 0, result.stderr
 
 
+def test_a_runner_starting_a_function_leaves_slow_imports_for_later():
+    # What a cold call waits for: the runner's modules and the function
+    # decorator's, as `python -S` in a container loads them.
+    import levers9
+
+    code = (
+        "import sys, levers9.runner.main, levers9.functions\n"
+        "slow = sorted(m for m in ('cloudpickle', 'hashlib', 'datetime') if m in sys.modules)\n"
+        "assert not slow, slow\n"
+    )
+    sdk = os.path.dirname(os.path.dirname(os.path.abspath(levers9.__file__)))
+    env = {**os.environ, "PYTHONPATH": sdk}
+    result = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+
+
 def test_the_public_names():
     import levers9
 
