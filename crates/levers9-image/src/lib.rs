@@ -72,6 +72,7 @@ mod overlay;
 mod pull;
 mod reference;
 mod store;
+mod tags;
 #[allow(unsafe_code)]
 mod unpack;
 mod uploads;

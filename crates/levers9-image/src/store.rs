@@ -20,6 +20,7 @@ use crate::image::{build_image, parse_manifest, Image, Manifest};
 use crate::overlay::{self, ContainerRecord};
 use crate::pull::{Registries, RegistrySettings};
 use crate::reference::{Digest, ImageReference};
+use crate::tags::ResolvedTags;
 
 /// How an [`ImageStore`] is set up.
 #[derive(Clone, Debug)]
@@ -48,11 +49,15 @@ pub struct ImageStoreConfig {
     pub connect_timeout: Duration,
     /// Timeout for each registry request, and for each read of a download.
     pub request_timeout: Duration,
+    /// How long a tag's digest is reused: pulls of the tag within it ask the
+    /// registry nothing (an image pushed under the tag meanwhile is seen
+    /// once it passed). Zero resolves the tag at every pull.
+    pub tag_ttl: Duration,
 }
 
 impl ImageStoreConfig {
     /// Defaults: 10 GiB cache, no insecure registries, anonymous access,
-    /// 10 s connect and 60 s request timeouts.
+    /// 10 s connect and 60 s request timeouts, tags reused for 10 s.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         ImageStoreConfig {
             root: root.into(),
@@ -62,6 +67,7 @@ impl ImageStoreConfig {
             keychain: None,
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
+            tag_ttl: Duration::from_secs(10),
         }
     }
 }
@@ -88,6 +94,7 @@ pub struct ImageStore {
 pub(crate) struct Inner {
     pub(crate) cache: Cache,
     pub(crate) registries: Registries,
+    tags: ResolvedTags,
     image_locks: KeyedLocks,
     /// Prepared root file systems; `None` while one is being prepared.
     containers: Lock<HashMap<ContainerId, Option<ContainerRecord>>>,
@@ -148,6 +155,7 @@ impl ImageStore {
             inner: Arc::new(Inner {
                 cache,
                 registries,
+                tags: ResolvedTags::new(config.tag_ttl),
                 image_locks: KeyedLocks::default(),
                 containers: Lock::new(containers),
                 _lock: lock,
@@ -197,12 +205,20 @@ impl ImageStore {
     /// is resolved to a digest first) and makes sure all its layers are
     /// unpacked in the cache. Concurrent pulls of one image share one
     /// download; an image whose blobs are all cached needs no network when
-    /// pulled by digest.
+    /// pulled by digest, or by a tag resolved less than
+    /// [`ImageStoreConfig::tag_ttl`] ago.
     pub async fn pull(&self, reference: &str) -> Result<Image> {
         let r = ImageReference::parse(reference)?;
         let requested = match r.digest() {
             Some(d) => d.clone(),
-            None => self.inner.registries.resolve_digest(&r).await?,
+            None => match self.inner.tags.get(&r) {
+                Some(digest) => digest,
+                None => {
+                    let digest = self.inner.registries.resolve_digest(&r).await?;
+                    self.inner.tags.put(&r, &digest);
+                    digest
+                }
+            },
         };
         let guard = self.inner.image_locks.lock(requested.as_str()).await;
         let mut digest = requested;

@@ -4,7 +4,7 @@
 mod common;
 
 use std::fs;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use common::{busybox_image, id, registry, registry_dir, store, ImageBuilder};
 use levers9_image::{Digest, ImageError, ImageStore, ImageStoreConfig};
@@ -156,6 +156,46 @@ async fn missing_image_names_the_image() {
     let err = store.pull(&missing).await.unwrap_err();
     assert!(matches!(err, ImageError::NotFound { .. }), "{err}");
     assert!(err.to_string().contains(&missing), "{err}");
+}
+
+#[tokio::test]
+async fn a_tag_is_resolved_once_within_its_ttl() {
+    let first = busybox_image("tag-ttl");
+    let b = ImageBuilder::new();
+    b.busybox()
+        .write("etc/hello.txt", "the tag moved\n")
+        .layer();
+    let second = b.push("tag-ttl-next");
+    let (_root, reusing) = store(UNBOUNDED);
+    let root = tempfile::tempdir().unwrap();
+    let mut config = ImageStoreConfig::new(root.path());
+    config.tag_ttl = Duration::ZERO;
+    let asking = ImageStore::open(config).unwrap();
+    let image = reusing.pull(&first.tag_ref).await.unwrap();
+    assert_eq!(image.digest.as_str(), first.digest);
+    let asked = reusing.manifest_fetches();
+
+    // The tag moves to another image.
+    let moved = std::process::Command::new("skopeo")
+        .args([
+            "copy",
+            "--quiet",
+            "--src-tls-verify=false",
+            "--dest-tls-verify=false",
+        ])
+        .arg(format!("docker://{}", second.digest_ref))
+        .arg(format!("docker://{}", first.tag_ref))
+        .status()
+        .unwrap();
+    assert!(moved.success());
+
+    // Within the TTL (10 s by default) the digest it had is reused, and
+    // the registry is not asked; a store whose TTL is zero asks every time.
+    let again = reusing.pull(&first.tag_ref).await.unwrap();
+    assert_eq!(again.digest, image.digest);
+    assert_eq!(reusing.manifest_fetches(), asked);
+    let now = asking.pull(&first.tag_ref).await.unwrap();
+    assert_eq!(now.digest.as_str(), second.digest);
 }
 
 #[tokio::test]
