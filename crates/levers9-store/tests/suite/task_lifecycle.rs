@@ -328,42 +328,35 @@ pub async fn new_tasks_are_inserted_and_moved_in_one_transaction<S: RecordStore 
     );
 
     // A task id stored already refuses the whole move: nothing of it is
-    // written, not even the new task beside it.
+    // written, not even the new task beside it (whose start is in the move);
+    // so does a stored id among the tasks that start in the move.
     let another = task(&ws, "stub-1", at(3));
-    let twice = [another.clone(), tasks[1].clone()];
-    let refused = store
-        .move_tasks(&TaskMoves {
-            inserts: &twice,
-            starts: &[start_of(&another)],
-            ..TaskMoves::default()
-        })
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(refused, StoreError::AlreadyExists(_)),
-        "{refused:?}"
-    );
+    let refusals = [
+        (vec![another.clone(), tasks[1].clone()], &another),
+        (vec![tasks[3].clone()], &tasks[3]),
+    ];
+    for (inserts, starting) in &refusals {
+        let refused = store
+            .move_tasks(&TaskMoves {
+                inserts,
+                starts: &[start_of(starting)],
+                ..TaskMoves::default()
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(refused, StoreError::AlreadyExists(_)),
+            "{refused:?}"
+        );
+    }
     assert!(store.find_task(&another.id).await.unwrap().is_none());
-    // So does a stored id among the tasks that start in the move.
-    let refused = store
-        .move_tasks(&TaskMoves {
-            inserts: &[tasks[3].clone()],
-            starts: &[start_of(&tasks[3])],
-            ..TaskMoves::default()
-        })
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(refused, StoreError::AlreadyExists(_)),
-        "{refused:?}"
+    assert_eq!(
+        stored_task(store, &tasks[1].id).await.state,
+        TaskState::Running
     );
     assert_eq!(
         stored_task(store, &tasks[3].id).await.state,
         TaskState::Pending
-    );
-    assert_eq!(
-        stored_task(store, &tasks[1].id).await.state,
-        TaskState::Running
     );
 }
 
