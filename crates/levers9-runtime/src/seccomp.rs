@@ -138,11 +138,11 @@ const ALLOWED_ARCH: &[&str] = &[];
 
 /// The architectures the filter applies to: the native one only. A system
 /// call through a 32-bit ABI (x86's `int 0x80`, x32, 32-bit Arm) matches no
-/// architecture of the filter, and the kernel kills the process with
-/// SIGSYS: the compatibility entry points are a classic way into the
+/// architecture of the filter, and the kernel kills the calling thread
+/// with SIGSYS: the compatibility entry points are a classic way into the
 /// kernel, gVisor runs no 32-bit programs either, and naming those ABIs
-/// too tripled the filter runc compiles at every container start (about
-/// 10 ms of a cold call on a 2-core machine; docs/benchmarks.md).
+/// too tripled the filter runc compiles at every container start (14-17 ms
+/// of runc's create on a 2-core machine; docs/benchmarks.md).
 fn architectures() -> Vec<Arch> {
     if cfg!(target_arch = "x86_64") {
         vec![Arch::ScmpArchX86_64]
