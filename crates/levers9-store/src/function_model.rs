@@ -87,8 +87,10 @@ pub struct TaskRetry<'a> {
 /// the starts, and among the ends).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TaskMoves<'a> {
-    /// Tasks to insert, pending, before the rest moves them: a task whose
-    /// row is written by the dispatcher's batch rather than by its caller.
+    /// Tasks to insert before the rest moves them: a task whose row is
+    /// written by the dispatcher's batch rather than by its caller. One that
+    /// starts in the same move (and is not retried there) goes in as it
+    /// stands after its start and end; the others go in pending.
     pub inserts: &'a [NewTask],
     /// Attempts that started.
     pub starts: &'a [TaskStart],

@@ -104,18 +104,8 @@ pub(crate) async fn move_tasks(
         .chain(moves.requeues)
         .map(|r| r.task_id)
         .collect();
-    let ending: HashMap<&str, &TaskEnd> = moves
-        .ends
-        .iter()
-        .filter(|e| !retried.contains(e.task_id.as_str()))
-        .map(|e| (e.task_id.as_str(), e))
-        .collect();
-    let starting: HashMap<&str, &TaskStart> = moves
-        .starts
-        .iter()
-        .filter(|s| !retried.contains(s.task_id.as_str()))
-        .map(|s| (s.task_id.as_str(), s))
-        .collect();
+    let ending = not_retried(moves.ends, |e| &e.task_id, &retried);
+    let starting = not_retried(moves.starts, |s| &s.task_id, &retried);
     let mut born: Vec<NewRun> = Vec::new();
     let mut inserts: Vec<&NewTask> = Vec::new();
     for task in moves.inserts {
@@ -177,6 +167,19 @@ pub(crate) async fn move_tasks(
     }
     pool.commit(tx).await?;
     Ok(moved)
+}
+
+/// `items` by their task's id, but for the tasks in `retried`.
+fn not_retried<'a, T>(
+    items: &'a [T],
+    task_id: impl Fn(&T) -> &String,
+    retried: &HashSet<&str>,
+) -> HashMap<&'a str, &'a T> {
+    items
+        .iter()
+        .map(|item| (task_id(item).as_str(), item))
+        .filter(|(id, _)| !retried.contains(id))
+        .collect()
 }
 
 /// A new task that starts in the same move, its start, and its end when it
