@@ -2,9 +2,9 @@
 
     scripts/test-servers.sh scripts/bench-functions.sh bench/functions/runc_config.py   # root
 
-Run through scripts/bench-functions.sh (its stack, and the raw bundle of the
-test image in LEVERS9_BENCH_RAW_BUNDLE). One warm call starts a function
-container; its config.json, as the worker wrote it, is copied while the
+Run through scripts/bench-functions.sh (its stack, the raw bundle of the
+test image in LEVERS9_BENCH_RAW_BUNDLE, the worker's state beside
+LEVERS9_BENCH_WORKER_LOG). One warm call starts a function container; its config.json, as the worker wrote it, is copied while the
 container lives (its bind mounts' sources with it, since they go when it
 does). Then `runc run` of `python3 -c pass` on the raw bundle's root
 filesystem is timed with these configs, taking turns, after one untimed
@@ -48,9 +48,11 @@ def probe():
 
 def captured_config(container_id, work):
     """The live container's config.json, its bind mounts pointed at copies."""
-    paths = glob.glob(f"/tmp/l9bench.*/worker/**/bundles/{container_id}/config.json", recursive=True)
+    # The worker's state dir sits beside its log in the bench's directory.
+    state = os.path.join(os.path.dirname(os.environ["LEVERS9_BENCH_WORKER_LOG"]), "worker")
+    paths = glob.glob(f"{state}/**/bundles/{container_id}/config.json", recursive=True)
     if not paths:
-        sys.exit(f"runc_config: no bundle of {container_id} under /tmp/l9bench.*/worker")
+        sys.exit(f"runc_config: no bundle of {container_id} under {state}")
     with open(paths[0]) as f:
         config = json.load(f)
     for n, mount in enumerate(config["mounts"]):
@@ -103,8 +105,8 @@ def run_once(state, bundle, name):
 
 def main():
     raw_bundle = os.environ.get("LEVERS9_BENCH_RAW_BUNDLE")
-    if not raw_bundle:
-        sys.exit("runc_config: run me through scripts/bench-functions.sh (LEVERS9_BENCH_RAW_BUNDLE)")
+    if not raw_bundle or not os.environ.get("LEVERS9_BENCH_WORKER_LOG"):
+        sys.exit("runc_config: run me through scripts/bench-functions.sh (LEVERS9_BENCH_RAW_BUNDLE, LEVERS9_BENCH_WORKER_LOG)")
     work = tempfile.mkdtemp(prefix="l9runc-")
     try:
         container_id = probe.remote()
