@@ -1,6 +1,7 @@
 //! The records of deployed functions and their runs, as the rest of levers9 sees them.
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 
 use crate::task_state::{AttemptOutcome, FinalState, TaskState};
 
@@ -29,7 +30,7 @@ pub struct StubRecord {
 }
 
 /// What a caller supplies to create a task; it starts pending with no attempts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewTask {
     /// Caller-made id (uuid v7 text).
     pub id: String,

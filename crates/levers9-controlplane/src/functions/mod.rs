@@ -78,9 +78,11 @@ pub enum DispatchEvent {
         /// Their tickets, queued behind the stub's earlier tasks in this order.
         tasks: Vec<Ticket>,
         /// Their rows, when the dispatcher is to write them (in the batch
-        /// that starts them) rather than the caller's submit; told only in
-        /// process (see [`submit::RowBy`]), so never queued.
-        #[serde(skip)]
+        /// that starts them) rather than the caller's submit (see
+        /// [`submit::RowBy`]). Told in process as a rule, but an event the
+        /// lane hands back to the queue (no dispatcher leads yet, or the
+        /// lease was lost) keeps them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         rows: Vec<NewTask>,
     },
     /// A container's runner is ready for inputs.

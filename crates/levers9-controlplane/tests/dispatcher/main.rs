@@ -74,6 +74,25 @@ async fn a_task_whose_row_comes_with_it_is_written_with_its_start_and_end() {
 }
 
 #[tokio::test]
+async fn a_task_whose_row_comes_with_it_told_before_any_dispatcher_leads_is_written() {
+    // Told while no dispatcher leads, the task waits on the hot state's
+    // queue: its row must go with it.
+    let rig = idle_rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, mut events) = rig.submit_unwritten(&stub).await;
+    rig.start();
+    rig.ready_container().await;
+    let input = rig.input().await;
+    assert_eq!((input.task_id.as_str(), input.attempt), (task.as_str(), 1));
+    rig.finish(&input, InputEnd::Complete, "").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
+        other => panic!("expected the result, got {other:?}"),
+    }
+    rig.row(&task, FinalState::Complete).await;
+}
+
+#[tokio::test]
 async fn a_task_submitted_as_the_dispatcher_starts_runs_once() {
     let rig = idle_rig().await;
     let stub = rig.stub(StubConfig::default()).await;
