@@ -16,7 +16,9 @@ it waited for) of LEVERS9_BENCH_RUNS runs (default 8) each:
 - the runner's imports with no .pyc anywhere (the image before its
   standard library was byte-compiled);
 - the runner's imports on the image as it is (standard library compiled);
-- and with the SDK byte-compiled too.
+- and with the SDK byte-compiled too;
+- and, on that tree, a module with one `@function` imported after the
+  runner: what a cold call's runner loads before its first input.
 
 Nothing writes .pyc files while timing (PYTHONDONTWRITEBYTECODE=1), as in
 a container whose SDK mount is read-only.
@@ -37,6 +39,9 @@ CACHE = os.path.join(
     os.environ.get("LEVERS9_CACHE_DIR", os.path.expanduser("~/.cache/levers9")), "python3.11-rootfs-pyc.tar.gz"
 )
 IMPORTS = "import levers9.runner.main, levers9.runner.execute"
+# What a function's module adds when the runner imports it: the decorator
+# and the settings it builds.
+WITH_FUNCTION = IMPORTS + "\nfrom levers9 import function\n@function()\ndef f(x):\n    return x"
 
 
 def cpu_ms(root, code):
@@ -93,10 +98,12 @@ def main():
             stdout=subprocess.DEVNULL,
         )
         sdk_compiled = cpu_ms(sdk_compiled_root, IMPORTS)
+        with_function = cpu_ms(sdk_compiled_root, WITH_FUNCTION)
         remove_pyc(os.path.join(root, "usr", "lib", "python3.11"))
         rows.append(("runner imports, no .pyc anywhere (the image before byte-compiling)", cpu_ms(root, IMPORTS)))
         rows.append(("runner imports, standard library byte-compiled (the image as it is)", compiled))
         rows.append(("runner imports, standard library and SDK byte-compiled", sdk_compiled))
+        rows.append(("the same, and a module with one `@function` (what a cold call imports)", with_function))
 
     print(f"| image | CPU time (min of {RUNS}) |")
     print("|---|---|")

@@ -9,7 +9,10 @@ awaiting task is cancelled, its gRPC calls are cancelled too, so a cancelled
 from __future__ import annotations
 
 import functools
-from typing import Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see levers9/__init__.py)
+    from typing import Callable
 
 
 def _cancellation():

@@ -42,6 +42,7 @@ import itertools
 import threading
 from typing import Dict, Optional, Tuple
 
+from .callables import yields
 from .functions import _RemoteCalls
 from .resources import FunctionConfig, build_config
 
@@ -55,10 +56,6 @@ class Items(str):
     """The name of a ``@method`` in the input of a ``.remote_gen`` call: the
     container streams what the method yields (a plain name asks for its
     returned value)."""
-
-
-def yields(fn) -> bool:
-    return inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
 
 
 def check_call_kind(fn, generator_call: bool) -> None:

@@ -22,6 +22,7 @@ import inspect
 import re
 from typing import Optional
 
+from .callables import yields
 from .functions import Function, function
 
 _NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$")
@@ -94,7 +95,7 @@ def _decorator(_fn, name, public, is_asgi, resources):
     make = function(**resources)
 
     def decorate(fn):
-        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        if yields(fn):
             what = "its ASGI app" if is_asgi else "one JSON value"
             raise TypeError(f"{fn.__qualname__} is a generator; an endpoint returns {what}")
         if is_asgi and inspect.iscoroutinefunction(fn):

@@ -8,14 +8,18 @@ Everything that talks to the controlplane is imported on first remote use.
 from __future__ import annotations
 
 import functools
-import inspect
 import itertools
 import threading
-from typing import Dict, Optional, Tuple
+import types
 
 from .aio import AioGeneratorMethod, AioMethod
+from .callables import yields
 from .resources import FunctionConfig, build_config
 from .schedule import check_schedule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see levers9/__init__.py)
+    from typing import Dict, Optional, Tuple
 
 
 class _RemoteCalls:
@@ -149,7 +153,7 @@ class Function(_RemoteCalls):
     @property
     def is_generator(self) -> bool:
         """Whether the function yields (a generator or an async generator)."""
-        return inspect.isgeneratorfunction(self.raw_f) or inspect.isasyncgenfunction(self.raw_f)
+        return yields(self.raw_f)
 
     def _check_kind(self, generator_call: bool, method: str) -> None:
         name = self.raw_f.__qualname__
@@ -253,9 +257,9 @@ def function(
     def decorate(fn):
         if isinstance(fn, Function):
             raise TypeError(f"{fn.raw_f.__qualname__} is already a levers9 function: decorate it once")
-        if not inspect.isfunction(fn):
+        if not isinstance(fn, types.FunctionType):
             raise TypeError(f"@function decorates functions defined with def or async def; got {type(fn).__name__}")
-        if schedule is not None and (inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)):
+        if schedule is not None and yields(fn):
             raise ValueError(
                 f"{fn.__qualname__} is a generator and has a schedule: a scheduled run has no caller to "
                 f"take its items; return a value instead, or drop the schedule"

@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Callable, Dict, Iterable, List, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see levers9/__init__.py)
+    from typing import Callable, Dict, Iterable, List, Optional
 
 FORCE_REBUILD_ENV = "LEVERS9_FORCE_REBUILD"
 

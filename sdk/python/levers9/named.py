@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import struct
 import threading
-from typing import Callable, Dict, List, Optional, Tuple
 
 from .errors import ControlplaneError, Levers9Error
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see levers9/__init__.py)
+    from typing import Callable, Dict, List, Optional, Tuple
 
 # One QueueGet waits at most this long on the controlplane (its MAX_WAIT);
 # longer waits are several calls.

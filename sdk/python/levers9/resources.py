@@ -7,12 +7,19 @@ time with a message naming the argument, not minutes later on a worker.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Dict, Tuple, Union
 
-from .image import Image
-from .secret import Secret
-from .volume import Volume
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see levers9/__init__.py)
+    from typing import Dict, Tuple, Union
+
+    from .image import Image
+    from .secret import Secret
+    from .volume import Volume
+
+# This module is imported at a container's cold start (with the user's
+# module), so what only some functions use is imported where it is met:
+# Image, Secret and Volume by their checks, and FunctionConfig is a plain
+# class (dataclasses imports inspect: ~9 ms of CPU per start).
 
 # StubConfig's numeric fields are uint32 on the wire.
 _UINT32_MAX = 2**32 - 1
@@ -24,32 +31,76 @@ _MEMORY_UNITS_MIB = {"": 1, "mi": 1, "mib": 1, "gi": 1024, "gib": 1024, "ti": 10
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-@dataclass(frozen=True)
-class FunctionConfig:
-    """A function's resources and policy, ready for the wire (StubConfig)."""
-
-    cpu_millicores: int = 125
-    memory_mib: int = 128
-    gpu_types: Tuple[str, ...] = ()
-    gpu_count: int = 0
+# Each setting of a FunctionConfig and its default.
+_SETTINGS = {
+    "cpu_millicores": 125,
+    "memory_mib": 128,
+    "gpu_types": (),
+    "gpu_count": 0,
     # A reference, or an Image to build before the first call.
-    image: Union[str, Image] = ""
-    retries: int = 0
-    timeout_seconds: int = 300
-    keep_warm_seconds: int = 60
-    concurrency: int = 1
-    env: Dict[str, str] = field(default_factory=dict)
+    "image": "",
+    "retries": 0,
+    "timeout_seconds": 300,
+    "keep_warm_seconds": 60,
+    "concurrency": 1,
+    # A dict (each config gets its own empty one by default).
+    "env": None,
     # Names, and inline Secrets that become names when the stub is made.
-    secrets: Tuple[Union[str, Secret], ...] = ()
-    pool: str = ""
-    max_containers: int = 0
+    "secrets": (),
+    "pool": "",
+    "max_containers": 0,
     # Containers kept running while deployed, even idle.
-    min_containers: int = 0
+    "min_containers": 0,
     # (name, mount_path) of each volume.
-    volumes: Tuple[Tuple[str, str], ...] = ()
+    "volumes": (),
     # Volumes from Volume.from_name(create_if_missing=True): made, if
-    # missing, before the stub is (they are not part of it).
-    volumes_to_create: Tuple[Volume, ...] = field(default=(), compare=False)
+    # missing, before the stub is (they are not part of it, nor of equality).
+    "volumes_to_create": (),
+}
+
+
+class FunctionConfig:
+    """A function's resources and policy, ready for the wire (StubConfig).
+
+    Frozen: `replace` makes a copy with some settings changed.
+    """
+
+    __slots__ = tuple(_SETTINGS)
+
+    def __init__(self, **settings):
+        unknown = settings.keys() - _SETTINGS.keys()
+        if unknown:
+            raise TypeError(f"FunctionConfig has no setting {', '.join(sorted(unknown))}")
+        for name, default in _SETTINGS.items():
+            value = settings.get(name, default)
+            object.__setattr__(self, name, {} if name == "env" and value is None else value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"a FunctionConfig is frozen: use config.replace({name}=...)")
+
+    def __delattr__(self, name):
+        raise AttributeError("a FunctionConfig is frozen")
+
+    def replace(self, **changes) -> FunctionConfig:
+        return FunctionConfig(**{**self._settings(), **changes})
+
+    def _settings(self) -> dict:
+        return {name: getattr(self, name) for name in _SETTINGS}
+
+    def _compared(self) -> tuple:
+        return tuple(getattr(self, name) for name in _SETTINGS if name != "volumes_to_create")
+
+    def __eq__(self, other):
+        if type(other) is not FunctionConfig:
+            return NotImplemented
+        return self._compared() == other._compared()
+
+    # Equal configs may hold different (unhashable) env dicts.
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        settings = ", ".join(f"{name}={value!r}" for name, value in self._settings().items())
+        return f"FunctionConfig({settings})"
 
 
 def parse_cpu(cpu) -> int:
@@ -106,6 +157,8 @@ def parse_gpu(gpu, gpu_count) -> Tuple[Tuple[str, ...], int]:
 def parse_image(image) -> str:
     if image is None:
         return ""
+    from .image import Image
+
     if isinstance(image, str):
         raise ValueError(f"image takes an Image, e.g. image=Image.from_registry({image!r})")
     if not isinstance(image, Image):
@@ -169,6 +222,8 @@ def parse_secrets(secrets) -> Tuple[Union[str, Secret], ...]:
     (`Secret.from_dict`) stay objects, stored at stub creation."""
     if secrets is None:
         return ()
+    from .secret import Secret
+
     if isinstance(secrets, (str, Secret)) or not isinstance(secrets, (list, tuple)):
         raise ValueError(
             "secrets is a list of secret names or Secret objects, e.g. "
@@ -188,6 +243,8 @@ def parse_secrets(secrets) -> Tuple[Union[str, Secret], ...]:
 def parse_volumes(volumes) -> Tuple[Tuple[str, str], ...]:
     if volumes is None:
         return ()
+    from .volume import Volume
+
     if not isinstance(volumes, (list, tuple)) or not all(isinstance(v, Volume) for v in volumes):
         raise ValueError(f"volumes is a list of Volume, e.g. volumes=[Volume('data', mount_path='/data')]; got {volumes!r}")
     paths = [v.mount_path.rstrip("/") for v in volumes]

@@ -33,7 +33,10 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Dict, List, Optional, Tuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see levers9/__init__.py)
+    from typing import Dict, List, Optional, Tuple
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # What the secret service accepts (services/secret.rs).

@@ -17,6 +17,7 @@ import threading
 from typing import Dict, Set, Tuple
 
 from .archive import Archive, code_archive, sdk_archive
+from .callables import yields
 from .client import PUT_OBJECT_TIMEOUT_SECONDS, Client
 from .errors import Levers9Error
 from .secret import resolve_secrets
@@ -158,7 +159,7 @@ def create_stub(client: Client, raw_f, config, class_parameters: bytes = b"") ->
     ensure_stored(client, sdk)
     stub = stub_config(config, client)
     # Part of the stub: the controlplane lets only a generator Run call it.
-    stub.generator = inspect.isgeneratorfunction(raw_f) or inspect.isasyncgenfunction(raw_f)
+    stub.generator = yields(raw_f)
     stub.class_parameters = class_parameters
     response = client.call(
         "GetOrCreateStub",

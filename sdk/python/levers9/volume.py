@@ -41,9 +41,12 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator, List, Optional, Union
 
 from .errors import ControlplaneError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see levers9/__init__.py)
+    from typing import BinaryIO, Iterator, List, Optional, Union
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _MIB = 1024 * 1024

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import BinaryIO, Optional, Tuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see levers9/__init__.py)
+    from typing import BinaryIO, Optional, Tuple
 
 _LENGTH = struct.Struct(">I")
 

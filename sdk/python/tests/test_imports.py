@@ -15,14 +15,27 @@ def test_importing_levers9_and_the_runner_loads_neither_grpc_nor_protobuf():
     assert result.returncode == 0, result.stderr
 
 
-def test_a_runner_starting_a_function_leaves_slow_imports_for_later():
-    # What a cold call waits for: the runner's modules and the function
-    # decorator's, as `python -S` in a container loads them.
+# Each costs a container's cold start milliseconds of CPU (bench/functions/
+# startup.py) and a plain function needs none of them.
+SLOW = ("cloudpickle", "hashlib", "datetime", "typing", "inspect", "dataclasses", "concurrent.futures",
+        "logging", "traceback", "levers9.volume", "levers9.secret", "levers9.image", "levers9.classes")
+
+
+def test_a_runner_starting_a_function_leaves_slow_imports_for_later(tmp_path):
+    # What a cold call waits for: the runner's modules and those of a
+    # function's module (the decorator's), as `python -S` in a container
+    # loads them.
     import levers9
 
+    (tmp_path / "app_plain.py").write_text(
+        "from levers9 import function\n\n@function(cpu=0.5, memory='256Mi')\ndef f(x):\n    return x\n"
+    )
     code = (
-        "import sys, levers9.runner.main, levers9.functions\n"
-        "slow = sorted(m for m in ('cloudpickle', 'hashlib', 'datetime') if m in sys.modules)\n"
+        "import sys\n"
+        "from levers9.runner.main import load_function\n"
+        f"fn = load_function({str(tmp_path)!r}, 'app_plain.py', 'f')\n"
+        "assert fn(2) == 2\n"
+        f"slow = sorted(m for m in {SLOW!r} if m in sys.modules)\n"
         "assert not slow, slow\n"
     )
     sdk = os.path.dirname(os.path.dirname(os.path.abspath(levers9.__file__)))

@@ -1,8 +1,11 @@
 """The decorator's arguments: parsing, defaults and the errors a user reads."""
 
+import functools
+
 import pytest
 
 from levers9 import Function, Image, Period, Volume, function
+from levers9.callables import yields
 from levers9.resources import build_config, parse_cpu, parse_gpu, parse_memory
 
 
@@ -58,6 +61,25 @@ def test_defaults():
     assert (config.retries, config.timeout_seconds, config.keep_warm_seconds, config.concurrency) == (0, 300, 60, 1)
     assert (config.image, config.pool, config.max_containers, config.env, config.secrets) == ("", "", 0, {}, ())
     assert config.min_containers == 0
+
+
+def test_a_config_is_frozen_and_replace_makes_a_changed_copy():
+    config = build_config(cpu=0.5, env={"A": "1"})
+    with pytest.raises(AttributeError, match=r"frozen: use config.replace\(retries=\.\.\.\)"):
+        config.retries = 3
+    changed = config.replace(retries=3)
+    assert (changed.retries, changed.cpu_millicores, changed.env) == (3, 500, {"A": "1"})
+    assert config.retries == 0
+    with pytest.raises(TypeError, match="no setting retry"):
+        config.replace(retry=3)
+
+
+def test_configs_are_equal_by_their_settings_but_the_volumes_to_create():
+    made = Volume.from_name("data", mount_path="/data", create_if_missing=True)
+    assert build_config(volumes=[made]) == build_config(volumes=[Volume.from_name("data", mount_path="/data")])
+    assert build_config(cpu=1) != build_config(cpu=2)
+    assert build_config().env is not build_config().env, "each config gets its own env"
+    assert "cpu_millicores=1000" in repr(build_config(cpu=1))
 
 
 @pytest.mark.parametrize(
@@ -141,6 +163,13 @@ def test_a_generator_function_is_called_with_remote_gen_and_a_plain_one_is_not()
         return n
 
     assert gen.is_generator and agen.is_generator and not plain.is_generator
+    assert yields(functools.partial(gen.raw_f, 3)) and not yields(lambda: None) and not yields(len)
+
+    class Holder:
+        def items(self):
+            yield 1
+
+    assert yields(Holder().items) and yields(Holder.items)
     assert list(gen.local(3)) == [0, 1, 2]
     # Refused before anything is uploaded or any controlplane is asked.
     for call in (gen.remote, gen.spawn, agen.remote):

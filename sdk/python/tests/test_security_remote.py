@@ -8,7 +8,6 @@ the functions naming it run there). Skipped otherwise. The functions are in
 security_app.py.
 """
 
-import dataclasses
 import os
 
 import pytest
@@ -72,7 +71,7 @@ def test_a_value_that_cannot_tighten_is_refused_by_the_sdk_and_by_the_controlpla
         ({"LEVERS9_SECURITY_PROFILE": "default"}, "use LEVERS9_SECURITY_PROFILE=hardened"),
         ({"LEVERS9_STUB_ID": "st-other"}, "env name LEVERS9_STUB_ID is reserved"),
     ]:
-        unchecked = Function(app.as_the_pool.raw_f, dataclasses.replace(app.as_the_pool.config, env=env))
+        unchecked = Function(app.as_the_pool.raw_f, app.as_the_pool.config.replace(env=env))
         with pytest.raises(ControlplaneError, match=message) as info:
             unchecked.remote()
         assert info.value.code == "INVALID_ARGUMENT"

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Callable, Dict, Optional, Tuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see levers9/__init__.py)
+    from typing import Callable, Dict, Optional, Tuple
 
 # Short enough that output feels live to a person; long enough that a print
 # loop is batched into few frames.

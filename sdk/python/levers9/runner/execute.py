@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import inspect
 import os
-import traceback
-from typing import Callable, Tuple
+from collections.abc import Awaitable
 
 from . import pickling
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see levers9/__init__.py)
+    from typing import Callable, Tuple
 
 _RUNNER_DIR = os.path.dirname(os.path.abspath(__file__))
 # asyncio's own frames are left out of tracebacks too; its directory is the
 # standard library's, found without importing asyncio (a slow import that
 # only async functions need).
-_ASYNCIO_DIR = os.path.join(os.path.dirname(os.path.abspath(inspect.__file__)), "asyncio")
+_ASYNCIO_DIR = os.path.join(os.path.dirname(os.path.abspath(os.__file__)), "asyncio")
 
 
 def call_function(fn: Callable, body: bytes):
@@ -29,7 +31,7 @@ def call_function(fn: Callable, body: bytes):
 def settled(value):
     """`value`, or what it resolves to if it is awaitable (run to completion
     on an event loop of this thread)."""
-    if inspect.isawaitable(value):
+    if isinstance(value, Awaitable):
         import asyncio
 
         value = asyncio.run(_wait_for(value))
@@ -60,15 +62,15 @@ def complete_result(task_id: str, function_name: str, value) -> Tuple[dict, byte
             f"{function_name} returned a {type(value).__module__}.{type(value).__qualname__}, "
             f"which cannot be pickled ({type(e).__name__}: {e}); return plain data instead"
         )
-        return error_result(task_id, problem, traceback_text=_format(problem, None))
+        return error_result(task_id, problem, traceback_text=formatted(problem, None))
     return {"type": "result", "task_id": task_id, "state": "complete"}, body
 
 
 def error_result(task_id: str, exc: BaseException, traceback_text: str = "") -> Tuple[dict, bytes]:
     """The result frame for an exception the function raised."""
     if not traceback_text:
-        traceback_text = _format(exc, _user_frames(exc.__traceback__))
-    message = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        traceback_text = formatted(exc, _user_frames(exc.__traceback__))
+    message = describe(exc)
     try:
         body = pickling.dumps(exc)
     except Exception:
@@ -84,7 +86,18 @@ def error_result(task_id: str, exc: BaseException, traceback_text: str = "") -> 
     return header, body
 
 
-def _format(exc: BaseException, tb) -> str:
+def describe(exc: BaseException) -> str:
+    """The exception's last line, as a traceback ends (``ValueError: bad``)."""
+    # Imported here, when something failed: a cold start spares ~3 ms.
+    import traceback
+
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()
+
+
+def formatted(exc: BaseException, tb) -> str:
+    """The exception as Python prints it, its traceback from `tb`."""
+    import traceback
+
     return "".join(traceback.format_exception(type(exc), exc, tb))
 
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Callable, Tuple
 
 from . import execute
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see levers9/__init__.py)
+    from typing import Callable, Tuple
 
 
 def is_json(body: bytes) -> bool:

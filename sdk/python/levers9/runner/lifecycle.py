@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import sys
 import threading
-import traceback
 
 from . import execute, pickling
 
@@ -37,19 +36,15 @@ def entered(cls, args: tuple, kwargs: dict):
     try:
         instance = user_cls(*args, **kwargs)
     except Exception as e:
-        raise EnterError(f"{user_cls.__qualname__}.__init__ failed: {_one_line(e)}") from e
+        raise EnterError(f"{user_cls.__qualname__}.__init__ failed: {execute.describe(e)}") from e
     for name, marker in marked(user_cls, ENTER).items():
         try:
             execute.settled(marker.fn(instance))
         except Exception as e:
             raise EnterError(
-                f"@enter method {marker.fn.__qualname__} failed, so this container serves no input: {_one_line(e)}"
+                f"@enter method {marker.fn.__qualname__} failed, so this container serves no input: {execute.describe(e)}"
             ) from e
     return instance
-
-
-def _one_line(e: BaseException) -> str:
-    return traceback.format_exception_only(type(e), e)[-1].strip()
 
 
 def streams(args: tuple) -> bool:
@@ -76,7 +71,7 @@ class Lifecycle:
             self._args, self._kwargs = pickling.loads(base64.b64decode(encoded_parameters))
         except Exception as e:
             raise RuntimeError(
-                f"the parameters of {name} cannot be unpickled in the container ({_one_line(e)}): pass plain "
+                f"the parameters of {name} cannot be unpickled in the container ({execute.describe(e)}): pass plain "
                 f"data, or make the modules they come from available in the image or the code directory"
             ) from e
         self._cls = cls
@@ -116,8 +111,9 @@ class Lifecycle:
             for marker in self._exits.values():
                 try:
                     execute.settled(marker.fn(self._instance))
-                except Exception:
+                except Exception as e:
                     sys.__stderr__.write(
-                        f"levers9 runner: @exit method {marker.fn.__qualname__} failed:\n{traceback.format_exc()}"
+                        f"levers9 runner: @exit method {marker.fn.__qualname__} failed:\n"
+                        f"{execute.formatted(e, e.__traceback__)}"
                     )
                     sys.__stderr__.flush()

@@ -55,13 +55,16 @@ import socket
 import sys
 import threading
 import time
-import traceback
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 
 from .. import named, wire
+from ..callables import yields
 from ..modules import find_attribute, load_file
 from . import capture, execute, json_input, lifecycle, stream
+from .pool import Pool
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see levers9/__init__.py)
+    from typing import Callable
 
 # The worker listens before it starts the container, but a slow bind or a
 # restart of the container server should not cost the container.
@@ -103,14 +106,15 @@ def connect(path: str) -> Connection:
 def load_function(code_dir: str, module_path: str, qualname: str) -> Callable:
     """The plain function to call, unwrapped from its levers9 Function; for
     a ``@cls`` class, its `lifecycle.Lifecycle`, not yet entered."""
-    from ..classes import Cls
-    from ..functions import Function
-
     module = load_file(os.path.join(code_dir, module_path))
     target = find_attribute(module, qualname)
-    if isinstance(target, Function):
+    # Only a module that imported levers9's functions (or classes) can hold
+    # a Function (or a Cls): a plain function's container spares importing
+    # them, and classes' slow imports are for @cls containers only.
+    functions, classes = sys.modules.get("levers9.functions"), sys.modules.get("levers9.classes")
+    if functions is not None and isinstance(target, functions.Function):
         return target.raw_f
-    if isinstance(target, Cls):
+    if classes is not None and isinstance(target, classes.Cls):
         return lifecycle.Lifecycle(target, os.environ.pop(lifecycle.PARAMETERS_VARIABLE, ""))
     if callable(target):
         return target
@@ -173,7 +177,7 @@ def main() -> int:
         return 1
 
     hello = {"type": "hello", "container_id": container_id, "cancels": True, **credential}
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="levers9-task")
+    pool = Pool(concurrency, "levers9-task")
     if isinstance(fn, lifecycle.Lifecycle):
         # The credential first, so the worker serves the Dict and Queue
         # calls of @enter; it sends no input before the hello that the
@@ -199,7 +203,7 @@ def main() -> int:
         entering.start()
     # An @asgi app's streamed answers are items too (see asgi_host), and
     # so are the items of a class's methods that yield.
-    streamed = stream.is_generator(fn) or _is_asgi(fn) or (isinstance(fn, lifecycle.Lifecycle) and fn.yields)
+    streamed = yields(fn) or _is_asgi(fn) or (isinstance(fn, lifecycle.Lifecycle) and fn.yields)
     serve(conn, router, pool, fn, qualname, stream.Streams() if streamed else None)
     router.flush()
     if isinstance(fn, lifecycle.Lifecycle):
@@ -209,7 +213,7 @@ def main() -> int:
 
 
 def _load_failure(qualname: str, module_path: str, e: BaseException) -> str:
-    return f"cannot load {qualname} from {module_path}: {traceback.format_exception_only(type(e), e)[-1].strip()}"
+    return f"cannot load {qualname} from {module_path}: {execute.describe(e)}"
 
 
 def _enter_then_hello(
@@ -236,7 +240,9 @@ def _refuse_to_start(conn: Connection, credential: dict, message: str) -> None:
     """Tells the worker why this container serves no input (its inputs fail with `message`)."""
     log(message)
     try:
-        conn.send({"type": "init_error", **credential, "message": message, "traceback": traceback.format_exc()})
+        failure = sys.exc_info()[1]
+        text = execute.formatted(failure, failure.__traceback__) if failure is not None else ""
+        conn.send({"type": "init_error", **credential, "message": message, "traceback": text})
     except OSError:
         pass
 

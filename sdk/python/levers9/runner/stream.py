@@ -23,11 +23,14 @@ Stdlib only, like the rest of the runner.
 from __future__ import annotations
 
 import collections
-import inspect
 import threading
-from typing import Callable, Dict, Iterator, Optional, Tuple
+import types
 
 from . import execute, lifecycle, pickling
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (see levers9/__init__.py)
+    from typing import Callable, Dict, Iterator, Optional, Tuple
 
 # Enough items in flight that a fast consumer never waits a round trip for
 # the next one; few enough that a slow consumer holds back a generator soon.
@@ -128,10 +131,6 @@ class Streams:
         return credit is not None and credit.cancel()
 
 
-def is_generator(fn: Callable) -> bool:
-    return inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
-
-
 def items(produced) -> Iterator:
     """The items of a generator or an async generator.
 
@@ -139,7 +138,7 @@ def items(produced) -> Iterator:
     `__anext__` at a time, so waiting for credit between items blocks no
     other task's loop.
     """
-    if not inspect.isasyncgen(produced):
+    if not isinstance(produced, types.AsyncGeneratorType):
         yield from produced
         return
     import asyncio
