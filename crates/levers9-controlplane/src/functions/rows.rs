@@ -7,6 +7,12 @@
 //! batch is one transaction, and a batch waits a moment to gather
 //! more (see [`gather`]), so a short call's start and end are one.
 //!
+//! A new task's row (`submit::RowBy::Start`) is held until its task's
+//! first write, and goes in that write's batch: a task that starts and ends
+//! in one batch is one INSERT of its final row, and a map input's row is
+//! inserted running rather than inserted pending and then updated. A row
+//! whose task has no write within [`ROW_HOLD`] is written pending.
+//!
 //! Per task the writes keep their order. A batch applies its starts, then
 //! its retries and requeues, then its ends, so it holds at most one start
 //! per task and no start after that task's retry or requeue: such a start
@@ -14,7 +20,7 @@
 //! Every attempt is written and closed with its own outcome (a retried
 //! attempt says why), and a final state is never left whatever the order.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,10 +37,20 @@ const BATCH: usize = 2_000;
 const START_HOLD: Duration = Duration::from_millis(20);
 /// How long an end waits for more writes to share its transaction.
 const END_HOLD: Duration = Duration::from_millis(5);
+/// How long a new task's row waits for its task's first write, at most: a
+/// task still queued then (no container free) is listed pending, late by
+/// no more than this.
+const ROW_HOLD: Duration = Duration::from_secs(2);
 
 enum Write {
-    /// Rows of tasks submitted in this process, written before their start.
+    /// Rows of tasks submitted in this process, held until their task's
+    /// first write (see [`ROW_HOLD`]).
     Insert(Vec<NewTask>),
+    /// A write to one task's row.
+    Task(TaskWrite),
+}
+
+enum TaskWrite {
     Start(TaskStart),
     Retry {
         task_id: String,
@@ -49,6 +65,16 @@ enum Write {
         end: TaskEnd,
         done: oneshot::Sender<Result<(), String>>,
     },
+}
+
+impl TaskWrite {
+    fn task_id(&self) -> &str {
+        match self {
+            TaskWrite::Start(start) => &start.task_id,
+            TaskWrite::Retry { task_id, .. } | TaskWrite::Requeue { task_id, .. } => task_id,
+            TaskWrite::End { end, .. } => &end.task_id,
+        }
+    }
 }
 
 /// Where the dispatcher queues its writes.
@@ -77,30 +103,30 @@ impl RowWriter {
     /// and held a moment for its task's end so a short call's start and end
     /// share one transaction.
     pub fn start(&self, task_id: &str, attempt: u32, container_id: &str, worker_id: &str) {
-        self.send(Write::Start(TaskStart {
+        self.send(Write::Task(TaskWrite::Start(TaskStart {
             task_id: task_id.to_owned(),
             attempt,
             container_id: container_id.to_owned(),
             worker_id: worker_id.to_owned(),
             at: Utc::now(),
-        }));
+        })));
     }
 
     /// A task goes back for another attempt.
     pub fn retry(&self, task_id: &str, message: &str) {
-        self.send(Write::Retry {
+        self.send(Write::Task(TaskWrite::Retry {
             task_id: task_id.to_owned(),
             message: message.to_owned(),
-        });
+        }));
     }
 
     /// A task's attempt was lost with its worker: it waits again to run
     /// under the same attempt number, and its attempt says why.
     pub fn requeue(&self, task_id: &str, message: &str) {
-        self.send(Write::Requeue {
+        self.send(Write::Task(TaskWrite::Requeue {
             task_id: task_id.to_owned(),
             message: message.to_owned(),
-        });
+        }));
     }
 
     /// A task ended; returns once its row says so.
@@ -111,7 +137,7 @@ impl RowWriter {
         message: &str,
     ) -> Result<(), FunctionError> {
         let (done, written) = oneshot::channel();
-        self.send(Write::End {
+        self.send(Write::Task(TaskWrite::End {
             end: TaskEnd {
                 task_id: task_id.to_owned(),
                 state,
@@ -119,7 +145,7 @@ impl RowWriter {
                 at: Utc::now(),
             },
             done,
-        });
+        }));
         match written.await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(error)) => Err(FunctionError::EndNotRecorded {
@@ -138,11 +164,81 @@ impl RowWriter {
 
 async fn apply(store: Arc<dyn FunctionStore>, mut rx: mpsc::UnboundedReceiver<Write>) {
     let mut writes = Vec::with_capacity(BATCH);
-    while rx.recv_many(&mut writes, BATCH).await > 0 {
-        gather(&mut rx, &mut writes).await;
-        for batch in Batch::split(std::mem::take(&mut writes)) {
+    let mut held = HeldRows::default();
+    loop {
+        let more = rx.recv_many(&mut writes, BATCH);
+        let received = match held.next_due() {
+            // None: a held row is due.
+            Some(due) => tokio::time::timeout_at(due, more).await.ok(),
+            None => Some(more.await),
+        };
+        match received {
+            Some(0) => break,
+            Some(_) => gather(&mut rx, &mut writes).await,
+            None => {}
+        }
+        for batch in Batch::split(std::mem::take(&mut writes), &mut held, Instant::now()) {
             batch.apply(store.as_ref()).await;
         }
+    }
+    // Every writer is gone: the rows still held are written as they stand.
+    let last = Batch {
+        inserts: held.take_all(),
+        ..Batch::default()
+    };
+    last.apply(store.as_ref()).await;
+}
+
+/// New tasks' rows waiting for their task's first write.
+#[derive(Default)]
+struct HeldRows {
+    rows: HashMap<String, NewTask>,
+    /// When each row is due, in the order they came; a row taken with its
+    /// task's write leaves its entry here, skipped when reached.
+    due: VecDeque<(Instant, String)>,
+}
+
+impl HeldRows {
+    fn hold(&mut self, rows: Vec<NewTask>, now: Instant) {
+        for row in rows {
+            self.due.push_back((now + ROW_HOLD, row.id.clone()));
+            self.rows.insert(row.id.clone(), row);
+        }
+    }
+
+    /// The row of `task_id`, if it is held.
+    fn take(&mut self, task_id: &str) -> Option<NewTask> {
+        self.rows.remove(task_id)
+    }
+
+    /// When the next held row is due.
+    fn next_due(&mut self) -> Option<Instant> {
+        while let Some((at, id)) = self.due.front() {
+            if self.rows.contains_key(id) {
+                return Some(*at);
+            }
+            self.due.pop_front();
+        }
+        None
+    }
+
+    /// The rows due by `now`.
+    fn take_due(&mut self, now: Instant) -> Vec<NewTask> {
+        let mut rows = Vec::new();
+        while let Some(at) = self.next_due() {
+            if at > now {
+                break;
+            }
+            if let Some((_, id)) = self.due.pop_front() {
+                rows.extend(self.rows.remove(&id));
+            }
+        }
+        rows
+    }
+
+    fn take_all(&mut self) -> Vec<NewTask> {
+        self.due.clear();
+        self.rows.drain().map(|(_, row)| row).collect()
     }
 }
 
@@ -151,7 +247,7 @@ async fn apply(store: Arc<dyn FunctionStore>, mut rx: mpsc::UnboundedReceiver<Wr
 /// one transaction, and ends [`END_HOLD`] for more of their kind, so a map
 /// writes many rows per transaction.
 async fn gather(rx: &mut mpsc::UnboundedReceiver<Write>, writes: &mut Vec<Write>) {
-    let is_end = |w: &Write| matches!(w, Write::End { .. });
+    let is_end = |w: &Write| matches!(w, Write::Task(TaskWrite::End { .. }));
     let mut deadline = Instant::now() + START_HOLD;
     let mut ending = writes.iter().any(is_end);
     if ending {
@@ -189,36 +285,49 @@ struct Batch {
 impl Batch {
     /// `writes` cut into batches, in order; one only unless a task starts
     /// again after its start, retry or requeue in the same run of writes.
-    fn split(writes: Vec<Write>) -> Vec<Batch> {
+    /// New rows join `held`; a held row goes in the batch of its task's
+    /// first write, and those due by `now` in the first batch.
+    fn split(writes: Vec<Write>, held: &mut HeldRows, now: Instant) -> Vec<Batch> {
         let mut batches = vec![Batch::default()];
         for write in writes {
-            let starts_again = matches!(&write, Write::Start(s) if batches.last().is_some_and(|b| b.touched.contains(&s.task_id)));
+            let write = match write {
+                Write::Insert(rows) => {
+                    held.hold(rows, now);
+                    continue;
+                }
+                Write::Task(write) => write,
+            };
+            let task_id = write.task_id();
+            let starts_again = matches!(&write, TaskWrite::Start(_) if batches.last().is_some_and(|b| b.touched.contains(task_id)));
             if starts_again {
                 batches.push(Batch::default());
             }
             if let Some(batch) = batches.last_mut() {
+                batch.inserts.extend(held.take(task_id));
                 batch.add(write);
             }
+        }
+        if let Some(first) = batches.first_mut() {
+            first.inserts.extend(held.take_due(now));
         }
         batches
     }
 
-    fn add(&mut self, write: Write) {
+    fn add(&mut self, write: TaskWrite) {
         match write {
-            Write::Insert(rows) => self.inserts.extend(rows),
-            Write::Start(start) => {
+            TaskWrite::Start(start) => {
                 self.touched.insert(start.task_id.clone());
                 self.starts.push(start);
             }
-            Write::Retry { task_id, message } => {
+            TaskWrite::Retry { task_id, message } => {
                 self.touched.insert(task_id.clone());
                 self.retries.push((task_id, message));
             }
-            Write::Requeue { task_id, message } => {
+            TaskWrite::Requeue { task_id, message } => {
                 self.touched.insert(task_id.clone());
                 self.requeues.push((task_id, message));
             }
-            Write::End { end, done } => {
+            TaskWrite::End { end, done } => {
                 // The first end is the one that counts: a final state is
                 // never left.
                 if self.ended.insert(end.task_id.clone()) {
@@ -271,24 +380,24 @@ mod tests {
     use super::*;
 
     fn start(task_id: &str, attempt: u32) -> Write {
-        Write::Start(TaskStart {
+        Write::Task(TaskWrite::Start(TaskStart {
             task_id: task_id.into(),
             attempt,
             container_id: format!("c{attempt}"),
             worker_id: "w".into(),
             at: Utc::now(),
-        })
+        }))
     }
 
     fn retry(task_id: &str) -> Write {
-        Write::Retry {
+        Write::Task(TaskWrite::Retry {
             task_id: task_id.into(),
             message: "again".into(),
-        }
+        })
     }
 
     fn end(task_id: &str, state: FinalState) -> Write {
-        Write::End {
+        Write::Task(TaskWrite::End {
             end: TaskEnd {
                 task_id: task_id.into(),
                 state,
@@ -296,7 +405,30 @@ mod tests {
                 at: Utc::now(),
             },
             done: oneshot::channel().0,
-        }
+        })
+    }
+
+    fn insert(ids: &[&str]) -> Write {
+        Write::Insert(
+            ids.iter()
+                .map(|id| NewTask {
+                    id: (*id).into(),
+                    workspace_id: "ws".into(),
+                    stub_id: "st".into(),
+                    function_name: "f".into(),
+                    created_at: Utc::now(),
+                })
+                .collect(),
+        )
+    }
+
+    fn inserted(batch: &Batch) -> Vec<&str> {
+        batch.inserts.iter().map(|row| row.id.as_str()).collect()
+    }
+
+    /// Splits `writes` as the writer does, with nothing held before.
+    fn split(writes: Vec<Write>) -> Vec<Batch> {
+        Batch::split(writes, &mut HeldRows::default(), Instant::now())
     }
 
     fn starts(batch: &Batch) -> Vec<(&str, u32)> {
@@ -309,7 +441,7 @@ mod tests {
 
     #[test]
     fn a_start_after_its_tasks_retry_begins_the_next_batch() {
-        let batches = Batch::split(vec![
+        let batches = split(vec![
             start("a", 1),
             retry("a"),
             start("b", 1),
@@ -332,11 +464,11 @@ mod tests {
 
     #[test]
     fn a_requeue_then_the_next_start_are_two_batches() {
-        let requeue = Write::Requeue {
+        let requeue = Write::Task(TaskWrite::Requeue {
             task_id: "a".into(),
             message: "its worker was lost".into(),
-        };
-        let batches = Batch::split(vec![start("a", 1), requeue, start("a", 1)]);
+        });
+        let batches = split(vec![start("a", 1), requeue, start("a", 1)]);
         assert_eq!(batches.len(), 2);
         assert_eq!(starts(&batches[0]), [("a", 1)]);
         assert_eq!(batches[0].requeues.len(), 1);
@@ -346,11 +478,56 @@ mod tests {
 
     #[test]
     fn a_retry_then_the_next_start_are_two_batches() {
-        let batches = Batch::split(vec![retry("a"), start("a", 2), end("a", FinalState::Error)]);
+        let batches = split(vec![retry("a"), start("a", 2), end("a", FinalState::Error)]);
         assert_eq!(batches.len(), 2);
         assert_eq!(batches[0].retries.len(), 1);
         assert!(batches[0].starts.is_empty());
         assert_eq!(starts(&batches[1]), [("a", 2)]);
         assert_eq!(batches[1].ends.len(), 1);
+    }
+
+    #[test]
+    fn a_new_row_goes_in_the_batch_of_its_tasks_first_write() {
+        let mut held = HeldRows::default();
+        let now = Instant::now();
+        let batches = Batch::split(
+            vec![
+                insert(&["a", "b", "c"]),
+                start("a", 1),
+                retry("a"),
+                start("b", 1),
+                start("a", 2),
+            ],
+            &mut held,
+            now,
+        );
+        assert_eq!(batches.len(), 2);
+        assert_eq!(inserted(&batches[0]), ["a", "b"], "with their starts");
+        assert!(inserted(&batches[1]).is_empty());
+        assert_eq!(
+            held.next_due(),
+            Some(now + ROW_HOLD),
+            "c waits for its start"
+        );
+
+        let later = Instant::now();
+        let batches = Batch::split(vec![end("c", FinalState::Cancelled)], &mut held, later);
+        assert_eq!(inserted(&batches[0]), ["c"], "with its end");
+        assert_eq!(held.next_due(), None);
+    }
+
+    #[test]
+    fn a_held_row_is_written_pending_once_it_is_due() {
+        let mut held = HeldRows::default();
+        let then = Instant::now();
+        let batches = Batch::split(vec![insert(&["a", "b"])], &mut held, then);
+        assert!(inserted(&batches[0]).is_empty());
+        let batches = Batch::split(vec![insert(&["c"])], &mut held, then + ROW_HOLD / 2);
+        assert!(inserted(&batches[0]).is_empty());
+
+        let batches = Batch::split(vec![start("b", 1)], &mut held, then + ROW_HOLD);
+        assert_eq!(inserted(&batches[0]), ["b", "a"], "b with its start, a due");
+        assert_eq!(held.next_due(), Some(then + ROW_HOLD / 2 + ROW_HOLD));
+        assert_eq!(held.take_all().len(), 1, "c is still held");
     }
 }

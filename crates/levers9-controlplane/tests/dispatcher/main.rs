@@ -14,7 +14,7 @@ use levers9_controlplane::fleet::records::ContainerState;
 use levers9_controlplane::functions::{DispatchEvent, InputEnd};
 use levers9_controlplane::scheduler::BACKLOG;
 use levers9_state::Queues;
-use levers9_store::{AttemptOutcome, FinalState, FunctionStore};
+use levers9_store::{AttemptOutcome, FinalState, FunctionStore, TaskState as StoredState};
 
 use rig::{idle_rig, next_event, rig, WAIT, WORKER};
 
@@ -90,6 +90,17 @@ async fn a_task_whose_row_comes_with_it_told_before_any_dispatcher_leads_is_writ
         other => panic!("expected the result, got {other:?}"),
     }
     rig.row(&task, FinalState::Complete).await;
+}
+
+#[tokio::test]
+async fn a_task_whose_row_comes_with_it_is_listed_pending_while_no_container_takes_it() {
+    let rig = rig().await;
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, _events) = rig.submit_unwritten(&stub).await;
+    // Its row waits for its start at most the writer's hold (2 s), then is
+    // written as it stands.
+    let row = rig.row_in(&task, StoredState::Pending).await;
+    assert_eq!(row.attempts, 0);
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@ use levers9_controlplane::scheduler::{Scheduling, BACKLOG};
 use levers9_state::{MemoryState, Queues};
 use levers9_store::{
     AttemptOutcome, FinalState, FunctionStore, NewDeployment, NewTask, NewToken, NewWorkspace,
-    RecordStore, SqliteStore, StubRecord, TokenType,
+    RecordStore, SqliteStore, StubRecord, TaskState as StoredState, TokenType,
 };
 use prost::Message;
 use tokio::sync::watch;
@@ -374,6 +374,11 @@ impl Rig {
     /// The task's row once it is in `final_state` (a row the dispatcher
     /// writes may not be there yet).
     pub async fn row(&self, task_id: &str, final_state: FinalState) -> levers9_store::TaskRecord {
+        self.row_in(task_id, final_state.into()).await
+    }
+
+    /// The task's row once it is in `state`.
+    pub async fn row_in(&self, task_id: &str, state: StoredState) -> levers9_store::TaskRecord {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
             let row = self
@@ -382,10 +387,10 @@ impl Rig {
                 .await
                 .expect("get");
             match row {
-                Some(row) if row.state == final_state.into() => return row,
+                Some(row) if row.state == state => return row,
                 seen => assert!(
                     tokio::time::Instant::now() < deadline,
-                    "task is {:?}, not {final_state}",
+                    "task is {:?}, not {state:?}",
                     seen.map(|row| (row.state, row.message))
                 ),
             }
