@@ -33,6 +33,29 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// Whether the database could not be reached, or dropped the connection
+    /// (restarting, failing over, a connection it terminated), or gave up
+    /// the transaction for another's sake: the same call may succeed in a
+    /// moment, on a fresh connection. Not for what the database refused.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut) => true,
+            StoreError::Database(sqlx::Error::Database(db)) => {
+                db.code().is_some_and(|code| transient_sqlstate(&code))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// PostgreSQL's SQLSTATEs of a lost connection (class 08), a server
+/// shutting down or starting (57P01-57P03), a serialization failure and a
+/// deadlock. SQLite's codes are numbers, none of these.
+fn transient_sqlstate(code: &str) -> bool {
+    code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "40001" | "40P01")
+}
+
 /// Maps a failed workspace insert, telling a name clash from an id clash.
 pub(crate) fn workspace_insert_error(err: sqlx::Error, workspace: &NewWorkspace) -> StoreError {
     match unique_violation_hint(&err) {
@@ -64,5 +87,26 @@ fn unique_violation_hint(err: &sqlx::Error) -> Option<&str> {
             Some(db.constraint().unwrap_or_else(|| db.message()))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_connections_are_transient_and_refusals_are_not() {
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert!(StoreError::Database(sqlx::Error::Io(reset)).is_transient());
+        assert!(StoreError::Database(sqlx::Error::PoolTimedOut).is_transient());
+        assert!(!StoreError::Database(sqlx::Error::RowNotFound).is_transient());
+        assert!(!StoreError::AlreadyExists("task".into()).is_transient());
+        assert!(!StoreError::Invalid("bad".into()).is_transient());
+        for code in ["08006", "08P01", "57P01", "40001", "40P01"] {
+            assert!(transient_sqlstate(code), "{code}");
+        }
+        for code in ["23505", "42P01", "5", "8"] {
+            assert!(!transient_sqlstate(code), "{code}");
+        }
     }
 }

@@ -68,3 +68,40 @@ async fn replicas_starting_together_all_migrate_one_database() {
         assert!(!store.has_workspace().await.unwrap());
     }
 }
+
+#[tokio::test]
+async fn a_connection_the_server_dropped_fails_one_call_as_transient() {
+    let url = fresh_database().await;
+    let store = PostgresStore::connect(&url, 1).await.unwrap();
+    assert!(!store.has_workspace().await.unwrap());
+    // What a restart of PostgreSQL does to the pooled connection, which was
+    // used a moment ago and so is handed out without a ping.
+    let mut admin = PgConnection::connect(&url).await.unwrap();
+    let others =
+        "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()";
+    let killed: Vec<(bool,)> =
+        sqlx::query_as(&format!("SELECT pg_terminate_backend(pid) {others}"))
+            .fetch_all(&mut admin)
+            .await
+            .unwrap();
+    assert_eq!(killed, [(true,)]);
+    for _ in 0..500 {
+        let (left,): (i64,) = sqlx::query_as(&format!("SELECT count(*) {others}"))
+            .fetch_one(&mut admin)
+            .await
+            .unwrap();
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let error = store
+        .has_workspace()
+        .await
+        .expect_err("the dropped connection fails its statement");
+    assert!(error.is_transient(), "{error:?}");
+    assert!(
+        !store.has_workspace().await.unwrap(),
+        "the next call gets a fresh connection"
+    );
+}

@@ -11,7 +11,8 @@
 //! first write, and goes in that write's batch: a task that starts and ends
 //! in one batch is one INSERT of its final row, and a map input's row is
 //! inserted running rather than inserted pending and then updated. A row
-//! whose task has no write within [`ROW_HOLD`] is written pending.
+//! whose task has no write within [`ROW_HOLD`] is written pending. A batch
+//! that fails for a dropped connection is written again (see [`RETRY_FIRST`]).
 //!
 //! Per task the writes keep their order. A batch applies its starts, then
 //! its retries and requeues, then its ends, so it holds at most one start
@@ -41,6 +42,12 @@ const END_HOLD: Duration = Duration::from_millis(5);
 /// task still queued then (no container free) is listed pending, late by
 /// no more than this.
 const ROW_HOLD: Duration = Duration::from_secs(2);
+/// The first pause before a batch is written again after a transient
+/// failure (a connection the database dropped as it restarted): doubled
+/// each time up to [`RETRY_LAST`], about 6 s in all, the writes behind it
+/// waiting their turn.
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+const RETRY_LAST: Duration = Duration::from_millis(3_200);
 
 enum Write {
     /// Rows of tasks submitted in this process, held until their task's
@@ -347,7 +354,22 @@ impl Batch {
             requeues: &requeues,
             ends: &self.ends,
         };
-        let failure = match store.move_tasks(&moves).await {
+        let mut pause = RETRY_FIRST;
+        let moved = loop {
+            match store.move_tasks(&moves).await {
+                Err(error) if error.is_transient() && pause <= RETRY_LAST => {
+                    tracing::warn!(
+                        %error,
+                        retry_in_ms = pause.as_millis() as u64,
+                        "cannot record task starts and ends yet; trying again"
+                    );
+                    tokio::time::sleep(pause).await;
+                    pause *= 2;
+                }
+                moved => break moved,
+            }
+        };
+        let failure = match moved {
             Ok(_) => None,
             Err(error) => {
                 tracing::error!(

@@ -1,11 +1,13 @@
 //! The function dispatcher's state machine on the embedded backends (SQLite
-//! and the in-process hot state). The test plays the scheduler and a worker:
+//! and the in-process hot state; PostgreSQL where its connections matter).
+//! The test plays the scheduler and a worker:
 //! it places the containers the dispatcher asks for, reads the worker's
 //! inbox and answers as the worker's stream would.
 
 mod floor;
 mod rig;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use levers9_api::v1::{controlplane_message, run_event, FinalTaskState, StubConfig};
@@ -14,9 +16,9 @@ use levers9_controlplane::fleet::records::ContainerState;
 use levers9_controlplane::functions::{DispatchEvent, InputEnd};
 use levers9_controlplane::scheduler::BACKLOG;
 use levers9_state::Queues;
-use levers9_store::{AttemptOutcome, FinalState, FunctionStore, TaskState as StoredState};
+use levers9_store::{AttemptOutcome, FinalState, PostgresStore, TaskState as StoredState};
 
-use rig::{idle_rig, next_event, rig, WAIT, WORKER};
+use rig::{fresh_postgres, idle_rig, idle_rig_on, next_event, psql, rig, WAIT, WORKER};
 
 #[tokio::test]
 async fn a_warm_container_takes_the_next_input_without_a_new_container() {
@@ -101,6 +103,42 @@ async fn a_task_whose_row_comes_with_it_is_listed_pending_while_no_container_tak
     // written as it stands.
     let row = rig.row_in(&task, StoredState::Pending).await;
     assert_eq!(row.attempts, 0);
+}
+
+#[tokio::test]
+async fn an_end_is_written_again_when_postgres_dropped_the_dispatchers_connection() {
+    let url = fresh_postgres();
+    let store = Arc::new(PostgresStore::connect(&url, 2).await.expect("store"));
+    // The dispatcher's own pool, named so that only its connection is cut.
+    let dispatching = PostgresStore::connect(&format!("{url}?application_name=l9dispatch"), 1)
+        .await
+        .expect("dispatcher's store");
+    let rig = idle_rig_on(store, Arc::new(dispatching), None).await;
+    rig.start();
+    let stub = rig.stub(StubConfig::default()).await;
+    let (task, mut events) = rig.submit(&stub).await;
+    rig.ready_container().await;
+    let input = rig.input().await;
+    rig.row_in(&task, StoredState::Running).await;
+    // What a restart of PostgreSQL does to the dispatcher's pooled
+    // connection: its next statement, the end's batch, fails.
+    let dispatcher = "FROM pg_stat_activity WHERE application_name = 'l9dispatch'";
+    assert_eq!(
+        psql(
+            &url,
+            &format!("SELECT pg_terminate_backend(pid) {dispatcher}")
+        ),
+        "t"
+    );
+    while psql(&url, &format!("SELECT count(*) {dispatcher}")) != "0" {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    rig.finish(&input, InputEnd::Complete, "").await;
+    match next_event(&mut events).await {
+        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
+        other => panic!("expected the result, got {other:?}"),
+    }
+    rig.row(&task, FinalState::Complete).await;
 }
 
 #[tokio::test]

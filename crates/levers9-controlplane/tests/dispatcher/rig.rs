@@ -30,14 +30,15 @@ pub const WAIT: Duration = Duration::from_secs(5);
 
 pub struct Rig {
     pub state: Arc<MemoryState>,
-    pub store: Arc<SqliteStore>,
+    /// What the test reads and writes through (the dispatcher's database).
+    pub store: Arc<dyn FunctionStore>,
     pub fleet: Fleet,
     pub tasks: TaskState,
     pub workspace: String,
     pub parts: dispatcher::Parts,
     pub stopped: watch::Receiver<bool>,
     _stop: watch::Sender<bool>,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 pub async fn rig() -> Rig {
@@ -54,6 +55,41 @@ pub async fn idle_rig() -> Rig {
             .await
             .expect("sqlite"),
     );
+    idle_rig_on(store.clone(), store, Some(dir)).await
+}
+
+/// The URL of a fresh database on the test PostgreSQL.
+pub fn fresh_postgres() -> String {
+    let admin = std::env::var("LEVERS9_TEST_DATABASE_URL").unwrap_or_else(|_| {
+        panic!("LEVERS9_TEST_DATABASE_URL is not set: run the tests with scripts/test-servers.sh")
+    });
+    let name = format!("l9disp_{}", uuid::Uuid::new_v4().simple());
+    psql(&admin, &format!("CREATE DATABASE {name}"));
+    let (server, _) = admin.rsplit_once('/').expect("url with a database");
+    format!("{server}/{name}")
+}
+
+/// Runs `sql` on the database at `url`; its output.
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .args([url, "-qAt", "-c", sql])
+        .output()
+        .expect("psql");
+    assert!(
+        out.status.success(),
+        "psql: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A rig on `store`, whose dispatcher writes through `dispatcher_store`
+/// (the same database, or a pool of its own on it).
+pub async fn idle_rig_on<S: RecordStore + FunctionStore>(
+    store: Arc<S>,
+    dispatcher_store: Arc<dyn FunctionStore>,
+    dir: Option<tempfile::TempDir>,
+) -> Rig {
     let workspace = uuid::Uuid::now_v7().to_string();
     let token = NewToken {
         id: uuid::Uuid::now_v7().to_string(),
@@ -79,7 +115,7 @@ pub async fn idle_rig() -> Rig {
     );
     let (stop, stopped) = watch::channel(false);
     let parts = dispatcher::Parts {
-        store: store.clone(),
+        store: dispatcher_store,
         tasks: tasks.clone(),
         scheduling: Scheduling::new(fleet.clone(), state.clone()),
     };
