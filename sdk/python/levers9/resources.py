@@ -102,6 +102,15 @@ class FunctionConfig:
         settings = ", ".join(f"{name}={value!r}" for name, value in self._settings().items())
         return f"FunctionConfig({settings})"
 
+    def __reduce__(self):
+        # As its settings: pickle's default sets them one by one, which a
+        # frozen config refuses.
+        return (_config_of, (self._settings(),))
+
+
+def _config_of(settings: dict) -> FunctionConfig:
+    return FunctionConfig(**settings)
+
 
 def parse_cpu(cpu) -> int:
     """Cores (0.125, 1, 2.5) to millicores."""

@@ -1,7 +1,9 @@
 """The decorator's arguments: parsing, defaults and the errors a user reads."""
 
 import functools
+import pickle
 
+import cloudpickle
 import pytest
 
 from levers9 import Function, Image, Period, Volume, function
@@ -80,6 +82,12 @@ def test_configs_are_equal_by_their_settings_but_the_volumes_to_create():
     assert build_config(cpu=1) != build_config(cpu=2)
     assert build_config().env is not build_config().env, "each config gets its own env"
     assert "cpu_millicores=1000" in repr(build_config(cpu=1))
+
+
+def test_a_config_pickles_as_it_is():
+    config = build_config(cpu=2, env={"A": "1"}, retries=3)
+    for copy in (pickle.loads(pickle.dumps(config)), cloudpickle.loads(cloudpickle.dumps(config))):
+        assert copy == config and copy.env == {"A": "1"} and copy.retries == 3
 
 
 @pytest.mark.parametrize(
