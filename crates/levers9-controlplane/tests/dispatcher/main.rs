@@ -30,11 +30,7 @@ async fn a_warm_container_takes_the_next_input_without_a_new_container() {
     assert_eq!((input.task_id.as_str(), input.attempt), (first.as_str(), 1));
     assert_eq!(input.container_id, container);
     assert_eq!(input.timeout_ms, 300_000, "the default timeout");
-    rig.finish(&input, InputEnd::Complete, "").await;
-    match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
-        other => panic!("expected the result, got {other:?}"),
-    }
+    rig.complete(&input, &mut events).await;
     rig.row(&first, FinalState::Complete).await;
 
     let (second, _) = rig.submit(&stub).await;
@@ -55,11 +51,7 @@ async fn a_task_whose_row_comes_with_it_is_written_with_its_start_and_end() {
     let container = rig.ready_container().await;
     let input = rig.input().await;
     assert_eq!((input.task_id.as_str(), input.attempt), (task.as_str(), 1));
-    rig.finish(&input, InputEnd::Complete, "").await;
-    match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
-        other => panic!("expected the result, got {other:?}"),
-    }
+    rig.complete(&input, &mut events).await;
     rig.row(&task, FinalState::Complete).await;
     let attempts = rig.store.task_attempts(&task).await.expect("attempts");
     let seen: Vec<(&str, Option<AttemptOutcome>)> = attempts
@@ -86,11 +78,7 @@ async fn a_task_whose_row_comes_with_it_told_before_any_dispatcher_leads_is_writ
     rig.ready_container().await;
     let input = rig.input().await;
     assert_eq!((input.task_id.as_str(), input.attempt), (task.as_str(), 1));
-    rig.finish(&input, InputEnd::Complete, "").await;
-    match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
-        other => panic!("expected the result, got {other:?}"),
-    }
+    rig.complete(&input, &mut events).await;
     rig.row(&task, FinalState::Complete).await;
 }
 
@@ -133,11 +121,7 @@ async fn an_end_is_written_again_when_postgres_dropped_the_dispatchers_connectio
     while psql(&url, &format!("SELECT count(*) {dispatcher}")) != "0" {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    rig.finish(&input, InputEnd::Complete, "").await;
-    match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
-        other => panic!("expected the result, got {other:?}"),
-    }
+    rig.complete(&input, &mut events).await;
     rig.row(&task, FinalState::Complete).await;
 }
 
@@ -151,11 +135,7 @@ async fn a_task_submitted_as_the_dispatcher_starts_runs_once() {
     let input = rig.input().await;
     assert_eq!((input.task_id.as_str(), input.attempt), (task.as_str(), 1));
     rig.no_container_requested().await;
-    rig.finish(&input, InputEnd::Complete, "").await;
-    match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
-        other => panic!("expected the result, got {other:?}"),
-    }
+    rig.complete(&input, &mut events).await;
     let more = rig
         .state
         .pop(&inbox::queue(WORKER), Duration::from_millis(300))
@@ -497,11 +477,7 @@ async fn a_lost_workers_input_runs_again_without_using_a_retry() {
         (input.attempt, input.container_id.as_str()),
         (1, second.as_str())
     );
-    rig.finish(&input, InputEnd::Complete, "").await;
-    match next_event(&mut events).await {
-        run_event::Kind::Result(notice) => assert_eq!(notice.state(), FinalTaskState::Complete),
-        other => panic!("expected the result, got {other:?}"),
-    }
+    rig.complete(&input, &mut events).await;
     rig.row(&task, FinalState::Complete).await;
     let outcomes = rig.outcomes(&task).await;
     assert_eq!(

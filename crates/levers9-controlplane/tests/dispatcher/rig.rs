@@ -398,6 +398,17 @@ impl Rig {
         .await;
     }
 
+    /// Plays the worker: `input` completes, and its caller hears so.
+    pub async fn complete(&self, input: &TaskInput, events: &mut BoxStream<'static, RunEvent>) {
+        self.finish(input, InputEnd::Complete, "").await;
+        match next_event(events).await {
+            run_event::Kind::Result(notice) => {
+                assert_eq!(notice.state(), FinalTaskState::Complete)
+            }
+            other => panic!("expected the result, got {other:?}"),
+        }
+    }
+
     /// Each attempt of `task_id`: its number and outcome, oldest first.
     pub async fn outcomes(&self, task_id: &str) -> Vec<(u32, Option<AttemptOutcome>)> {
         let attempts = self.store.task_attempts(task_id).await.expect("attempts");
