@@ -4,9 +4,9 @@
 
 Run through scripts/bench-functions.sh (its stack, the raw bundle of the
 test image in LEVERS9_BENCH_RAW_BUNDLE, the worker's state beside
-LEVERS9_BENCH_WORKER_LOG). One warm call starts a function container; its config.json, as the worker wrote it, is copied while the
-container lives (its bind mounts' sources with it, since they go when it
-does). Then `runc run` of `python3 -c pass` on the raw bundle's root
+LEVERS9_BENCH_WORKER_LOG). One warm call starts a function container;
+its config.json, as the worker wrote it, is copied while the container
+lives (its bind mounts' sources with it, since they go when it does). Then `runc run` of `python3 -c pass` on the raw bundle's root
 filesystem is timed with these configs, taking turns, after one untimed
 round:
 

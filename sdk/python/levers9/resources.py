@@ -95,7 +95,7 @@ class FunctionConfig:
             return NotImplemented
         return self._compared() == other._compared()
 
-    # Equal configs may hold different (unhashable) env dicts.
+    # It holds a dict (env): unhashable, as the dataclass it replaced was.
     __hash__ = None
 
     def __repr__(self) -> str:

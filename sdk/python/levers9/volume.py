@@ -105,7 +105,7 @@ def _mtime(rfc3339: str) -> float:
     if not match:
         return 0.0
     base, fraction, zone = match.groups()
-    import datetime  # here and below, not at the top: a container's runner imports this module and needs neither
+    import datetime  # here and below, not at the top: a container imports this module for a function's volumes and needs neither
 
     moment = datetime.datetime.fromisoformat(base + ("+00:00" if zone == "Z" else zone))
     return moment.timestamp() + (float(fraction) if fraction else 0.0)

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 
 def test_importing_levers9_and_the_runner_loads_neither_grpc_nor_protobuf():
     code = (
@@ -19,23 +21,32 @@ def test_importing_levers9_and_the_runner_loads_neither_grpc_nor_protobuf():
 # startup.py) and a plain function needs none of them.
 SLOW = ("cloudpickle", "hashlib", "datetime", "typing", "inspect", "dataclasses", "concurrent.futures",
         "logging", "traceback", "levers9.volume", "levers9.secret", "levers9.image", "levers9.classes")
+PLAIN = "from levers9 import function\n\n@function(cpu=0.5, memory='256Mi')\ndef f(x):\n    return x\n"
+# One with volumes and secrets loads their modules (and volume.py's
+# dataclasses), still not what they use only on the caller's side.
+WITH_OBJECTS = (
+    "from levers9 import Secret, Volume, function\n\n"
+    "@function(volumes=[Volume.from_name('data', mount_path='/data')], secrets=['db', Secret.from_name('api')])\n"
+    "def f(x):\n    return x\n"
+)
+OBJECTS_SLOW = ("cloudpickle", "hashlib", "datetime", "typing", "concurrent.futures", "logging", "traceback",
+                "levers9.image", "levers9.classes")
 
 
-def test_a_runner_starting_a_function_leaves_slow_imports_for_later(tmp_path):
+@pytest.mark.parametrize("source, slow", [(PLAIN, SLOW), (WITH_OBJECTS, OBJECTS_SLOW)], ids=["plain", "objects"])
+def test_a_runner_starting_a_function_leaves_slow_imports_for_later(tmp_path, source, slow):
     # What a cold call waits for: the runner's modules and those of a
     # function's module (the decorator's), as `python -S` in a container
     # loads them.
     import levers9
 
-    (tmp_path / "app_plain.py").write_text(
-        "from levers9 import function\n\n@function(cpu=0.5, memory='256Mi')\ndef f(x):\n    return x\n"
-    )
+    (tmp_path / "app_start.py").write_text(source)
     code = (
         "import sys\n"
         "from levers9.runner.main import load_function\n"
-        f"fn = load_function({str(tmp_path)!r}, 'app_plain.py', 'f')\n"
+        f"fn = load_function({str(tmp_path)!r}, 'app_start.py', 'f')\n"
         "assert fn(2) == 2\n"
-        f"slow = sorted(m for m in {SLOW!r} if m in sys.modules)\n"
+        f"slow = sorted(m for m in {slow!r} if m in sys.modules)\n"
         "assert not slow, slow\n"
     )
     sdk = os.path.dirname(os.path.dirname(os.path.abspath(levers9.__file__)))
