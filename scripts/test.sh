@@ -5,6 +5,9 @@
 # started for the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One build per run: incremental state would double target/ (15 of 25 GB)
+# on a disk the tests also write to.
+export CARGO_INCREMENTAL=0
 scripts/install-test-packages.sh
 # The house rules first: they fail in seconds (fmt) or a few minutes
 # (clippy, the dashboard's ESLint) rather than after the whole suite.
