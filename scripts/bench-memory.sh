@@ -12,17 +12,22 @@
 # measures the debug build instead (its figures are not the release
 # build's). LEVERS9_BENCH_MEMORY_ENV, e.g. "MALLOC_ARENA_MAX=2", is put in
 # the environment of both processes, to try a setting.
+# LEVERS9_BENCH_BIN=/path/to/levers9 measures that binary instead (another
+# commit's or profile's build, for an A/B).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${LEVERS9_BENCH_PROFILE:-release}
 settle=${LEVERS9_BENCH_SETTLE:-10}
-if [ "$profile" = release ]; then
+if [ -n "${LEVERS9_BENCH_BIN:-}" ]; then
+  bin=$LEVERS9_BENCH_BIN
+elif [ "$profile" = release ]; then
   cargo build --release --locked -p levers9-cli >&2
+  bin=$PWD/target/release/levers9
 else
   cargo build --locked -p levers9-cli >&2
+  bin=$PWD/target/debug/levers9
 fi
 python=$(scripts/python-test-env.sh)
-bin=$PWD/target/$profile/levers9
 work=$(mktemp -d /tmp/l9memory.XXXX)
 extra_env=()
 [ -n "${LEVERS9_BENCH_MEMORY_ENV:-}" ] && read -r -a extra_env <<<"$LEVERS9_BENCH_MEMORY_ENV"
@@ -82,6 +87,6 @@ if [ -n "${LEVERS9_TEST_DATABASE_URL:-}" ] && [ -n "${LEVERS9_TEST_REDIS_URL:-}"
   measure postgres+redis
 fi
 echo
-echo "Idle memory, $profile build, $(nproc) cores, settled ${settle} s${LEVERS9_BENCH_MEMORY_ENV:+, with $LEVERS9_BENCH_MEMORY_ENV}:"
+echo "Idle memory, ${LEVERS9_BENCH_BIN:-$profile build}, $(nproc) cores, settled ${settle} s${LEVERS9_BENCH_MEMORY_ENV:+, with $LEVERS9_BENCH_MEMORY_ENV}:"
 echo
 python3 bench/memory.py table "$readings"
