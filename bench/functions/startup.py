@@ -75,28 +75,37 @@ def remove_pyc(top):
                 os.unlink(os.path.join(path, f))
 
 
-def main():
+def unpack_root(root, name="startup"):
+    """The test image's root filesystem at root, the SDK (no .pyc) at /levers9/sdk."""
     if not os.path.exists(CACHE):
-        sys.exit(f"startup: no {CACHE}: run make bench-functions (or scripts/push-python-image.sh) once")
+        sys.exit(f"{name}: no {CACHE}: run make bench-functions (or scripts/push-python-image.sh) once")
+    os.mkdir(root)
+    subprocess.run(["tar", "-C", root, "-xzf", CACHE], check=True)
+    sdk = os.path.join(root, "levers9", "sdk")
+    os.makedirs(sdk)
+    zipfile.ZipFile(io.BytesIO(sdk_archive().data)).extractall(sdk)
+    remove_pyc(sdk)
+
+
+def compile_sdk(root):
+    """Byte-compiles /levers9/sdk with the image's own interpreter, as the worker does (supervisor/compiled.rs)."""
+    subprocess.run(
+        ["chroot", root, "/usr/bin/python3", "-m", "compileall", "-q", "/levers9/sdk"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def main():
     with tempfile.TemporaryDirectory(prefix="l9startup.") as work:
         root = os.path.join(work, "rootfs")
-        os.mkdir(root)
-        subprocess.run(["tar", "-C", root, "-xzf", CACHE], check=True)
-        sdk = os.path.join(root, "levers9", "sdk")
-        os.makedirs(sdk)
-        zipfile.ZipFile(io.BytesIO(sdk_archive().data)).extractall(sdk)
-        remove_pyc(sdk)
+        unpack_root(root)
 
         rows = [("`python3 -c pass` (baseline)", cpu_ms(root, "pass"))]
         compiled = cpu_ms(root, IMPORTS)
         sdk_compiled_root = os.path.join(work, "sdk-compiled")
-        # The same tree with the SDK compiled by the image's interpreter.
         subprocess.run(["cp", "-a", root, sdk_compiled_root], check=True)
-        subprocess.run(
-            ["chroot", sdk_compiled_root, "/usr/bin/python3", "-m", "compileall", "-q", "/levers9/sdk"],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        compile_sdk(sdk_compiled_root)
         sdk_compiled = cpu_ms(sdk_compiled_root, IMPORTS)
         with_function = cpu_ms(sdk_compiled_root, WITH_FUNCTION)
         remove_pyc(os.path.join(root, "usr", "lib", "python3.11"))
