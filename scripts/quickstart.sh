@@ -33,7 +33,7 @@ wait_up() {
 echo "==> installing missing system packages"
 scripts/install-test-packages.sh
 
-echo "==> building levers9 (release)"
+echo "==> building levers9 (release, whole-program optimised: about 15 min the first time on 2 cores)"
 cargo build --release --locked -p levers9-cli
 levers9="$PWD/target/release/levers9"
 
