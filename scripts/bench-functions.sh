@@ -4,25 +4,14 @@
 # in the test registry, then bench/functions/bench.py (or the bench file
 # given, e.g. bench/functions/endpoints.py). Run it through
 # scripts/test-servers.sh, which starts the servers. LEVERS9_BENCH_PROFILE=debug
-# uses a debug build (to check that a bench runs; its figures are not the
-# release build's). LEVERS9_BENCH_BIN=/path/to/levers9 runs that binary
-# instead of building one (scripts/bench-ab.sh: another commit's build).
+# or LEVERS9_BENCH_BIN=/path/to/levers9 pick another binary
+# (scripts/bench-bin.sh; scripts/bench-ab.sh passes another commit's build).
 # LEVERS9_BENCH_LOGS=DIR keeps the controlplane's and worker's logs there
 # (cp.log, worker.log), which are otherwise removed with the run.
 # LEVERS9_BENCH_RUNTIME=gvisor runs the worker on gVisor (default runc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-profile=${LEVERS9_BENCH_PROFILE:-release}
-if [ -n "${LEVERS9_BENCH_BIN:-}" ]; then
-  bin=$LEVERS9_BENCH_BIN
-else
-  if [ "$profile" = release ]; then
-    cargo build --release --locked -p levers9-cli >&2
-  else
-    cargo build --locked -p levers9-cli >&2
-  fi
-  bin=$PWD/target/$profile/levers9
-fi
+bin=$(scripts/bench-bin.sh)
 python=$(scripts/python-test-env.sh)
 work=$(mktemp -d /tmp/l9bench.XXXX)
 pids=()

@@ -3,17 +3,12 @@
 # the test registry, a runc worker of the build pool and one of the default
 # pool, then bench/images/bench.py. Run it through scripts/test-servers.sh
 # (it needs LEVERS9_TEST_REGISTRY). LEVERS9_BENCH_PROFILE=debug skips the
-# release build (slower binaries; the build containers dominate anyway).
+# release build (slower binaries; the build containers dominate anyway);
+# LEVERS9_BENCH_BIN runs a given binary (scripts/bench-bin.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-profile=${LEVERS9_BENCH_PROFILE:-release}
-if [ "$profile" = release ]; then
-  cargo build --release --locked -p levers9-cli >&2
-else
-  cargo build --locked -p levers9-cli >&2
-fi
+bin=$(scripts/bench-bin.sh)
 python=$(scripts/python-test-env.sh)
-bin=$PWD/target/$profile/levers9
 work=$(mktemp -d /tmp/l9ibench.XXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work" 2>/dev/null || echo "bench: left $work (a container mount was still busy)" >&2; }

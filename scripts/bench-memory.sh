@@ -8,25 +8,15 @@
 #     stopped at its keep-warm's end, then the same settling time;
 # on the embedded backends (SQLite, in-process hot state) and, when the
 # test servers are given, on PostgreSQL and Redis. Run it through
-# scripts/test-servers.sh: its registry holds the function's image. A release runc worker; LEVERS9_BENCH_PROFILE=debug
-# measures the debug build instead (its figures are not the release
-# build's). LEVERS9_BENCH_MEMORY_ENV, e.g. "MALLOC_ARENA_MAX=2", is put in
-# the environment of both processes, to try a setting.
-# LEVERS9_BENCH_BIN=/path/to/levers9 measures that binary instead (another
-# commit's or profile's build, for an A/B).
+# scripts/test-servers.sh: its registry holds the function's image. A
+# release runc worker; LEVERS9_BENCH_PROFILE=debug or LEVERS9_BENCH_BIN
+# pick another binary (scripts/bench-bin.sh). LEVERS9_BENCH_MEMORY_ENV,
+# e.g. "MALLOC_ARENA_MAX=2", is put in the environment of both processes,
+# to try a setting.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-profile=${LEVERS9_BENCH_PROFILE:-release}
 settle=${LEVERS9_BENCH_SETTLE:-10}
-if [ -n "${LEVERS9_BENCH_BIN:-}" ]; then
-  bin=$LEVERS9_BENCH_BIN
-elif [ "$profile" = release ]; then
-  cargo build --release --locked -p levers9-cli >&2
-  bin=$PWD/target/release/levers9
-else
-  cargo build --locked -p levers9-cli >&2
-  bin=$PWD/target/debug/levers9
-fi
+bin=$(scripts/bench-bin.sh)
 python=$(scripts/python-test-env.sh)
 work=$(mktemp -d /tmp/l9memory.XXXX)
 extra_env=()
@@ -87,6 +77,6 @@ if [ -n "${LEVERS9_TEST_DATABASE_URL:-}" ] && [ -n "${LEVERS9_TEST_REDIS_URL:-}"
   measure postgres+redis
 fi
 echo
-echo "Idle memory, ${LEVERS9_BENCH_BIN:-$profile build}, $(nproc) cores, settled ${settle} s${LEVERS9_BENCH_MEMORY_ENV:+, with $LEVERS9_BENCH_MEMORY_ENV}:"
+echo "Idle memory, ${LEVERS9_BENCH_BIN:-${LEVERS9_BENCH_PROFILE:-release} build}, $(nproc) cores, settled ${settle} s${LEVERS9_BENCH_MEMORY_ENV:+, with $LEVERS9_BENCH_MEMORY_ENV}:"
 echo
 python3 bench/memory.py table "$readings"

@@ -31,6 +31,9 @@ from levers9 import function
 
 
 WARM_UP_CALLS = 300
+# The raw gVisor run the benches compare with (the platform is runsc's
+# default: ptrace on Debian's build, the one that works on these machines).
+RAW_RUNSC = ["runsc", "--rootless=false", "--network=none"]
 WARM_CALLS = int(os.environ.get("LEVERS9_BENCH_WARM_CALLS", "300"))
 COLD_CALLS = int(os.environ.get("LEVERS9_BENCH_COLD_CALLS", "5"))
 MAP_INPUTS = int(os.environ.get("LEVERS9_BENCH_MAP_INPUTS", "10000"))

@@ -11,8 +11,8 @@ one `@function` at /levers9/code/app.py, with the runner's PYTHONPATH
   module (what a cold call's runner loads before its first input), counted
   with `strace -f -c` in a chroot (chroot(8)'s few dozen calls included;
   skipped when strace is not installed), the five most frequent of each;
-- the wall time of `runsc --platform=ptrace --rootless=false --network=none
-  run` (the flags of the benches' raw runsc baseline; the SDK and the code
+- the wall time of `runsc --rootless=false --network=none run` (the
+  benches' raw runsc baseline, bench.py's RAW_RUNSC; the SDK and the code
   bind-mounted read-only from host directories, as the worker mounts them)
   of each, and of two probes that price what the imports do: 10,000
   `os.stat` calls and 1,000 opens, reads and closes of a standard-library
@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 
+from bench import RAW_RUNSC
 from startup import IMPORTS, compile_sdk, unpack_root
 
 RUNS = int(os.environ.get("LEVERS9_BENCH_RUNS", "7"))
@@ -98,7 +99,7 @@ def runsc_ms(bundle, code, name):
         json.dump(config(code, os.path.join(bundle, "objects")), f)
     start = time.monotonic()
     done = subprocess.run(
-        ["runsc", "--platform=ptrace", "--rootless=false", "--network=none", *EXTRA_FLAGS, "run", name],
+        [*RAW_RUNSC, *EXTRA_FLAGS, "run", name],
         cwd=bundle,
         capture_output=True,
     )
@@ -113,7 +114,7 @@ def main():
         sys.exit("gvisor_startup: no runsc (scripts/install-test-packages.sh installs it)")
     with tempfile.TemporaryDirectory(prefix="l9gvisor.") as bundle:
         root = os.path.join(bundle, "rootfs")
-        unpack_root(root, "gvisor_startup")
+        unpack_root(root)
         compile_sdk(root)
         os.makedirs(os.path.join(root, "levers9", "code"))
         with open(os.path.join(root, "levers9", "code", "app.py"), "w") as f:
@@ -138,8 +139,7 @@ def main():
             for what, code in VARIANTS.items():
                 times[what].append(runsc_ms(bundle, code, f"l9gv-{os.getpid()}-{round_}-{what}"))
         med = {what: statistics.median(ms) for what, ms in times.items()}
-        flags = f", {' '.join(EXTRA_FLAGS)}" if EXTRA_FLAGS else ""
-        print(f"| runsc run (ptrace{flags}), median of {RUNS} | ms | over `pass` |")
+        print(f"| `{' '.join([*RAW_RUNSC, *EXTRA_FLAGS])} run`, median of {RUNS} | ms | over `pass` |")
         print("|---|---|---|")
         print(f"| `python3 -c pass` | {med['pass']:.0f} | |")
         print(f"| runner imports + a module with one `@function` | {med['runner']:.0f} | {med['runner'] - med['pass']:+.0f} ms |")

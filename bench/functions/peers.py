@@ -46,7 +46,7 @@ PEER_TIMEOUT = int(os.environ.get("LEVERS9_BENCH_PEERS_TIMEOUT", "600"))
 RUNTIMES = {
     "runc": ["runc"],
     "crun": ["crun"],
-    "runsc": ["runsc", "--rootless=false", "--network=none"],
+    "runsc": bench.RAW_RUNSC,
 }
 # crun refuses a hybrid cgroup layout (v1 controllers with a v2 hierarchy at
 # /sys/fs/cgroup/unified, as on this project's machines): it runs in a

@@ -75,10 +75,10 @@ def remove_pyc(top):
                 os.unlink(os.path.join(path, f))
 
 
-def unpack_root(root, name="startup"):
+def unpack_root(root):
     """The test image's root filesystem at root, the SDK (no .pyc) at /levers9/sdk."""
     if not os.path.exists(CACHE):
-        sys.exit(f"{name}: no {CACHE}: run make bench-functions (or scripts/push-python-image.sh) once")
+        sys.exit(f"{os.path.basename(sys.argv[0])}: no {CACHE}: run make bench-functions (or scripts/push-python-image.sh) once")
     os.mkdir(root)
     subprocess.run(["tar", "-C", root, "-xzf", CACHE], check=True)
     sdk = os.path.join(root, "levers9", "sdk")
