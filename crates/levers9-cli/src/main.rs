@@ -18,7 +18,8 @@ use commands::Cli;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.command.is_process());
+    let is_process = cli.command.is_process();
+    init_logging(is_process);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -26,7 +27,22 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(commands::run(cli)) {
+    let outcome = runtime.block_on(async move {
+        if !is_process {
+            return commands::run(cli).await;
+        }
+        // A process's main loops (the worker's session with the
+        // controlplane, ...) run on a runtime thread, not on this one, which
+        // only blocks on them: the tasks they wake for every call (streams,
+        // connections) then run beside them, and a call's hand-offs do not
+        // each cross to another thread. A user command stays here: it may
+        // block on the terminal.
+        match tokio::spawn(commands::run(cli)).await {
+            Ok(outcome) => outcome,
+            Err(joined) => std::panic::resume_unwind(joined.into_panic()),
+        }
+    });
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => match error.downcast_ref::<output::ExitWith>() {
             Some(output::ExitWith(code)) => ExitCode::from(*code),
