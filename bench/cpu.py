@@ -137,6 +137,10 @@ class Meter:
         """The roles of a stack started by the process `root`, measured from here."""
         return cls(root=root, caller=os.getpid())
 
+    def pids(self, role):
+        """The PIDs that have `role` as the machine stands now."""
+        return [pid for pid, _ in self._find()[role]]
+
     def _find(self):
         """{role: [(pid, count_children)]} as the machine stands now."""
         parents = {}
