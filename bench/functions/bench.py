@@ -42,16 +42,19 @@ MAP_INPUTS = int(os.environ.get("LEVERS9_BENCH_MAP_INPUTS", "10000"))
 METER = None
 
 
-def cpu_meter():
-    """bench/cpu.py's meter when LEVERS9_BENCH_CPU=1. Imported here, not at
-    the top: this module is also the functions' code, loaded in containers
-    that have only this directory."""
-    if os.environ.get("LEVERS9_BENCH_CPU") != "1":
-        return None
+def stack_meter():
+    """bench/cpu.py's meter of the stack this script's parent started.
+    Imported here, not at the top: this module is also the functions' code,
+    loaded in containers that have only this directory."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import cpu
 
     return cpu.Meter.for_stack(root=os.getppid())
+
+
+def cpu_meter():
+    """The stack's meter when LEVERS9_BENCH_CPU=1."""
+    return stack_meter() if os.environ.get("LEVERS9_BENCH_CPU") == "1" else None
 
 
 def measured(label, units):
@@ -76,6 +79,16 @@ def cold():
 def cold_function(n):
     # A distinct env per run makes a distinct stub: nothing is warm for it.
     return function(env={"BENCH_COLD": f"{os.getpid()}-{n}-{time.time()}"}, keep_warm_seconds=1)(cold)
+
+
+def warm_calls(n):
+    """The round trip of each of n `echo.remote()` calls, in ms."""
+    times = []
+    for i in range(n):
+        start = time.perf_counter()
+        echo.remote(i)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
 
 
 def pct(samples, p):
@@ -115,12 +128,8 @@ def main():
     # database connections and caches on every side), not the steady state.
     for i in range(WARM_UP_CALLS):
         echo.remote(i)
-    warm = []
     with measured("per warm call", WARM_CALLS):
-        for i in range(WARM_CALLS):
-            start = time.perf_counter()
-            echo.remote(i)
-            warm.append((time.perf_counter() - start) * 1000)
+        warm = warm_calls(WARM_CALLS)
     row("warm .remote() round trip", warm)
 
     cold = []

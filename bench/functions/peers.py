@@ -69,12 +69,7 @@ def levers9_round(first):
         bench.echo.remote(0)
         for i in range(bench.WARM_UP_CALLS):
             bench.echo.remote(i)
-    warm = []
-    for i in range(CALLS):
-        start = time.perf_counter()
-        bench.echo.remote(i)
-        warm.append((time.perf_counter() - start) * 1000)
-    record("levers9", "warm p50 ms", bench.pct(warm, 50))
+    record("levers9", "warm p50 ms", bench.pct(bench.warm_calls(CALLS), 50))
     cold = []
     for n in range(STARTS):
         bench.cold_function(n).remote()

@@ -56,12 +56,8 @@ def main():
     print("| round | calls | p50 | p90 | mean |")
     print("|---|---|---|---|---|")
     for n in range(ROUNDS):
-        times = []
         with bench.measured(f"per call, round {n + 1}", CALLS):
-            for i in range(CALLS):
-                start = time.perf_counter()
-                bench.echo.remote(i)
-                times.append((time.perf_counter() - start) * 1000)
+            times = bench.warm_calls(CALLS)
         print(
             f"| {n + 1} | {CALLS} | {bench.pct(times, 50):.3f} ms | {bench.pct(times, 90):.3f} ms "
             f"| {statistics.mean(times):.3f} ms |",
@@ -70,15 +66,10 @@ def main():
     if meter:
         meter.print_table()
     if os.environ.get("LEVERS9_BENCH_SYSCALLS") == "1":
-        # bench/cpu.py finds the stack's processes; bench/ is put on the
-        # path here, as bench.cpu_meter does.
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-        import cpu
-
-        finder = cpu.Meter.for_stack(root=os.getppid())
+        finder = meter or bench.stack_meter()
         counts = {role: syscalls(finder.pids(role)[0], SYSCALL_CALLS) for role in ("controlplane", "worker")}
         both = lambda name: counts["controlplane"].get(name, 0) + counts["worker"].get(name, 0)
-        # Those made about once per call or more: the rest is the
+        # Those made at least once in 20 calls: the rest is the
         # processes' own upkeep (timers, allocator) in the same seconds.
         names = sorted((n for n in set(counts["controlplane"]) | set(counts["worker"]) if both(n) >= 0.05), key=both, reverse=True)
         print()
