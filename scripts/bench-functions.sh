@@ -12,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(scripts/bench-bin.sh)
+mapfile -t worker < <(scripts/bench-bin.sh --worker "$bin")
 python=$(scripts/python-test-env.sh)
 work=$(mktemp -d /tmp/l9bench.XXXX)
 pids=()
@@ -57,7 +58,7 @@ for _ in $(seq 1 100); do
 done
 echo "" | LEVERS9_BOOTSTRAP_SECRET=bench "$bin" config create bench --host 127.0.0.1 --port "$grpc_port" >/dev/null 2>&1
 token=$(grep '^token' "$HOME/.levers9/config.toml" | head -1 | cut -d'"' -f2)
-LEVERS9_TOKEN=$token "$bin" worker --pool default --runtime "${LEVERS9_BENCH_RUNTIME:-runc}" --worker-id bench \
+LEVERS9_TOKEN=$token "${worker[@]}" --pool default --runtime "${LEVERS9_BENCH_RUNTIME:-runc}" --worker-id bench \
   --controlplane "127.0.0.1:$grpc_port" --state-dir "$work/worker" >"$work/worker.log" 2>&1 &
 pids+=($!)
 sleep 2

@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(scripts/bench-bin.sh)
+mapfile -t worker < <(scripts/bench-bin.sh --worker "$bin")
 python=$(scripts/python-test-env.sh)
 work=$(mktemp -d /tmp/l9ibench.XXXX)
 pids=()
@@ -31,7 +32,7 @@ done
 echo "" | LEVERS9_BOOTSTRAP_SECRET=bench "$bin" config create bench --host 127.0.0.1 --port "$grpc_port" >/dev/null 2>&1
 token=$(grep '^token' "$HOME/.levers9/config.toml" | head -1 | cut -d'"' -f2)
 for pool in build default; do
-  LEVERS9_TOKEN=$token "$bin" worker --pool $pool --runtime runc --worker-id bench-$pool \
+  LEVERS9_TOKEN=$token "${worker[@]}" --pool $pool --runtime runc --worker-id bench-$pool \
     --controlplane "127.0.0.1:$grpc_port" --state-dir "$work/worker-$pool" >"$work/worker-$pool.log" 2>&1 &
   pids+=($!)
 done

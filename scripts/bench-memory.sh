@@ -9,7 +9,8 @@
 # on the embedded backends (SQLite, in-process hot state) and, when the
 # test servers are given, on PostgreSQL and Redis. Run it through
 # scripts/test-servers.sh: its registry holds the function's image. A
-# release runc worker; LEVERS9_BENCH_PROFILE=debug or LEVERS9_BENCH_BIN
+# release runc worker, levers9-worker as the worker image runs it (`levers9
+# worker` for an older build); LEVERS9_BENCH_PROFILE=debug or LEVERS9_BENCH_BIN
 # pick another binary (scripts/bench-bin.sh). LEVERS9_BENCH_MEMORY_ENV,
 # e.g. "MALLOC_ARENA_MAX=2", is put in the environment of both processes,
 # to try a setting.
@@ -17,6 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 settle=${LEVERS9_BENCH_SETTLE:-10}
 bin=$(scripts/bench-bin.sh)
+mapfile -t worker_command < <(scripts/bench-bin.sh --worker "$bin")
 python=$(scripts/python-test-env.sh)
 work=$(mktemp -d /tmp/l9memory.XXXX)
 extra_env=()
@@ -58,7 +60,7 @@ measure() {
   echo "" | HOME="$dir/home" LEVERS9_BOOTSTRAP_SECRET=bench "$bin" config create bench --host 127.0.0.1 --port "$grpc_port" >/dev/null 2>&1
   local token
   token=$(grep '^token' "$dir/home/.levers9/config.toml" | head -1 | cut -d'"' -f2)
-  env HOME="$dir/home" LEVERS9_TOKEN="$token" "${extra_env[@]}" "$bin" worker --pool default --runtime runc --worker-id bench \
+  env HOME="$dir/home" LEVERS9_TOKEN="$token" "${extra_env[@]}" "${worker_command[@]}" --pool default --runtime runc --worker-id bench \
     --controlplane "127.0.0.1:$grpc_port" --state-dir "$dir/worker" >"$dir/worker.log" 2>&1 &
   local worker=$!
   pids+=("$worker")

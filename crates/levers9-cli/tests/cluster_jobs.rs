@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{text, BIN};
+use common::{text, BIN, WORKER_BIN};
 
 fn kubernetes_validate() -> PathBuf {
     let path = std::env::var_os("LEVERS9_TEST_KUBERNETES_VALIDATE")
@@ -52,6 +52,25 @@ fn the_agents_job_with_every_option_is_a_valid_job_without_secrets() {
     assert_eq!(job["kind"], "Job");
     let pod = &job["spec"]["template"]["spec"];
     assert_eq!(pod["imagePullSecrets"][0]["name"], "regcred");
+    // The container's arguments are the worker image's entrypoint's: each
+    // is one levers9-worker takes (clap refuses an unknown one before it
+    // reaches --help).
+    let args: Vec<&str> = pod["containers"][0]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    let parsed = Command::new(WORKER_BIN)
+        .args(&args)
+        .arg("--help")
+        .output()
+        .expect("run levers9-worker");
+    assert!(
+        parsed.status.success(),
+        "levers9-worker {args:?}: {}",
+        text(&parsed.stderr)
+    );
     let env = pod["containers"][0]["env"].as_array().expect("env");
     assert!(
         env.iter()

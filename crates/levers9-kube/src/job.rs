@@ -107,8 +107,8 @@ impl WorkerJob<'_> {
     pub fn job_with(&self, wide: &WorkerWide) -> Job {
         let pool = self.config;
         let keys = &pool.kubernetes;
+        // The worker image's entrypoint is `levers9-worker`: only its flags.
         let mut args = vec![
-            "worker".to_owned(),
             "--pool".to_owned(),
             self.pool.to_owned(),
             "--runtime".to_owned(),

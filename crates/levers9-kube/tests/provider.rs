@@ -55,7 +55,6 @@ fn created(enforced: bool) -> Box<dyn Fn(&Value) + Send> {
         assert_eq!(
             container["args"],
             json!([
-                "worker",
                 "--pool",
                 "gke-l4",
                 "--runtime",

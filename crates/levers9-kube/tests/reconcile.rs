@@ -80,7 +80,6 @@ fn check_created_job(body: &Value) {
     assert_eq!(
         container["args"],
         json!([
-            "worker",
             "--pool",
             "l40s",
             "--runtime",

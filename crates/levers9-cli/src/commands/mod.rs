@@ -20,7 +20,7 @@ mod task;
 mod token;
 mod up;
 mod volume;
-mod worker;
+pub mod worker;
 mod workspace;
 
 use anyhow::Result;

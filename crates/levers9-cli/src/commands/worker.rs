@@ -95,7 +95,7 @@ pub(crate) enum RuntimeArg {
 /// Options of a worker process. The token comes from LEVERS9_TOKEN (a
 /// worker token: levers9 token create --type worker), never from a flag.
 #[derive(Debug, Args)]
-pub(crate) struct RunArgs {
+pub struct RunArgs {
     /// The pool this worker serves.
     #[arg(long, env = "LEVERS9_WORKER_POOL", default_value = "default")]
     pub(crate) pool: String,
@@ -195,7 +195,7 @@ pub async fn run(args: WorkerArgs, context: Option<&str>) -> Result<()> {
             )
             .await
         }
-        None => run_worker(*args.run).await,
+        None => run_process(*args.run).await,
     }
 }
 
@@ -335,7 +335,9 @@ fn read_registry_credentials(path: &Path) -> Result<HashMap<String, RegistryCred
         .collect()
 }
 
-async fn run_worker(args: RunArgs) -> Result<()> {
+/// Runs the worker process (`levers9 worker`, `levers9-worker`) with the
+/// worker token in LEVERS9_TOKEN, until SIGINT or SIGTERM.
+pub async fn run_process(args: RunArgs) -> Result<()> {
     parent::exit_with_parent()?;
     let token = std::env::var("LEVERS9_TOKEN").ok().filter(|t| !t.is_empty()).context(
         "LEVERS9_TOKEN is not set: give the worker a worker token (levers9 token create --type worker)",

@@ -12,7 +12,7 @@ use levers9_api::v1::{
 };
 use levers9_api::Words;
 
-use super::{text, with_token, Controlplane, BIN};
+use super::{text, with_token, Controlplane, WORKER_BIN};
 
 /// The busybox test image, built and pushed once per test binary; its
 /// reference by digest.
@@ -209,8 +209,9 @@ impl Worker {
         (worker, worker_id)
     }
 
-    /// Starts `levers9 worker ARGS` against the controlplane at `address`
-    /// with this token and extra environment; returns at once.
+    /// Starts `levers9-worker ARGS` (the worker image's binary) against the
+    /// controlplane at `address` with this token and extra environment;
+    /// returns at once.
     pub fn launch(
         address: &str,
         token: &str,
@@ -223,8 +224,7 @@ impl Worker {
         // Two cores and 2 GiB unless the caller sized it.
         let sized = args.contains(&"--cpu-millicores");
         let capacity = ["--cpu-millicores", "2000", "--memory-mib", "2048"];
-        let child = Command::new(BIN)
-            .arg("worker")
+        let child = Command::new(WORKER_BIN)
             .args(args)
             .args(capacity.iter().filter(|_| !sized))
             // Tests end with containers running: drain no longer than this.
@@ -241,7 +241,7 @@ impl Worker {
             .stdout(log_file.try_clone().expect("log"))
             .stderr(log_file)
             .spawn()
-            .expect("spawn levers9 worker");
+            .expect("spawn levers9-worker");
         Worker {
             child: Some(child),
             state_dir,

@@ -25,6 +25,8 @@ use levers9_api::v1::{AuthorizeRequest, AuthorizeResponse};
 use tonic::transport::Channel;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_levers9");
+/// The worker-only binary the worker image ships; the tests' workers run it.
+pub const WORKER_BIN: &str = env!("CARGO_BIN_EXE_levers9-worker");
 pub const SECRET: &str = "e2e-bootstrap-secret";
 
 /// Which record store and hot state a controlplane runs on.
