@@ -72,7 +72,8 @@ pub enum Command {
     /// List or delete the named queues of your workspace (levers9.Queue).
     #[command(subcommand)]
     Queue(objects::QueueCommand),
-    /// Run a worker (levers9 worker --pool NAME); list, cordon, uncordon or drain workers.
+    /// Run a worker (levers9 worker --pool NAME; the worker image runs the
+    /// same process as levers9-worker); list, cordon, uncordon or drain workers.
     Worker(worker::WorkerArgs),
     /// Run, list, stop containers and read their output.
     #[command(subcommand)]
