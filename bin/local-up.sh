@@ -51,7 +51,7 @@ for tool in docker k3d kubectl helm python3; do
 done
 if [ ! -x "$levers9" ]; then
   say "building the levers9 CLI"
-  cargo build --release -p levers9-cli
+  cargo build --release -p levers9-cli --bin levers9
 fi
 
 # Secrets pass through files in here (never through arguments, which any

@@ -10,8 +10,8 @@
 # and a reachable Debian mirror (the host's apt sources are reused).
 #
 # The stand-in for rust:1.95-bookworm has no compiler: its `cargo` writes a
-# placeholder `levers9` (or `levers9-worker`, `levers9-dashboard-api`), because compiling the
-# workspace takes the machine for many minutes. Everything else is real: the
+# placeholder `levers9` (or `levers9-worker`, `levers9-dashboard-api`),
+# because compiling the workspace takes the machine for many minutes. Everything else is real: the
 # multi-stage wiring, the runtime packages, the entrypoints and the runner's
 # Python. With LEVERS9_RUST_IMAGE=<a real rust image already in this buildah
 # store> the build stage compiles for real.
