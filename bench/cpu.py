@@ -125,10 +125,11 @@ def _url_port(variable):
 
 def _levers9_role(args):
     """"controlplane" or "worker" for such a levers9 process, else None."""
-    if not args or not os.path.basename(args[0]).startswith("levers9"):
-        return None
-    if os.path.basename(args[0]) == "levers9-worker":
+    name = os.path.basename(args[0]) if args else ""
+    if name == "levers9-worker":
         return "worker"
+    if not name.startswith("levers9"):
+        return None
     if len(args) >= 2 and args[1] in ("controlplane", "worker"):
         return args[1]
     return None

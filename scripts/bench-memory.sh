@@ -79,6 +79,6 @@ if [ -n "${LEVERS9_TEST_DATABASE_URL:-}" ] && [ -n "${LEVERS9_TEST_REDIS_URL:-}"
   measure postgres+redis
 fi
 echo
-echo "Idle memory, ${LEVERS9_BENCH_BIN:-${LEVERS9_BENCH_PROFILE:-release} build}, $(nproc) cores, settled ${settle} s${LEVERS9_BENCH_MEMORY_ENV:+, with $LEVERS9_BENCH_MEMORY_ENV}:"
+echo "Idle memory, ${LEVERS9_BENCH_BIN:-${LEVERS9_BENCH_PROFILE:-release} build} (worker: ${worker_command[*]}), $(nproc) cores, settled ${settle} s${LEVERS9_BENCH_MEMORY_ENV:+, with $LEVERS9_BENCH_MEMORY_ENV}:"
 echo
 python3 bench/memory.py table "$readings"
