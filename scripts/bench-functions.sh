@@ -9,6 +9,8 @@
 # LEVERS9_BENCH_LOGS=DIR keeps the controlplane's and worker's logs there
 # (cp.log, worker.log), which are otherwise removed with the run.
 # LEVERS9_BENCH_RUNTIME=gvisor runs the worker on gVisor (default runc).
+# LEVERS9_BENCH_SPARES=N has the worker keep N spare containers
+# (worker.spares; default 0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(scripts/bench-bin.sh)
@@ -58,7 +60,7 @@ for _ in $(seq 1 100); do
 done
 echo "" | LEVERS9_BOOTSTRAP_SECRET=bench "$bin" config create bench --host 127.0.0.1 --port "$grpc_port" >/dev/null 2>&1
 token=$(grep '^token' "$HOME/.levers9/config.toml" | head -1 | cut -d'"' -f2)
-LEVERS9_TOKEN=$token "${worker[@]}" --pool default --runtime "${LEVERS9_BENCH_RUNTIME:-runc}" --worker-id bench \
+LEVERS9_TOKEN=$token LEVERS9_WORKER_SPARES=${LEVERS9_BENCH_SPARES:-0} "${worker[@]}" --pool default --runtime "${LEVERS9_BENCH_RUNTIME:-runc}" --worker-id bench \
   --controlplane "127.0.0.1:$grpc_port" --state-dir "$work/worker" >"$work/worker.log" 2>&1 &
 pids+=($!)
 sleep 2

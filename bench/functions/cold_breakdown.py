@@ -12,6 +12,13 @@ from its log (LEVERS9_BENCH_WORKER_LOG, which the script sets).
 LEVERS9_BENCH_RUNTIME=gvisor runs the worker on gVisor and the raw runs
 with runsc (default runc).
 
+LEVERS9_BENCH_SPARES=1 has the worker keep a spare container
+(worker.spares), and each timed call waits first until the worker's log
+says a spare is ready: the timed cold call adopts it. Its container has no
+"container started" or "runner connected" line of its own, so its steps
+are the caller's, the run request -> hello (the code linked into the spare,
+the function loaded), and what follows.
+
 Each of LEVERS9_BENCH_COLD_CALLS (default 10) rounds makes one untimed and
 one timed cold call (a new stub, so a new container; image and code
 cached), then one untimed and one timed raw `runc run` of the same image
@@ -116,6 +123,23 @@ def worker_events(path, container_id):
     return events
 
 
+SPARES = os.environ.get("LEVERS9_BENCH_SPARES", "0") != "0"
+SPARE_READY = "a spare's function runner waits for its function"
+ADOPTED = "a container adopted a spare"
+
+
+def wait_for_a_spare(log):
+    """Waits until the worker has a spare ready that no call adopted yet."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        if text.count(SPARE_READY) > text.count(ADOPTED):
+            return
+        time.sleep(0.05)
+    raise SystemExit("cold_breakdown: no spare became ready in 60 s: is LEVERS9_BENCH_SPARES set for the worker?")
+
+
 def steps(call, events):
     """A timed call cut into named steps, in ms."""
 
@@ -124,14 +148,25 @@ def steps(call, events):
             raise SystemExit(f"cold_breakdown: no worker line {message!r} for {call['container_id']}: does the worker log at debug?")
         return events[message]
 
+    def ms(a, b):
+        return (b - a) * 1000
+
     requested, _ = at("run request")
+    if SPARES:
+        at(ADOPTED)
+        hello, _ = at("the function runner is ready")
+        return {
+            "caller: create the stub": ms(call["began"], call["stub_made"]),
+            "call -> worker's run request (controlplane, placement)": ms(call["stub_made"], requested),
+            "run request -> hello (code linked into the spare, function loaded)": ms(requested, hello),
+            "hello -> function body (input delivered)": ms(hello, call["body"]),
+            "function body -> caller has the result": ms(call["body"], call["returned"]),
+            "total: cold call to result": ms(call["began"], call["returned"]),
+        }
     started_line, f = at("container started")
     connected, _ = at("the function runner connected")
     hello, _ = at("the function runner is ready")
     pulled, rootfs, spec, started = (float(f[k]) for k in ("pulled_ms", "rootfs_ms", "spec_ms", "started_ms"))
-    def ms(a, b):
-        return (b - a) * 1000
-
     return {
         "caller: create the stub": ms(call["began"], call["stub_made"]),
         "call -> worker's run request (controlplane, placement)": ms(call["stub_made"], requested),
@@ -163,6 +198,8 @@ def main():
     calls, raws = [], []
     for n in range(ROUNDS):
         cold_call(f"untimed-{n}")
+        if SPARES:
+            wait_for_a_spare(log)
         calls.append(cold_call(f"timed-{n}"))
         raw_run(bundle, f"untimed-{n}")
         raws.append(raw_run(bundle, f"timed-{n}"))

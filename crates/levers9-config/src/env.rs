@@ -81,6 +81,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
         "worker.containerServerAuth",
     ),
     ("LEVERS9_WORKER_CDI_SPEC_DIRS", "worker.cdiSpecDirs"),
+    ("LEVERS9_WORKER_SPARES", "worker.spares"),
     (
         "LEVERS9_WORKER_VOLUME_MOUNT_VALIDATION",
         "worker.volumeMountValidation",

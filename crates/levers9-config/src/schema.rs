@@ -311,6 +311,12 @@ pub struct WorkerConfig {
     /// a container's GPUs get the device nodes, environment and mounts the
     /// `nvidia.com/gpu` spec lists for them. Later directories win.
     pub cdi_spec_dirs: Vec<String>,
+    /// How many spare function containers a worker keeps started, each
+    /// waiting to become the next cold start of a function of the same
+    /// image, SDK, resources and hardening (0: none). They use memory and
+    /// CPU while they wait, and are stopped first when a container needs
+    /// the room.
+    pub spares: usize,
 }
 
 impl Default for WorkerConfig {
@@ -331,6 +337,7 @@ impl Default for WorkerConfig {
             volume_mount_validation: VolumeMountValidationMode::Log,
             job_resources_enforced: false,
             cdi_spec_dirs: vec!["/etc/cdi".into(), "/var/run/cdi".into()],
+            spares: 0,
         }
     }
 }

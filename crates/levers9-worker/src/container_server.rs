@@ -20,7 +20,7 @@ mod connection;
 mod named;
 mod wire;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
@@ -110,7 +110,9 @@ pub struct ContainerServer {
 }
 
 struct Shared {
-    container_id: ContainerId,
+    /// The container it serves; a spare's is replaced when a run adopts it
+    /// (see [`ContainerServer::assign`]).
+    container_id: Lock<ContainerId>,
     /// Inputs the runner runs at once (`LEVERS9_CONCURRENCY`).
     concurrency: usize,
     events: mpsc::Sender<WorkerMessage>,
@@ -149,6 +151,9 @@ struct State {
     /// first, with their timeouts (ms): waiting in its queue.
     waiting: VecDeque<(String, u64)>,
     outcome: RunnerOutcome,
+    /// Set once a spare's runner said it waits for a function: the
+    /// top-level modules it has imported.
+    spare_modules: Option<Vec<String>>,
     /// The connection's reader and writer, aborted at shutdown.
     connection_tasks: Vec<JoinHandle<()>>,
 }
@@ -213,7 +218,7 @@ impl ContainerServer {
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
             .map_err(io(&socket))?;
         let shared = Arc::new(Shared {
-            container_id: container_id.clone(),
+            container_id: Lock::new(container_id.clone()),
             concurrency: concurrency.max(1),
             events,
             stop,
@@ -224,6 +229,7 @@ impl ContainerServer {
                 running: HashMap::new(),
                 waiting: VecDeque::new(),
                 outcome: RunnerOutcome::default(),
+                spare_modules: None,
                 connection_tasks: Vec::new(),
             }),
             named: OnceLock::new(),
@@ -263,6 +269,12 @@ impl ContainerServer {
         }
     }
 
+    /// Takes the inputs waiting for the runner's hello, for another
+    /// container's server to run.
+    pub fn take_queued(&self) -> Vec<TaskInput> {
+        std::mem::take(&mut self.shared.state().queued)
+    }
+
     /// The caller no longer wants an input. One still waiting for the
     /// runner's hello is dropped here; one the runner holds is cancelled
     /// there, and the runner answers with a cancelled result (it had not
@@ -275,7 +287,7 @@ impl ContainerServer {
             drop(state);
             return self
                 .shared
-                .report_later(cancelled(&self.shared.container_id, task_id));
+                .report_later(cancelled(&self.shared.id(), task_id));
         }
         if !state.runs(task_id) {
             return;
@@ -296,7 +308,7 @@ impl ContainerServer {
             }
             Connection::Open { .. } => {
                 drop(state);
-                tracing::info!(container_id = %self.shared.container_id, %task_id, "the function runner cannot drop a cancelled input; stopping its container");
+                tracing::info!(container_id = %self.shared.id(), %task_id, "the function runner cannot drop a cancelled input; stopping its container");
                 (self.shared.stop)();
             }
             Connection::Waiting | Connection::Closed(_) => {}
@@ -328,6 +340,49 @@ impl ContainerServer {
         }
     }
 
+    /// The top-level modules a spare's runner has imported, once it waits
+    /// for a function (`LEVERS9_SPARE`); `None` before, and once assigned.
+    pub fn spare_modules(&self) -> Option<Vec<String>> {
+        self.shared.state().spare_modules.clone()
+    }
+
+    /// Gives a waiting spare's runner its function: from now on this server
+    /// serves the container `container_id`, and the runner sets `env` and
+    /// enters `working_dir` (unless empty) before it loads the function,
+    /// then says hello as that container. False, and nothing changed, when
+    /// the runner is not waiting (not ready yet, or gone).
+    pub fn assign(
+        &self,
+        container_id: &ContainerId,
+        env: &BTreeMap<String, String>,
+        working_dir: &str,
+    ) -> bool {
+        let mut state = self.shared.state();
+        let Connection::Open { writer, .. } = &state.connection else {
+            return false;
+        };
+        if state.spare_modules.is_none() {
+            return false;
+        }
+        let frame = wire::encode(
+            &serde_json::json!({
+                "type": "assign",
+                "container_id": container_id.as_str(),
+                "env": env,
+                "working_dir": working_dir,
+            }),
+            &[],
+        );
+        if writer.send(frame).is_err() {
+            return false;
+        }
+        state.spare_modules = None;
+        // Under the state's lock, so no frame of the runner's is handled
+        // between the frame going out and the id it must name.
+        *self.shared.container_id.lock() = container_id.clone();
+        true
+    }
+
     /// What the runner said so far.
     pub fn outcome(&self) -> RunnerOutcome {
         self.shared.state().outcome.clone()
@@ -350,11 +405,7 @@ impl ContainerServer {
         self.accept.abort();
         for task_id in queued {
             self.shared
-                .report(lost(
-                    &self.shared.container_id,
-                    &task_id,
-                    "its container has ended",
-                ))
+                .report(lost(&self.shared.id(), &task_id, "its container has ended"))
                 .await;
         }
         outcome
@@ -420,6 +471,11 @@ impl State {
 }
 
 impl Shared {
+    /// The container it serves now.
+    fn id(&self) -> ContainerId {
+        self.container_id.lock().clone()
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         // Each critical section is a few map and queue operations.
         self.state.lock()
@@ -441,7 +497,7 @@ impl Shared {
     }
 
     fn report_lost(&self, task_id: &str, why: &str) {
-        self.report_later(lost(&self.container_id, task_id, why));
+        self.report_later(lost(&self.id(), task_id, why));
     }
 
     /// Sends an input to a runner that said hello, and starts its timer if
@@ -512,12 +568,12 @@ async fn time_out(shared: Weak<Shared>, task_id: String, timeout_ms: u64) {
     if shared.state().running.remove(&task_id).is_none() {
         return;
     }
-    tracing::warn!(container_id = %shared.container_id, %task_id, timeout_s = %seconds(timeout_ms), "an input ran past its timeout; stopping its container");
+    tracing::warn!(container_id = %shared.id(), %task_id, timeout_s = %seconds(timeout_ms), "an input ran past its timeout; stopping its container");
     // Stop first: the report may wait while the stream to the controlplane
     // is down, and the runaway function should not.
     (shared.stop)();
     let result = TaskResult {
-        container_id: shared.container_id.to_string(),
+        container_id: shared.id().to_string(),
         task_id,
         state: TaskResultState::Timeout.into(),
         message: format!(

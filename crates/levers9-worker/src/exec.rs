@@ -32,6 +32,8 @@ use levers9_sync::Lock;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
+use crate::supervisor::RuntimeIds;
+
 /// Output chunks in flight to the caller, not yet counted as taken.
 pub(crate) const OUTPUT_WINDOW: u64 = 16;
 /// Stdin chunks the controlplane may send ahead of the command.
@@ -67,6 +69,8 @@ impl Entry {
 pub(crate) struct Execs {
     runtime: Arc<dyn Runtime>,
     events: mpsc::Sender<WorkerMessage>,
+    /// Containers that run in an adopted spare are the spare to the runtime.
+    runtime_ids: RuntimeIds,
     live: Arc<Lock<HashMap<String, Entry>>>,
 }
 
@@ -80,10 +84,15 @@ fn report(exec_id: &str, kind: exec_output::Kind) -> WorkerMessage {
 }
 
 impl Execs {
-    pub(crate) fn new(runtime: Arc<dyn Runtime>, events: mpsc::Sender<WorkerMessage>) -> Self {
+    pub(crate) fn new(
+        runtime: Arc<dyn Runtime>,
+        events: mpsc::Sender<WorkerMessage>,
+        runtime_ids: RuntimeIds,
+    ) -> Self {
         Execs {
             runtime,
             events,
+            runtime_ids,
             live: Arc::default(),
         }
     }
@@ -187,7 +196,8 @@ impl Execs {
             cwd: Some(start.working_dir).filter(|d| !d.is_empty()),
             tty: start.tty.then(|| window_size(start.terminal_size)),
         };
-        match self.runtime.exec(&container_id, &spec).await {
+        let runtime_id = self.runtime_ids.resolve(&container_id);
+        match self.runtime.exec(&runtime_id, &spec).await {
             Ok(process) => {
                 tracing::info!(%exec_id, %container_id, "exec started");
                 let exit = drive(process, exec_id, &self.events, channels).await;
@@ -398,7 +408,7 @@ mod tests {
     /// Starts an exec of `true` in `container_id` and returns how it ended.
     async fn exec_in(runtime: Arc<FakeRuntime>, container_id: &str) -> ExecExit {
         let (events, mut reports) = mpsc::channel(4);
-        let execs = Execs::new(runtime, events);
+        let execs = Execs::new(runtime, events, RuntimeIds::default());
         execs.input(ExecInput {
             exec_id: "e1".into(),
             kind: Some(exec_input::Kind::Start(ExecStart {

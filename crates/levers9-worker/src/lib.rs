@@ -41,7 +41,7 @@ pub use container_server::{
 };
 pub use levers9_image::RegistryCredentials;
 pub use objects::{GrpcObjectSource, GrpcSourceError, ObjectCache, ObjectError, ObjectSource};
-pub use supervisor::{Supervisor, SupervisorOptions};
+pub use supervisor::{SpareOptions, Supervisor, SupervisorOptions};
 
 /// Which runtime runs the containers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,7 +151,7 @@ pub enum WorkerError {
     /// Leftovers of a previous run could not be removed.
     #[error("cannot clear {path} of a previous run: {source}")]
     RunDir {
-        /// The directory of container servers.
+        /// The directory of container servers or of spares.
         path: PathBuf,
         /// Why not.
         source: std::io::Error,
@@ -192,16 +192,16 @@ pub async fn run(
     image_config.max_cache_bytes = options.image_cache_bytes;
     image_config.credentials = options.registry_credentials.clone();
     let images = ImageStore::open(image_config)?;
-    // The containers those servers belonged to were reaped above.
-    let run_root = options.state_dir.join("run");
-    match std::fs::remove_dir_all(&run_root) {
-        Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
-            return Err(WorkerError::RunDir {
-                path: run_root,
-                source,
-            })
+    // The containers those servers (and spares' code directories)
+    // belonged to were reaped above.
+    for leftover in ["run", "spares"] {
+        let path = options.state_dir.join(leftover);
+        match std::fs::remove_dir_all(&path) {
+            Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                return Err(WorkerError::RunDir { path, source })
+            }
+            _ => {}
         }
-        _ => {}
     }
     let security =
         security::SecurityPolicy::resolve(&options.config, &options.pool, options.pool_origin);
@@ -234,6 +234,11 @@ pub async fn run(
                 .map(PathBuf::from)
                 .collect(),
             named: Some(Arc::new(named)),
+            spares: SpareOptions {
+                count: options.config.spares,
+                cpu_millicores: options.capacity.cpu_millicores,
+                memory_mib: options.capacity.memory_mib,
+            },
         },
     );
     // Mounted ahead of the first container that needs it; a failure is

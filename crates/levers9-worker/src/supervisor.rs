@@ -6,6 +6,7 @@ mod compiled;
 mod function;
 mod images;
 mod reports;
+mod spares;
 #[cfg(test)]
 mod tests;
 
@@ -21,7 +22,7 @@ use levers9_api::v1::{
 use levers9_config::JuiceFsConfig;
 use levers9_ids::ContainerId;
 use levers9_image::ImageStore;
-use levers9_runtime::{ContainerSpec, Exit, Resources, Runtime};
+use levers9_runtime::{Container, ContainerSpec, Exit, Resources, Runtime};
 use levers9_sync::Lock;
 use tokio::sync::mpsc;
 
@@ -31,6 +32,8 @@ use crate::security::{SecurityMetrics, SecurityPolicy, Subject};
 use crate::storage_settings::SwappableVolumes;
 use images::Images;
 use reports::{event, exited, forward_output, message};
+pub(crate) use spares::RuntimeIds;
+pub use spares::SpareOptions;
 
 /// The variable the controlplane names a function container's stub in.
 const STUB_ID_VARIABLE: &str = "LEVERS9_STUB_ID";
@@ -81,6 +84,8 @@ pub struct SupervisorOptions {
     pub cdi_spec_dirs: Vec<PathBuf>,
     /// Where function containers' Dict and Queue calls go.
     pub named: Option<Arc<NamedForwarder>>,
+    /// The spare function containers it keeps (see `spares`).
+    pub spares: SpareOptions,
 }
 
 /// Runs and tracks containers. Cheap to clone.
@@ -107,6 +112,17 @@ pub struct Supervisor {
     execs: crate::exec::Execs,
     /// Objects' Python modules compiled for their images.
     compiled: Arc<compiled::Compiled>,
+    spares: Arc<spares::Spares>,
+    /// The spares' ids of the containers that adopted them.
+    runtime_ids: RuntimeIds,
+}
+
+/// When a container's preparation reached each step, in ms from its
+/// request: where a start goes, for whoever tunes it.
+struct Steps {
+    pulled_ms: u128,
+    rootfs_ms: u128,
+    spec_ms: u128,
 }
 
 /// What the runner of a function container will take at once, as its
@@ -148,8 +164,9 @@ impl Supervisor {
         options: SupervisorOptions,
     ) -> (Supervisor, mpsc::Receiver<WorkerMessage>) {
         let (events, receiver) = mpsc::channel(EVENT_BUFFER);
+        let runtime_ids = RuntimeIds::default();
         let supervisor = Supervisor {
-            execs: crate::exec::Execs::new(runtime.clone(), events.clone()),
+            execs: crate::exec::Execs::new(runtime.clone(), events.clone(), runtime_ids.clone()),
             runtime,
             images,
             objects,
@@ -165,6 +182,8 @@ impl Supervisor {
             cdi_spec_dirs: Arc::new(options.cdi_spec_dirs),
             named: options.named,
             compiled: Arc::default(),
+            spares: Arc::new(spares::Spares::new(options.spares)),
+            runtime_ids,
         };
         (supervisor, receiver)
     }
@@ -312,17 +331,41 @@ impl Supervisor {
                 c.secret_access_key,
             )
         });
+        let spare = self.take_spare(&request);
+        if spare.is_none() {
+            self.make_room(&request);
+        }
         // Bound now, not once the image is pulled, so an input that comes
         // early is queued rather than lost.
-        let server = request
-            .container_server
-            .then(|| self.bind_server(&id, self.subject(&id, &request), concurrency(&request)));
+        let mut server = match &spare {
+            Some(spare) => {
+                let server = spare.server.clone();
+                self.servers.lock().insert(id.clone(), server.clone());
+                Some(Ok(server))
+            }
+            None => request
+                .container_server
+                .then(|| self.bind_server(&id, self.subject(&id, &request), concurrency(&request))),
+        };
         let this = self.clone();
         tokio::spawn(async move {
             let gpu_type = request.gpu_type.clone();
-            let (outcome, devices) = match server.clone().transpose() {
-                Err(reason) => (Err(reason), Vec::new()),
-                Ok(server) => match this.take_gpus(&gpu_type, request.gpu_count) {
+            let adopted = match spare {
+                Some(spare) => match this.adopt(&id, &request, spare).await {
+                    Ok(container) => Some(container),
+                    Err((spare, reason)) => {
+                        tracing::info!(container_id = %id, %reason, "a spare cannot serve this container; starting one");
+                        server = Some(this.rebind_server(&id, &request, &spare.server));
+                        this.discard_spare(spare).await;
+                        None
+                    }
+                },
+                None => None,
+            };
+            let (outcome, devices) = match (server.clone().transpose(), adopted) {
+                (Err(reason), _) => (Err(reason), Vec::new()),
+                (Ok(_), Some(container)) => (this.follow(&id, container).await, Vec::new()),
+                (Ok(server), None) => match this.take_gpus(&gpu_type, request.gpu_count) {
                     Ok(devices) => {
                         let exit = this
                             .run_to_exit(&id, &request, storage, &devices, server.as_deref())
@@ -354,8 +397,13 @@ impl Supervisor {
                     }
                 }
             };
-            if let Err(error) = this.images.release(&id).await {
-                tracing::warn!(container_id = %id, %error, "cannot release the root filesystem");
+            let runtime_id = this.forget_runtime_id(&id);
+            if runtime_id == id {
+                if let Err(error) = this.images.release(&id).await {
+                    tracing::warn!(container_id = %id, %error, "cannot release the root filesystem");
+                }
+            } else {
+                this.forget_spare(&runtime_id).await;
             }
             this.held.lock().remove(&id);
             this.report(message(worker_message::Kind::Event(report)))
@@ -391,6 +439,58 @@ impl Supervisor {
         server: Option<&ContainerServer>,
     ) -> Result<Exit, String> {
         let began = std::time::Instant::now();
+        let (spec, steps) = self
+            .prepare(began, id, request, storage, gpus, server)
+            .await?;
+        let container = self
+            .runtime
+            .start(&spec)
+            .await
+            .map_err(|e| format!("cannot start the container: {e}"))?;
+        let Steps {
+            pulled_ms,
+            rootfs_ms,
+            spec_ms,
+        } = steps;
+        tracing::debug!(container_id = %id, pulled_ms, rootfs_ms, spec_ms, started_ms = began.elapsed().as_millis(), "container started");
+        self.add_spare_like(request);
+        self.follow(id, container).await
+    }
+
+    /// Reports the container `id` running, forwards its output and waits
+    /// for its exit.
+    async fn follow(&self, id: &ContainerId, container: Container) -> Result<Exit, String> {
+        self.report(message(worker_message::Kind::Event(event(
+            id,
+            ContainerEventState::Running,
+        ))))
+        .await;
+        let forward = tokio::spawn(forward_output(
+            id.clone(),
+            container.logs().clone(),
+            self.events.clone(),
+        ));
+        let exit = container
+            .wait()
+            .await
+            .map_err(|e| format!("lost track of the container: {e}"))?;
+        // Output first, then the exit: readers see everything before the end.
+        let _ = forward.await;
+        Ok(exit)
+    }
+
+    /// The spec of the container `id` for `request`, ready to start: its
+    /// image pulled and root file system prepared, its objects and volumes
+    /// mounted, hardened, its resources set.
+    async fn prepare(
+        &self,
+        began: std::time::Instant,
+        id: &ContainerId,
+        request: &RunContainer,
+        storage: Option<levers9_volumes::WorkspaceStorage>,
+        gpus: &[String],
+        server: Option<&ContainerServer>,
+    ) -> Result<(ContainerSpec, Steps), String> {
         // The objects and volumes come while the image is pulled.
         let volumes = self.volumes();
         let (image, object_mounts, volume_mounts) = tokio::join!(
@@ -461,36 +561,18 @@ impl Supervisor {
             memory_mib: request.memory_mib,
             ..Resources::default()
         };
-        let spec_ms = began.elapsed().as_millis();
-        let container = self
-            .runtime
-            .start(&spec)
-            .await
-            .map_err(|e| format!("cannot start the container: {e}"))?;
-        // Where a container's start goes, for whoever tunes it.
-        tracing::debug!(container_id = %id, pulled_ms, rootfs_ms, spec_ms, started_ms = began.elapsed().as_millis(), "container started");
-        self.report(message(worker_message::Kind::Event(event(
-            id,
-            ContainerEventState::Running,
-        ))))
-        .await;
-        let forward = tokio::spawn(forward_output(
-            id.clone(),
-            container.logs().clone(),
-            self.events.clone(),
-        ));
-        let exit = container
-            .wait()
-            .await
-            .map_err(|e| format!("lost track of the container: {e}"))?;
-        // Output first, then the exit: readers see everything before the end.
-        let _ = forward.await;
-        Ok(exit)
+        let steps = Steps {
+            pulled_ms,
+            rootfs_ms,
+            spec_ms: began.elapsed().as_millis(),
+        };
+        Ok((spec, steps))
     }
 
     /// Stops a container (SIGTERM, then SIGKILL after `grace`).
     pub fn stop(&self, container_id: ContainerId, grace: Duration) {
         let runtime = self.runtime.clone();
+        let container_id = self.runtime_ids.resolve(&container_id);
         tokio::spawn(async move {
             if let Err(error) = runtime.stop(&container_id, grace).await {
                 tracing::warn!(%container_id, %error, "cannot stop a container");
@@ -517,9 +599,15 @@ impl Supervisor {
 
     /// Stops every container, for a worker shutting down.
     pub async fn stop_all(&self, grace: Duration) {
-        let ids: Vec<ContainerId> = self.held.lock().keys().cloned().collect();
+        let ids: Vec<ContainerId> = self
+            .held
+            .lock()
+            .keys()
+            .map(|id| self.runtime_ids.resolve(id))
+            .collect();
         let stops = ids.iter().map(|id| self.runtime.stop(id, grace));
-        for result in futures::future::join_all(stops).await {
+        let (stopped, ()) = tokio::join!(futures::future::join_all(stops), self.discard_spares());
+        for result in stopped {
             if let Err(error) = result {
                 tracing::warn!(%error, "cannot stop a container");
             }

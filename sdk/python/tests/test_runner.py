@@ -80,14 +80,16 @@ if __name__ == "__main__":
 class FakeWorker:
     """Serves one runner on a Unix socket, as the worker's container server does."""
 
-    def __init__(self, function, concurrency=1, app=APP, module_path="app.py", extra_env=None):
+    def __init__(self, function=None, concurrency=1, app=APP, module_path="app.py", extra_env=None, spare=False):
+        """A runner for `function`; with `spare`, a spare's (`LEVERS9_SPARE`):
+        no function yet, an empty code directory and another working directory."""
         # Unix socket paths are limited to ~108 bytes: keep the directory short.
         self.dir = tempfile.mkdtemp(prefix="l9r-")
-        code = os.path.join(self.dir, "code")
+        code = self.code = os.path.join(self.dir, "code")
         sdk = os.path.join(self.dir, "sdk")
         os.makedirs(code)
-        with open(os.path.join(code, module_path), "w") as f:
-            f.write(textwrap.dedent(app))
+        if not spare:
+            self.write_code({module_path: app})
         zipfile.ZipFile(io.BytesIO(sdk_archive().data)).extractall(sdk)
         socket_path = os.path.join(self.dir, "server.sock")
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -99,19 +101,36 @@ class FakeWorker:
             "PYTHONPATH": f"{sdk}:{code}",
             "PYTHONUNBUFFERED": "1",
             "LEVERS9_CONTAINER_SERVER": socket_path,
-            "LEVERS9_CONTAINER_ID": "c-test",
-            "LEVERS9_MODULE_PATH": module_path,
-            "LEVERS9_FUNCTION": function,
-            "LEVERS9_CONCURRENCY": str(concurrency),
-            "LEVERS9_CODE_DIR": code,
-            **(extra_env or {}),
         }
+        if spare:
+            env.update({"LEVERS9_SPARE": "1", "LEVERS9_CONTAINER_ID": "spare-1"})
+        else:
+            env.update(
+                {
+                    "LEVERS9_CONTAINER_ID": "c-test",
+                    "LEVERS9_MODULE_PATH": module_path,
+                    "LEVERS9_FUNCTION": function,
+                    "LEVERS9_CONCURRENCY": str(concurrency),
+                    "LEVERS9_CODE_DIR": code,
+                }
+            )
+        env.update(extra_env or {})
         self.process = subprocess.Popen(
-            [sys.executable, "-S", "-m", "levers9.runner"], cwd=code, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            [sys.executable, "-S", "-m", "levers9.runner"],
+            cwd=self.dir if spare else code,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         self.conn, _ = self.listener.accept()
         self.conn.settimeout(20)
         self.reader = self.conn.makefile("rb")
+
+    def write_code(self, files):
+        """Writes {name: source} into the code directory."""
+        for name, source in files.items():
+            with open(os.path.join(self.code, name), "w") as f:
+                f.write(textwrap.dedent(source))
 
     def read(self):
         return read_frame(self.reader)
@@ -334,6 +353,47 @@ def test_sigterm_exits_0_even_with_an_input_running(make_worker):
     worker.send_input("t1", "slow", 1000)
     worker.process.send_signal(signal.SIGTERM)
     assert worker.process.wait(timeout=10) == 0
+
+
+SPARE_APP = """
+import os
+import helper
+from levers9 import function
+
+@function
+def where(x):
+    return x, helper.NAME, os.environ.get("GREETING"), os.getcwd()
+"""
+
+
+def test_a_spare_waits_for_its_function_then_serves_it_as_the_container_it_was_assigned(make_worker):
+    worker = make_worker(spare=True, extra_env={"LEVERS9_CONTAINER_SERVER_CREDENTIAL": "s3cret"})
+    header, body = worker.read()
+    assert (header["type"], header["container_id"], header["credential"], body) == ("spare", "spare-1", "s3cret", b"")
+    assert "levers9" in header["modules"]
+    assert header["modules"] == sorted(set(header["modules"]))
+    # The code comes only now, after the runner started (and looked on its
+    # path) with the directory empty: the module and one it imports from there.
+    worker.write_code({"app.py": SPARE_APP, "helper.py": "NAME = 'helper'\n"})
+    env = {
+        "LEVERS9_MODULE_PATH": "app.py",
+        "LEVERS9_FUNCTION": "where",
+        "LEVERS9_CODE_DIR": worker.code,
+        "GREETING": "hi",
+    }
+    write_frame(worker.conn, {"type": "assign", "container_id": "c-real", "env": env, "working_dir": worker.code})
+    assert worker.read() == ({"type": "hello", "container_id": "c-real", "cancels": True, "credential": "s3cret"}, b"")
+    worker.send_input("t1", 7)
+    header, body = worker.results(1)[0]["t1"]
+    assert header["state"] == "complete"
+    assert cloudpickle.loads(body) == (7, "helper", "hi", os.path.realpath(worker.code))
+    assert worker.close() == 0
+
+
+def test_a_spare_whose_worker_closes_the_socket_before_assigning_it_exits_0(make_worker):
+    worker = make_worker(spare=True)
+    assert worker.read()[0]["type"] == "spare"
+    assert worker.close() == 0
 
 
 CLASS_APP = '''

@@ -149,12 +149,23 @@ impl Worker {
         pool: &str,
         env: &[(String, String)],
     ) -> Worker {
+        Self::start_on_with_env(cp, admin, pool, "runc", env).await
+    }
+
+    /// Like [`Worker::start_with_env`], on `runtime` (runc or gvisor).
+    pub async fn start_on_with_env(
+        cp: &Controlplane,
+        admin: &str,
+        pool: &str,
+        runtime: &str,
+        env: &[(String, String)],
+    ) -> Worker {
         let state_dir = tempfile::Builder::new()
             .prefix("l9w-")
             .tempdir()
             .expect("state dir");
         let (worker, worker_id) =
-            Self::spawn_with_env(cp, admin, pool, "runc", state_dir, &[], env).await;
+            Self::spawn_with_env(cp, admin, pool, runtime, state_dir, &[], env).await;
         worker.wait_listed(cp, admin, &worker_id).await;
         worker
     }
@@ -274,6 +285,11 @@ impl Worker {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Where its log is written.
+    pub fn log_path(&self) -> &std::path::Path {
+        &self.log
     }
 
     pub fn log(&self) -> String {

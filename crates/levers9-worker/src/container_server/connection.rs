@@ -24,8 +24,19 @@ impl Shared {
                 credential,
             } => {
                 self.prove(&container_id, &credential, "attach")?;
-                tracing::debug!(container_id = %self.container_id, "the function runner attached; its Dict and Queue calls are served");
+                tracing::debug!(container_id = %self.id(), "the function runner attached; its Dict and Queue calls are served");
                 self.admit(&mut self.state());
+            }
+            FromRunner::Spare {
+                container_id,
+                credential,
+                modules,
+            } => {
+                self.prove(&container_id, &credential, "spare")?;
+                tracing::info!(container_id = %self.id(), "a spare's function runner waits for its function");
+                let mut state = self.state();
+                self.admit(&mut state);
+                state.spare_modules = Some(modules);
             }
             FromRunner::Hello {
                 container_id,
@@ -34,13 +45,13 @@ impl Shared {
             } => {
                 self.prove(&container_id, &credential, "hello")?;
                 if self.state().outcome.said_hello {
-                    tracing::warn!(container_id = %self.container_id, "the function runner said hello twice; ignored");
+                    tracing::warn!(container_id = %self.id(), "the function runner said hello twice; ignored");
                     return Ok(());
                 }
-                tracing::info!(container_id = %self.container_id, "the function runner is ready");
+                tracing::info!(container_id = %self.id(), "the function runner is ready");
                 // Reported before any input goes out, so the controlplane
                 // hears of the runner before any of its results.
-                self.report(message_ready(&self.container_id)).await;
+                self.report(message_ready(&self.id())).await;
                 let mut state = self.state();
                 state.outcome.said_hello = true;
                 self.admit(&mut state);
@@ -62,17 +73,17 @@ impl Shared {
                 }
                 // The message is the user's exception: it stays out of the
                 // worker's logs and goes to the container's exit event.
-                tracing::info!(container_id = %self.container_id, "the function runner could not load the function");
+                tracing::info!(container_id = %self.id(), "the function runner could not load the function");
                 self.state().outcome.init_error = Some(InitError { message, traceback });
             }
             FromRunner::Output { task_id, stream } => {
                 if !self.state().runs(&task_id) {
-                    tracing::debug!(container_id = %self.container_id, %task_id, "output of a task that is not running; dropped");
+                    tracing::debug!(container_id = %self.id(), %task_id, "output of a task that is not running; dropped");
                     return Ok(());
                 }
                 for data in body.chunks(OUTPUT_CHUNK) {
                     let output = TaskOutput {
-                        container_id: self.container_id.to_string(),
+                        container_id: self.id().to_string(),
                         task_id: task_id.clone(),
                         stream: stream.as_str().to_owned(),
                         data: data.to_vec(),
@@ -88,11 +99,11 @@ impl Shared {
                 traceback,
             } => {
                 if !self.end(&mut self.state(), &task_id) {
-                    tracing::info!(container_id = %self.container_id, %task_id, "a result for a task that timed out or was never sent; ignored");
+                    tracing::info!(container_id = %self.id(), %task_id, "a result for a task that timed out or was never sent; ignored");
                     return Ok(());
                 }
                 let result = TaskResult {
-                    container_id: self.container_id.to_string(),
+                    container_id: self.id().to_string(),
                     task_id,
                     state: state.to_wire().into(),
                     payload: body,
@@ -105,11 +116,11 @@ impl Shared {
             FromRunner::ObjectCall(call) => self.object_call(call, body),
             FromRunner::Item { task_id, index } => {
                 if !self.state().runs(&task_id) {
-                    tracing::debug!(container_id = %self.container_id, %task_id, "an item of a task that is not running; dropped");
+                    tracing::debug!(container_id = %self.id(), %task_id, "an item of a task that is not running; dropped");
                     return Ok(());
                 }
                 let item = TaskItem {
-                    container_id: self.container_id.to_string(),
+                    container_id: self.id().to_string(),
                     task_id,
                     item_index: index,
                     payload: body,
@@ -119,12 +130,12 @@ impl Shared {
             }
             FromRunner::CancelRefused { task_id } => {
                 if self.state().runs(&task_id) {
-                    tracing::info!(container_id = %self.container_id, %task_id, "a cancelled input is already running and cannot be interrupted; stopping its container");
+                    tracing::info!(container_id = %self.id(), %task_id, "a cancelled input is already running and cannot be interrupted; stopping its container");
                     (self.stop)();
                 }
             }
             FromRunner::Unknown => {
-                tracing::debug!(container_id = %self.container_id, "a message of a kind this worker does not know; ignored");
+                tracing::debug!(container_id = %self.id(), "a message of a kind this worker does not know; ignored");
             }
         }
         Ok(())
@@ -140,7 +151,7 @@ impl Shared {
             return Err("the runner did not present the container's credential".into());
         }
         // The runner's text is only compared: equal to ours, it is valid.
-        if container_id != self.container_id.as_str() {
+        if container_id != self.id().as_str() {
             return Err(format!(
                 "the runner says {call} as container {container_id:?}"
             ));
@@ -167,19 +178,19 @@ pub(super) async fn accept_loop(shared: Arc<Shared>, listener: UnixListener) {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(error) => {
-                tracing::warn!(container_id = %shared.container_id, %error, "cannot accept a connection to the container server");
+                tracing::warn!(container_id = %shared.id(), %error, "cannot accept a connection to the container server");
                 tokio::time::sleep(ACCEPT_BACKOFF).await;
                 continue;
             }
         };
         let mut state = shared.state();
         if !matches!(state.connection, Connection::Waiting) {
-            tracing::warn!(container_id = %shared.container_id, "refused a second connection to the container server: one runner per container");
+            tracing::warn!(container_id = %shared.id(), "refused a second connection to the container server: one runner per container");
             continue;
         }
         // Where a function container's start goes: the runner connects
         // once Python is up and the runner's own modules are imported.
-        tracing::debug!(container_id = %shared.container_id, "the function runner connected");
+        tracing::debug!(container_id = %shared.id(), "the function runner connected");
         let (tx, rx) = mpsc::unbounded_channel();
         state.connection = Connection::Open {
             writer: tx,
@@ -212,16 +223,16 @@ async fn read_frames(shared: Arc<Shared>, read: OwnedReadHalf) {
         match wire::read_frame(&mut reader).await {
             Ok(Some((said, body))) => {
                 if let Err(reason) = shared.handle(said, body).await {
-                    tracing::warn!(container_id = %shared.container_id, %reason, "the function runner sent a bad message; closing its connection");
+                    tracing::warn!(container_id = %shared.id(), %reason, "the function runner sent a bad message; closing its connection");
                     break "the function runner sent a bad message";
                 }
             }
             Ok(None) => {
-                tracing::info!(container_id = %shared.container_id, "the function runner disconnected");
+                tracing::info!(container_id = %shared.id(), "the function runner disconnected");
                 break "the function runner has disconnected";
             }
             Err(error) => {
-                tracing::warn!(container_id = %shared.container_id, %error, "bad frame from the function runner; closing its connection");
+                tracing::warn!(container_id = %shared.id(), %error, "bad frame from the function runner; closing its connection");
                 break "the function runner sent a bad message";
             }
         }
@@ -236,8 +247,6 @@ async fn read_frames(shared: Arc<Shared>, read: OwnedReadHalf) {
         state.never_started()
     };
     for task_id in queued {
-        shared
-            .report(lost(&shared.container_id, &task_id, why))
-            .await;
+        shared.report(lost(&shared.id(), &task_id, why)).await;
     }
 }

@@ -251,7 +251,7 @@ impl Shared {
             _ => return,
         };
         let forwarder = self.named.get().cloned();
-        let container_id = self.container_id.clone();
+        let container_id = self.id();
         tokio::spawn(async move {
             let answer = match (admitted, forwarder) {
                 // Only a runner that presented the container's credential,

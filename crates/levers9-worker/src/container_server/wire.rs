@@ -28,6 +28,21 @@ pub enum FromRunner {
         #[serde(default)]
         credential: String,
     },
+    /// A spare's runner (`LEVERS9_SPARE=1`) connected and imported what
+    /// every runner imports; it waits for an `assign` frame naming its
+    /// function's container, then loads the function and says hello.
+    Spare {
+        /// As in `Hello`: the spare's own id until it is assigned.
+        container_id: String,
+        /// As in `Hello`.
+        #[serde(default)]
+        credential: String,
+        /// The top-level modules it has imported: a function whose code
+        /// has a module of one of these names cannot use it (its import
+        /// would find the loaded one, not the code's).
+        #[serde(default)]
+        modules: Vec<String>,
+    },
     /// Connected, and the function is loaded.
     Hello {
         /// Must be the container's own id (a runner mounted in the wrong

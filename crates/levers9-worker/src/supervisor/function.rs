@@ -73,6 +73,23 @@ impl Supervisor {
         Ok(server)
     }
 
+    /// Binds a server of its own for the container `id` of `request`,
+    /// which was to run in a spare whose server is `spare`: the inputs that
+    /// came for it move to the new one.
+    pub(super) fn rebind_server(
+        &self,
+        id: &ContainerId,
+        request: &RunContainer,
+        spare: &ContainerServer,
+    ) -> Result<Arc<ContainerServer>, String> {
+        let server =
+            self.bind_server(id, self.subject(id, request), super::concurrency(request))?;
+        for input in spare.take_queued() {
+            server.send_input(input);
+        }
+        Ok(server)
+    }
+
     /// Ends a container's server once the container is gone: forgets it,
     /// removes its directory, and returns what the runner said.
     pub(super) async fn close_server(

@@ -3,6 +3,7 @@
 
 mod compiled;
 mod harness;
+mod spares;
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -42,6 +42,15 @@ Contract with the worker (frames in `levers9.wire`):
    ``@exit`` methods run first (on SIGTERM, on another thread, so Dict and
    Queue replies are still read).
 
+A spare (``LEVERS9_SPARE=1``, see docs/workers.md) starts before its
+function is known: it connects, imports what a function's module imports
+of the SDK, sends ``spare`` (``container_id``, the credential, and
+``modules``: the top-level names in ``sys.modules``) and waits for an
+``assign`` frame (``container_id``, ``env``, ``working_dir``). It sets
+that environment, enters that directory and goes on at step 1 as that
+container. A worker that closes the socket first was done with the
+spare: it exits 0.
+
 ``LEVERS9_TASK_ID`` and ``LEVERS9_TASK_ATTEMPT`` (1 for the first try) are
 set in ``os.environ`` before each call. The environment is per process, so
 with concurrency > 1 they hold the values of whichever input started last.
@@ -131,12 +140,8 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
-def _settings():
-    missing = [
-        name
-        for name in ("LEVERS9_CONTAINER_SERVER", "LEVERS9_MODULE_PATH", "LEVERS9_FUNCTION")
-        if not os.environ.get(name)
-    ]
+def _settings(names=("LEVERS9_CONTAINER_SERVER", "LEVERS9_MODULE_PATH", "LEVERS9_FUNCTION")):
+    missing = [name for name in names if not os.environ.get(name)]
     if missing:
         raise SystemExit(
             f"levers9 runner: {', '.join(missing)} not set; the runner is started by a levers9 worker, not by hand"
@@ -145,13 +150,12 @@ def _settings():
 
 
 def main() -> int:
-    env = _settings()
+    spare = os.environ.pop("LEVERS9_SPARE", "") == "1"
+    env = _settings(("LEVERS9_CONTAINER_SERVER",)) if spare else _settings()
     container_id = env.get("LEVERS9_CONTAINER_ID", "")
     # Out of the environment before the user's module is imported, so the
     # function's subprocesses do not inherit it.
     credential = {"credential": c} if (c := os.environ.pop("LEVERS9_CONTAINER_SERVER_CREDENTIAL", "")) else {}
-    code_dir = env.get("LEVERS9_CODE_DIR") or os.getcwd()
-    module_path, qualname = env["LEVERS9_MODULE_PATH"], env["LEVERS9_FUNCTION"]
     signal.signal(signal.SIGTERM, lambda *_: _exit_now(0))
 
     try:
@@ -159,6 +163,13 @@ def main() -> int:
     except OSError as e:
         log(f"cannot connect to the container server at {env['LEVERS9_CONTAINER_SERVER']}: {e}")
         return 1
+    if spare:
+        container_id = _wait_for_function(conn, container_id, credential)
+        if container_id is None:
+            return 0
+        env = _settings()
+    code_dir = env.get("LEVERS9_CODE_DIR") or os.getcwd()
+    module_path, qualname = env["LEVERS9_MODULE_PATH"], env["LEVERS9_FUNCTION"]
 
     # Before the import, so a module that makes a Dict or Queue at import
     # (lazy: nothing is called then) binds it to the worker, not to grpc.
@@ -210,6 +221,33 @@ def main() -> int:
         fn.exit()
     _exit_now(0)
     return 0  # not reached; keeps the signature honest for tests that patch os._exit
+
+
+def _wait_for_function(conn: Connection, container_id: str, credential: dict):
+    """A spare's wait for its function (see the contract above): the
+    function's container id, or None if the worker closed the socket."""
+    import importlib
+
+    # What a function's module imports of the SDK, loaded while nobody waits.
+    import levers9.functions  # noqa: F401
+
+    modules = sorted({name.partition(".")[0] for name in sys.modules})
+    conn.send({"type": "spare", "container_id": container_id, "modules": modules, **credential})
+    while True:
+        frame = wire.read_frame(conn.reader)
+        if frame is None:
+            return None
+        header, _ = frame
+        if header["type"] == "assign":
+            break
+        log(f"ignoring a frame of type {header['type']!r} before the spare's function")
+    os.environ.update({str(k): str(v) for k, v in header.get("env", {}).items()})
+    # The code was linked into its directory after the import system had
+    # listed it empty.
+    importlib.invalidate_caches()
+    if header.get("working_dir"):
+        os.chdir(header["working_dir"])
+    return str(header.get("container_id", ""))
 
 
 def _load_failure(qualname: str, module_path: str, e: BaseException) -> str:

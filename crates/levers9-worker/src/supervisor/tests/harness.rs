@@ -1,5 +1,5 @@
 //! What the supervisor's tests run it on: a fake runtime, images that are
-//! plain directories, no objects, volumes in a local directory; and how
+//! plain directories, one object, volumes in a local directory; and how
 //! they drive it and read its reports.
 
 use std::collections::{HashMap, HashSet};
@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use crate::fake_runtime::FakeRuntime;
 use crate::objects::{ObjectCache, ObjectSource};
 use crate::supervisor::images::Images;
-use crate::supervisor::{Supervisor, SupervisorOptions};
+use crate::supervisor::{SpareOptions, Supervisor, SupervisorOptions};
 
 pub(super) const IMAGE: &str = "127.0.0.1:5000/levers9/app:1";
 pub(super) const NO_COMMAND: &str = "127.0.0.1:5000/levers9/bare:1";
@@ -77,12 +77,21 @@ impl Images for FakeImages {
     }
 }
 
-/// Has no object: each fetch fails.
-struct NoObjects;
+/// What the one stored object, [`CODE_DIGEST`], holds.
+pub(super) const CODE: &[u8] = b"print('hello')\n";
+/// The digest of [`CODE`].
+pub(super) const CODE_DIGEST: &str =
+    "sha256:03e693d9f2f687e0f40e36a8df7fcb4d1c22974012b7c2a55c000eb30f305824";
+
+/// Has one object, [`CODE`]: fetches of any other fail.
+struct OneObject;
 
 #[async_trait]
-impl ObjectSource for NoObjects {
+impl ObjectSource for OneObject {
     async fn fetch(&self, _workspace_id: &str, digest: &str) -> Result<Vec<u8>, String> {
+        if digest == CODE_DIGEST {
+            return Ok(CODE.to_vec());
+        }
         Err(format!("object {digest} is not stored"))
     }
 }
@@ -99,6 +108,11 @@ pub(super) struct Harness {
 /// A supervisor of worker `w1` with two `h100` GPUs, `0` and `1`, and its
 /// volumes in a local directory.
 pub(super) fn harness() -> Harness {
+    harness_with(SpareOptions::default())
+}
+
+/// As [`harness`], keeping spares as `spares` says.
+pub(super) fn harness_with(spares: SpareOptions) -> Harness {
     let dir = tempfile::tempdir().expect("dir");
     let runtime = Arc::new(FakeRuntime::default());
     let images = Arc::new(FakeImages {
@@ -119,7 +133,7 @@ pub(super) fn harness() -> Harness {
         prepared: Lock::default(),
     });
     let objects =
-        ObjectCache::open(dir.path().join("objects"), Arc::new(NoObjects)).expect("cache");
+        ObjectCache::open(dir.path().join("objects"), Arc::new(OneObject)).expect("cache");
     let mut config = levers9_config::Config::default();
     config.storage.volumes.local_dir = dir.path().join("volumes").display().to_string();
     let volumes = Volumes::new(&config, dir.path(), FormatMode::CreateOnly);
@@ -136,6 +150,7 @@ pub(super) fn harness() -> Harness {
             volumes: volumes.clone(),
             cdi_spec_dirs: Vec::new(),
             named: None,
+            spares,
         },
     );
     Harness {

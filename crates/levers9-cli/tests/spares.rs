@@ -1,0 +1,34 @@
+//! Spare function containers (`worker.spares`): the SDK's test_spares.py
+//! against a worker keeping one, on runc and on gVisor.
+
+mod common;
+
+use common::fleet::Worker;
+use common::sdk::{controlplane, pytest};
+use common::Backend;
+
+async fn a_cold_start_adopts_a_spare(runtime: &str) {
+    let cp = controlplane(Backend::Embedded, &[]);
+    let admin = cp.admin_token().await;
+    let spares = [("LEVERS9_WORKER_SPARES".to_owned(), "1".to_owned())];
+    let worker = Worker::start_on_with_env(&cp, &admin, "default", runtime, &spares).await;
+    let log = worker.log_path().display().to_string();
+    pytest(
+        &cp,
+        &admin,
+        &worker.log(),
+        &["tests/test_spares.py"],
+        &[("LEVERS9_TEST_WORKER_LOG", log.as_str())],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_cold_start_adopts_a_spare_on_runc() {
+    a_cold_start_adopts_a_spare("runc").await;
+}
+
+#[tokio::test]
+async fn a_cold_start_adopts_a_spare_on_gvisor() {
+    a_cold_start_adopts_a_spare("gvisor").await;
+}
