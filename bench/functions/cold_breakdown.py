@@ -17,7 +17,8 @@ LEVERS9_BENCH_SPARES=1 has the worker keep a spare container
 says a spare is ready: the timed cold call adopts it. Its container has no
 "container started" or "runner connected" line of its own, so its steps
 are the caller's, the run request -> hello (the code linked into the spare,
-the function loaded), and what follows.
+the function loaded), and what follows. At the end it prints what the
+spares waiting then hold, from their memory cgroups.
 
 Each of LEVERS9_BENCH_COLD_CALLS (default 10) rounds makes one untimed and
 one timed cold call (a new stub, so a new container; image and code
@@ -140,6 +141,33 @@ def wait_for_a_spare(log):
     raise SystemExit("cold_breakdown: no spare became ready in 60 s: is LEVERS9_BENCH_SPARES set for the worker?")
 
 
+def waiting_spares(log):
+    """The ids of the spares the worker's log shows started and not yet
+    adopted or stopped (an adopted spare's cgroup is its container's)."""
+    with open(log, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    started = set(re.findall(r"a spare container started container_id=(spare-\w+)", text))
+    gone = set(re.findall(ADOPTED + r" container_id=\S+ spare=(spare-\w+)", text))
+    gone |= set(re.findall(r"a spare container was stopped container_id=(spare-\w+)", text))
+    return started - gone
+
+
+def spare_memory(log):
+    """Rows of what each waiting spare's memory cgroup holds, in MiB: all
+    it is charged (page cache included) and its anonymous memory."""
+    import glob
+
+    rows = []
+    for spare in sorted(waiting_spares(log)):
+        for v1 in glob.glob(f"/sys/fs/cgroup/memory/levers9-*-{spare}"):
+            stat = dict(line.split() for line in open(f"{v1}/memory.stat"))
+            rows.append((spare, int(open(f"{v1}/memory.usage_in_bytes").read()), int(stat["total_rss"])))
+        for v2 in glob.glob(f"/sys/fs/cgroup/levers9-*-{spare}"):
+            stat = dict(line.split() for line in open(f"{v2}/memory.stat"))
+            rows.append((spare, int(open(f"{v2}/memory.current").read()), int(stat["anon"])))
+    return [f"| {name} | {usage / 2**20:.1f} | {anon / 2**20:.1f} |" for name, usage, anon in rows]
+
+
 def steps(call, events):
     """A timed call cut into named steps, in ms."""
 
@@ -205,6 +233,9 @@ def main():
         raws.append(raw_run(bundle, f"timed-{n}"))
     time.sleep(LOG_SETTLE_S)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    if SPARES:
+        print("\n| waiting spare's cgroup | charged MiB | anonymous MiB |\n|---|---|---|")
+        print("\n".join(spare_memory(log)) or "| (none found) | | |")
     rows = [steps(call, worker_events(log, call["container_id"])) for call in calls]
     print("\n| step | " + " | ".join(str(n) for n in range(ROUNDS)) + " |")
     print("|---|" + "---|" * ROUNDS)
