@@ -536,4 +536,5 @@ async fn observe_logs_a_runner_without_the_credential_and_serves_it() {
 mod attach;
 mod cancel;
 mod items;
+mod spare;
 mod waiting;
