@@ -126,6 +126,7 @@ impl fmt::Debug for Registered {
                     HIDDEN
                 },
             )
+            .field("spares", &self.spares)
             .finish()
     }
 }

@@ -1,5 +1,7 @@
 //! Spare function containers (`worker.spares`): the SDK's test_spares.py
-//! against a worker keeping one, on runc and on gVisor.
+//! against a worker keeping one, on runc and on gVisor. The runc worker
+//! sets the key itself; the gVisor one has no config and takes the
+//! controlplane's, as a Kubernetes Job's worker does.
 
 mod common;
 
@@ -8,10 +10,17 @@ use common::sdk::{controlplane, pytest};
 use common::Backend;
 
 async fn a_cold_start_adopts_a_spare(runtime: &str) {
-    let cp = controlplane(Backend::Embedded, &[]);
+    let spares = [("LEVERS9_WORKER_SPARES", "1")];
+    let (on_controlplane, on_worker) = match runtime {
+        "gvisor" => (&spares[..], Vec::new()),
+        _ => (
+            &[][..],
+            vec![("LEVERS9_WORKER_SPARES".to_owned(), "1".to_owned())],
+        ),
+    };
+    let cp = controlplane(Backend::Embedded, on_controlplane);
     let admin = cp.admin_token().await;
-    let spares = [("LEVERS9_WORKER_SPARES".to_owned(), "1".to_owned())];
-    let worker = Worker::start_on_with_env(&cp, &admin, "default", runtime, &spares).await;
+    let worker = Worker::start_on_with_env(&cp, &admin, "default", runtime, &on_worker).await;
     let log = worker.log_path().display().to_string();
     pytest(
         &cp,

@@ -315,8 +315,9 @@ pub struct WorkerConfig {
     /// waiting to become the next cold start of a function of the same
     /// image, SDK, resources and hardening (0: none). They use memory and
     /// CPU while they wait, and are stopped first when a container needs
-    /// the room.
-    pub spares: usize,
+    /// the room. The controlplane sends its value to each worker as it
+    /// attaches; a worker whose own is above 0 keeps its own.
+    pub spares: u32,
 }
 
 impl Default for WorkerConfig {

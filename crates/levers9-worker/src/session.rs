@@ -135,6 +135,10 @@ async fn session(
     let interval = match first.kind {
         Some(controlplane_message::Kind::Registered(r)) => {
             take_settings(options, supervisor, &r.worker_settings_json);
+            supervisor.set_spares(match options.config.spares {
+                0 => r.spares,
+                own => own,
+            });
             // Before the first request of the session: none of its
             // containers may bind volumes the controlplane's replace.
             take_storage(options, supervisor, &r.worker_storage_json).await;

@@ -97,6 +97,7 @@ pub async fn open(
             heartbeat_interval_ms: u32::try_from(interval.as_millis()).unwrap_or(u32::MAX),
             worker_settings_json,
             worker_storage_json,
+            spares: fleet.worker_spares(),
         })),
     };
     // The channel is fresh and has room: this cannot fail.

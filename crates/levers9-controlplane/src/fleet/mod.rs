@@ -154,6 +154,12 @@ impl Fleet {
         self.worker_config.hardening_json_for(pool)
     }
 
+    /// `worker.spares`, which each worker keeps unless its own config sets
+    /// more (see worker.proto).
+    pub fn worker_spares(&self) -> u32 {
+        self.worker_config.spares
+    }
+
     /// The volumes' JuiceFS file system, which each worker gets when it
     /// attaches so that one started without `storage.juicefs` of its own
     /// mounts the same volumes (see [`Fleet::worker_storage_json`]).

@@ -16,6 +16,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,8 +41,9 @@ const CODE_DIR_VARIABLE: &str = "LEVERS9_CODE_DIR";
 /// containers it holds.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpareOptions {
-    /// At most this many at once (`worker.spares`); 0: none.
-    pub count: usize,
+    /// At most this many at once (`worker.spares`, until the controlplane's
+    /// value replaces it); 0: none.
+    pub count: u32,
     /// The worker's CPU, in millicores.
     pub cpu_millicores: u64,
     /// The worker's memory, in MiB.
@@ -75,6 +77,8 @@ pub(super) struct Spare {
 #[derive(Default)]
 pub(super) struct Spares {
     options: SpareOptions,
+    /// `options.count`, or what replaced it.
+    count: AtomicU32,
     ready: Lock<Vec<Spare>>,
     /// The shapes of spares being started.
     starting: Lock<Vec<RunContainer>>,
@@ -83,6 +87,7 @@ pub(super) struct Spares {
 impl Spares {
     pub(super) fn new(options: SpareOptions) -> Self {
         Spares {
+            count: AtomicU32::new(options.count),
             options,
             ..Spares::default()
         }
@@ -181,7 +186,8 @@ impl Supervisor {
             let mut starting = self.spares.starting.lock();
             let present = ready.iter().any(|s| s.shape == shape) || starting.contains(&shape);
             if present
-                || ready.len() + starting.len() >= self.spares.options.count
+                || ready.len() + starting.len()
+                    >= self.spares.count.load(Ordering::Relaxed) as usize
                 || !self.fits(
                     ready
                         .iter()
@@ -411,6 +417,22 @@ impl Supervisor {
             .lock()
             .remove(id)
             .unwrap_or_else(|| id.clone())
+    }
+
+    /// Keeps `count` spares from now on; fewer stop those over it.
+    pub fn set_spares(&self, count: u32) {
+        if self.spares.count.swap(count, Ordering::Relaxed) != count {
+            tracing::info!(count, "spare containers");
+        }
+        let over: Vec<Spare> = {
+            let mut ready = self.spares.ready.lock();
+            let over = ready.len().saturating_sub(count as usize);
+            ready.drain(..over).collect()
+        };
+        for spare in over {
+            let this = self.clone();
+            tokio::spawn(async move { this.discard_spare(spare).await });
+        }
     }
 
     /// Stops every spare, for a worker shutting down.

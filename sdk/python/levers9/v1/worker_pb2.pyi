@@ -262,14 +262,16 @@ class ObjectMount(_message.Message):
     def __init__(self, digest: _Optional[str] = ..., target: _Optional[str] = ..., unpack: bool = ..., compile: bool = ...) -> None: ...
 
 class Registered(_message.Message):
-    __slots__ = ("heartbeat_interval_ms", "worker_settings_json", "worker_storage_json")
+    __slots__ = ("heartbeat_interval_ms", "worker_settings_json", "worker_storage_json", "spares")
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     WORKER_SETTINGS_JSON_FIELD_NUMBER: _ClassVar[int]
     WORKER_STORAGE_JSON_FIELD_NUMBER: _ClassVar[int]
+    SPARES_FIELD_NUMBER: _ClassVar[int]
     heartbeat_interval_ms: int
     worker_settings_json: str
     worker_storage_json: str
-    def __init__(self, heartbeat_interval_ms: _Optional[int] = ..., worker_settings_json: _Optional[str] = ..., worker_storage_json: _Optional[str] = ...) -> None: ...
+    spares: int
+    def __init__(self, heartbeat_interval_ms: _Optional[int] = ..., worker_settings_json: _Optional[str] = ..., worker_storage_json: _Optional[str] = ..., spares: _Optional[int] = ...) -> None: ...
 
 class RunContainer(_message.Message):
     __slots__ = ("request_id", "container_id", "image", "args", "env", "cpu_millicores", "memory_mib", "secret_names", "workspace_id", "gpu_type", "gpu_count", "objects", "container_server", "working_dir", "volumes", "host_network", "volume_storage", "registry_auth_hosts")

@@ -108,3 +108,25 @@ async fn no_spare_starts_without_room_or_when_spares_are_off() {
         assert!(spares(&h).is_empty(), "{count} spares, {memory_mib} MiB");
     }
 }
+
+#[tokio::test]
+async fn the_count_the_controlplane_sends_starts_spares_and_stops_those_over_it() {
+    let mut h = harness_with(SpareOptions {
+        count: 0,
+        cpu_millicores: 2000,
+        memory_mib: 4096,
+    });
+    h.supervisor.set_spares(1);
+    h.start(function("c1", 256)).await;
+    wait_for("a spare started", || !spares(&h).is_empty()).await;
+    let stopped = spares(&h).remove(0).id.to_string();
+
+    h.supervisor.set_spares(0);
+    wait_for("the spare stopped", || {
+        h.runtime.stops().iter().any(|(id, _)| id == &stopped)
+    })
+    .await;
+    h.start(function("c2", 256)).await;
+    h.assert_no_more_reports().await;
+    assert_eq!(spares(&h).len(), 1, "no spare after the count went to 0");
+}
