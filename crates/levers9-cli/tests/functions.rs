@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::fleet::Worker;
-use common::sdk::{controlplane, pytest};
+use common::sdk::{controlplane, pytest, SUITE_ELSEWHERE};
 use common::{Backend, Controlplane};
 
 #[tokio::test]
@@ -15,15 +15,7 @@ async fn the_sdk_suite_passes_on_postgres_redis_and_runc() {
     let cp = controlplane(Backend::Servers, &[]);
     let admin = cp.admin_token().await;
     let worker = Worker::start_roomy(&cp, &admin, "default", "runc").await;
-    // These files need stacks of their own, and their tests run there.
-    let elsewhere = [
-        "--ignore=tests/test_images.py",          // images.rs
-        "--ignore=tests/test_security_remote.py", // function_security.rs
-        "--ignore=tests/test_objects.py",         // sdk_objects.rs (on JuiceFS)
-        "--ignore=tests/test_sandbox.py",         // sandboxes.rs
-        "--ignore=tests/test_spares.py",          // spares.rs
-    ];
-    pytest(&cp, &admin, &worker.log(), &elsewhere, &[]).await;
+    pytest(&cp, &admin, &worker.log(), &SUITE_ELSEWHERE, &[]).await;
 }
 
 /// `levers9 up` as a newcomer runs it: no registry configured, so it builds
