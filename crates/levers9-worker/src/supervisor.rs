@@ -4,6 +4,7 @@
 
 mod compiled;
 mod function;
+mod gpus;
 mod images;
 mod reports;
 mod spares;
@@ -61,8 +62,7 @@ struct Held {
     has_volumes: bool,
 }
 
-/// GPU device ids not given to a container, by type.
-type FreeGpus = HashMap<String, Vec<String>>;
+use gpus::FreeGpus;
 
 /// What a supervisor needs besides its runtime, images and objects.
 #[derive(Debug, Clone)]
@@ -243,34 +243,6 @@ impl Supervisor {
     /// Containers started from now on are hardened under `policy`.
     pub fn set_security(&self, policy: SecurityPolicy) {
         *self.security.lock() = Arc::new(policy);
-    }
-
-    /// Takes `count` devices of `gpu_type` for a container. The controlplane
-    /// reserved the count, so this fails only when the worker has fewer
-    /// devices than it reported (e.g. a GPU the machine does not hand out).
-    fn take_gpus(&self, gpu_type: &str, count: u32) -> Result<Vec<String>, String> {
-        if count == 0 {
-            return Ok(Vec::new());
-        }
-        let mut free = self.free_gpus.lock();
-        let devices = free.entry(gpu_type.to_owned()).or_default();
-        let count = count as usize;
-        if devices.len() < count {
-            return Err(format!(
-                "not enough GPUs available: asked for {count} {gpu_type}, {} free on this worker",
-                devices.len()
-            ));
-        }
-        Ok(devices.drain(..count).collect())
-    }
-
-    fn give_back_gpus(&self, gpu_type: &str, devices: Vec<String>) {
-        if !devices.is_empty() {
-            let mut free = self.free_gpus.lock();
-            let list = free.entry(gpu_type.to_owned()).or_default();
-            list.extend(devices);
-            list.sort();
-        }
     }
 
     /// The stub of a container held now.

@@ -178,6 +178,9 @@ impl Supervisor {
     /// are off, it can have none, one is there or starting, or there is no
     /// room.
     pub(super) fn add_spare_like(&self, request: &RunContainer) {
+        if self.spares.count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         let Some(shape) = shape(request) else {
             return;
         };
@@ -296,6 +299,9 @@ impl Supervisor {
 
     /// A ready spare of `request`'s shape, taken for it.
     pub(super) fn take_spare(&self, request: &RunContainer) -> Option<Spare> {
+        if self.spares.ready.lock().is_empty() {
+            return None;
+        }
         let shape = shape(request)?;
         let mut ready = self.spares.ready.lock();
         let at = ready
