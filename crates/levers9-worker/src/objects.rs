@@ -411,4 +411,4 @@ fn make_dirs(dest: &Path, relative: &Path) -> Result<(), ObjectError> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

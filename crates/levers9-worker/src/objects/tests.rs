@@ -14,7 +14,7 @@ use super::{ObjectCache, ObjectError, ObjectSource};
 /// Serves fixed objects by digest and counts fetches; the delay lets
 /// concurrent callers overlap.
 #[derive(Default)]
-struct FakeSource {
+pub(crate) struct FakeSource {
     objects: HashMap<String, Vec<u8>>,
     fetches: AtomicUsize,
     delay: Duration,
@@ -32,12 +32,12 @@ impl ObjectSource for FakeSource {
     }
 }
 
-fn digest_of(data: &[u8]) -> String {
+pub(crate) fn digest_of(data: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(data)))
 }
 
 /// A zip of `(name, content, unix mode)` files.
-fn zip_of(files: &[(&str, &str, u32)]) -> Vec<u8> {
+pub(crate) fn zip_of(files: &[(&str, &str, u32)]) -> Vec<u8> {
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     for (name, content, mode) in files {
         let options = SimpleFileOptions::default().unix_permissions(*mode);
@@ -53,7 +53,7 @@ fn cache_with(dir: &tempfile::TempDir, source: FakeSource) -> (ObjectCache, Arc<
     (cache, source)
 }
 
-fn source_of(objects: &[(&str, Vec<u8>)]) -> FakeSource {
+pub(crate) fn source_of(objects: &[(&str, Vec<u8>)]) -> FakeSource {
     FakeSource {
         objects: objects
             .iter()

@@ -441,6 +441,16 @@ impl Supervisor {
         }
     }
 
+    /// How many spares wait for a container to adopt them.
+    #[cfg(test)]
+    pub(super) fn spares_waiting(&self) -> usize {
+        let ready = self.spares.ready.lock();
+        ready
+            .iter()
+            .filter(|s| s.server.spare_modules().is_some())
+            .count()
+    }
+
     /// Stops every spare, for a worker shutting down.
     pub(super) async fn discard_spares(&self) {
         let all = std::mem::take(&mut *self.spares.ready.lock());

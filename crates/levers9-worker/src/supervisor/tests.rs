@@ -221,7 +221,7 @@ async fn what_fails_before_the_start_never_reaches_the_runtime() {
     let (_, failed) = h.failure().await;
     assert_eq!(
         failed,
-        format!("cannot fetch object {digest}: object {digest} is not stored")
+        format!("cannot fetch object {digest}: object {digest} not found")
     );
 
     let mut volume = with_gpus("c4", 2);

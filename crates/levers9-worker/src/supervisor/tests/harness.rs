@@ -19,7 +19,8 @@ use levers9_volumes::{FormatMode, Volumes};
 use tokio::sync::mpsc;
 
 use crate::fake_runtime::FakeRuntime;
-use crate::objects::{ObjectCache, ObjectSource};
+use crate::objects::tests::{digest_of, source_of, zip_of};
+use crate::objects::ObjectCache;
 use crate::supervisor::images::Images;
 use crate::supervisor::{SpareOptions, Supervisor, SupervisorOptions};
 
@@ -77,23 +78,9 @@ impl Images for FakeImages {
     }
 }
 
-/// What the one stored object, [`CODE_DIGEST`], holds.
-pub(super) const CODE: &[u8] = b"print('hello')\n";
-/// The digest of [`CODE`].
-pub(super) const CODE_DIGEST: &str =
-    "sha256:03e693d9f2f687e0f40e36a8df7fcb4d1c22974012b7c2a55c000eb30f305824";
-
-/// Has one object, [`CODE`]: fetches of any other fail.
-struct OneObject;
-
-#[async_trait]
-impl ObjectSource for OneObject {
-    async fn fetch(&self, _workspace_id: &str, digest: &str) -> Result<Vec<u8>, String> {
-        if digest == CODE_DIGEST {
-            return Ok(CODE.to_vec());
-        }
-        Err(format!("object {digest} is not stored"))
-    }
+/// The one object stored: a function's code, a zip of `app.py`.
+pub(super) fn code() -> Vec<u8> {
+    zip_of(&[("app.py", "print('hello')\n", 0o644)])
 }
 
 pub(super) struct Harness {
@@ -132,8 +119,11 @@ pub(super) fn harness_with(spares: SpareOptions) -> Harness {
         ]),
         prepared: Lock::default(),
     });
-    let objects =
-        ObjectCache::open(dir.path().join("objects"), Arc::new(OneObject)).expect("cache");
+    let objects = ObjectCache::open(
+        dir.path().join("objects"),
+        Arc::new(source_of(&[(&digest_of(&code()), code())])),
+    )
+    .expect("cache");
     let mut config = levers9_config::Config::default();
     config.storage.volumes.local_dir = dir.path().join("volumes").display().to_string();
     let volumes = Volumes::new(&config, dir.path(), FormatMode::CreateOnly);
