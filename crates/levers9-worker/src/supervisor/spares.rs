@@ -9,7 +9,8 @@
 //!
 //! A spare has a shape's everything but its code and its environment read
 //! after the interpreter starts: the workspace, image, SDK, resources,
-//! hardening, concurrency and the variables read at start. Containers with
+//! hardening (the pool's and the stub's), concurrency and the variables
+//! read at start. Containers with
 //! GPUs, volumes or the host's network get none. A spare serves one
 //! container, is stopped after [`SPARE_IDLE`] unused, and is stopped
 //! first when a container needs its room.
@@ -27,7 +28,7 @@ use levers9_sync::Lock;
 
 use super::Supervisor;
 use crate::container_server::ContainerServer;
-use crate::security::Subject;
+use crate::security::{Subject, PROFILE_VARIABLE, SECCOMP_VARIABLE};
 
 /// How long a spare waits for a container to adopt it before it is stopped.
 const SPARE_IDLE: Duration = Duration::from_secs(600);
@@ -101,9 +102,11 @@ impl Spares {
     }
 }
 
-/// Whether Python, the C library or the dynamic linker read the variable
-/// `name` when the interpreter starts: a spare must start with the call's.
-fn read_at_start(name: &str) -> bool {
+/// Whether the variable `name` takes effect when the container starts, so
+/// a spare must start with the call's: Python, the C library and the
+/// dynamic linker read it as the interpreter starts, or it is the stub's
+/// hardening, which is applied to the container's spec.
+fn fixed_at_start(name: &str) -> bool {
     ["PYTHON", "LD_", "LC_", "MALLOC_"]
         .iter()
         .any(|prefix| name.starts_with(prefix))
@@ -111,6 +114,7 @@ fn read_at_start(name: &str) -> bool {
             name,
             "LANG" | "LANGUAGE" | "TZ" | "HOME" | "PATH" | "GLIBC_TUNABLES"
         )
+        || matches!(name, PROFILE_VARIABLE | SECCOMP_VARIABLE)
         // The server is bound for it, and the code's place is the spare's.
         || matches!(name, "LEVERS9_CONCURRENCY" | CODE_DIR_VARIABLE)
 }
@@ -133,7 +137,7 @@ fn shape(request: &RunContainer) -> Option<RunContainer> {
     // Opened into the environment, which the adopting container sends.
     shape.secret_names.clear();
     shape.volume_storage = None;
-    shape.env.retain(|name, _| read_at_start(name));
+    shape.env.retain(|name, _| fixed_at_start(name));
     let code_object = shape.objects.iter_mut().find(|o| &o.target == code)?;
     code_object.digest.clear();
     Some(shape)
@@ -521,7 +525,12 @@ mod tests {
         started_otherwise
             .env
             .insert("PYTHONHASHSEED".into(), "0".into());
-        assert_ne!(Some(one), shape(&started_otherwise));
+        assert_ne!(Some(one.clone()), shape(&started_otherwise));
+        let mut hardened = request("code1");
+        hardened
+            .env
+            .insert(PROFILE_VARIABLE.into(), "hardened".into());
+        assert_ne!(Some(one), shape(&hardened));
     }
 
     #[test]
