@@ -28,7 +28,7 @@ use levers9_sync::Lock;
 
 use super::Supervisor;
 use crate::container_server::ContainerServer;
-use crate::security::{Subject, PROFILE_VARIABLE, SECCOMP_VARIABLE};
+use crate::security::{SecurityPolicy, Subject, PROFILE_VARIABLE, SECCOMP_VARIABLE};
 
 /// How long a spare waits for a container to adopt it before it is stopped.
 const SPARE_IDLE: Duration = Duration::from_secs(600);
@@ -72,6 +72,11 @@ pub(super) struct Spare {
     pub(super) container: Container,
     /// Empty until adopted; mounted read-only where the code goes.
     code_dir: PathBuf,
+    /// The image it runs: a tag in its shape may name another by now.
+    image: levers9_image::Digest,
+    /// The hardening it started under: the controlplane's settings may
+    /// have tightened it since.
+    security: Arc<SecurityPolicy>,
 }
 
 /// The spares of a worker.
@@ -250,14 +255,23 @@ impl Supervisor {
         request.container_id = id.to_string();
         request.objects.retain(|o| o.target != code_target);
         request.env.insert("LEVERS9_SPARE".into(), "1".into());
+        let security = self.security();
         let subject = Subject {
             container_id: Some(id.clone()),
             stub_id: String::new(),
-            pool: self.security().pool.clone(),
+            pool: security.pool.clone(),
         };
         let server = self.bind_server(&id, subject, super::concurrency(&request))?;
         let started = async {
             let began = std::time::Instant::now();
+            // Pulled again by `prepare`, from the cache: the digest that
+            // the tag named now, which an adopting container's must be.
+            let image = self
+                .images
+                .pull(&request.image)
+                .await
+                .map_err(|e| format!("cannot pull image {}: {e}", request.image))?
+                .digest;
             let (mut spec, _) = self
                 .prepare(began, &id, &request, None, &[], Some(&server))
                 .await?;
@@ -266,14 +280,16 @@ impl Supervisor {
                 destination: code_target,
                 read_only: true,
             });
-            self.runtime
+            let container = self
+                .runtime
                 .start(&spec)
                 .await
-                .map_err(|e| format!("cannot start the container: {e}"))
+                .map_err(|e| format!("cannot start the container: {e}"))?;
+            Ok::<_, String>((container, image))
         }
         .await;
-        let container = match started {
-            Ok(container) => container,
+        let (container, image) = match started {
+            Ok(started) => started,
             Err(reason) => {
                 self.close_server(&server, &id).await;
                 self.forget_spare(&id).await;
@@ -288,6 +304,8 @@ impl Supervisor {
             server,
             container,
             code_dir,
+            image,
+            security,
         });
         // Whoever takes it out of `ready` owns it: a container that adopts
         // it, or this watch once it ends or idles.
@@ -308,9 +326,9 @@ impl Supervisor {
         }
         let shape = shape(request)?;
         let mut ready = self.spares.ready.lock();
-        let at = ready
-            .iter()
-            .position(|s| s.shape == shape && s.server.spare_modules().is_some())?;
+        let at = ready.iter().position(|s| {
+            s.shape == shape && s.security == self.security() && s.server.spare_modules().is_some()
+        })?;
         Some(ready.remove(at))
     }
 
@@ -347,7 +365,21 @@ impl Supervisor {
             .unwrap_or_default();
         let mut code_request = request.clone();
         code_request.objects.retain(|o| o.target == code);
-        let source = match super::function::object_mounts(&self.objects, &code_request).await {
+        let (image, mounts) = tokio::join!(
+            self.images.pull(&request.image),
+            super::function::object_mounts(&self.objects, &code_request)
+        );
+        match image {
+            Ok(image) if image.digest == spare.image => {}
+            Ok(_) => return Err((spare, format!("{} names another image now", request.image))),
+            Err(error) => {
+                return Err((
+                    spare,
+                    format!("cannot pull image {}: {error}", request.image),
+                ))
+            }
+        }
+        let source = match mounts {
             Ok(mut mounts) if mounts.len() == 1 => mounts.remove(0).source,
             Ok(_) => return Err((spare, "the request has no code object".into())),
             Err(reason) => return Err((spare, reason)),

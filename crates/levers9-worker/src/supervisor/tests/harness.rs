@@ -33,6 +33,15 @@ pub(super) struct FakeImages {
     pub(super) root: PathBuf,
     configs: HashMap<String, ImageConfig>,
     prepared: Lock<HashSet<String>>,
+    /// How many times each reference was pushed again: its digest changes.
+    pushes: Lock<HashMap<String, u32>>,
+}
+
+impl FakeImages {
+    /// Another image is pushed under `reference`.
+    pub(super) fn push(&self, reference: &str) {
+        *self.pushes.lock().entry(reference.to_owned()).or_default() += 1;
+    }
 }
 
 #[async_trait]
@@ -47,7 +56,10 @@ impl Images for FakeImages {
                 reference: reference.to_owned(),
                 registry: parsed.registry().to_owned(),
             })?;
-        let digest = Digest::of(reference.as_bytes());
+        let digest = match self.pushes.lock().get(reference) {
+            None => Digest::of(reference.as_bytes()),
+            Some(pushes) => Digest::of(format!("{reference}#{pushes}").as_bytes()),
+        };
         Ok(Image {
             reference: parsed,
             digest: digest.clone(),
@@ -118,6 +130,7 @@ pub(super) fn harness_with(spares: SpareOptions) -> Harness {
             (NO_COMMAND.to_owned(), ImageConfig::default()),
         ]),
         prepared: Lock::default(),
+        pushes: Lock::default(),
     });
     let objects = ObjectCache::open(
         dir.path().join("objects"),

@@ -256,3 +256,45 @@ async fn code_with_a_module_the_spare_imported_starts_a_container_of_its_own() {
     .await;
     h.runtime.exit("c2", Exit::Code(0));
 }
+
+#[tokio::test]
+async fn a_spare_started_under_looser_hardening_is_not_adopted() {
+    let mut h = harness_with(roomy());
+    h.start(function("c1", 256)).await;
+    wait_for("a spare started", || !spares(&h).is_empty()).await;
+    let spare = spares(&h).remove(0);
+    let _runner = waiting_runner(&h, &spare, &["levers9"]).await;
+
+    // The controlplane's settings tightened on a new attach.
+    let mut stricter = (*h.supervisor.security()).clone();
+    stricter.server_auth = levers9_config::ContainerServerAuthMode::Enforce;
+    h.supervisor.set_security(stricter);
+    h.start(function("c2", 256)).await;
+    assert!(
+        h.runtime.started().iter().any(|s| s.id.as_str() == "c2"),
+        "started as usual, under the new hardening"
+    );
+    h.runtime.exit("c2", Exit::Code(0));
+}
+
+#[tokio::test]
+async fn a_spare_of_an_image_its_tag_no_longer_names_is_not_adopted() {
+    let mut h = harness_with(roomy());
+    h.start(function("c1", 256)).await;
+    wait_for("a spare started", || !spares(&h).is_empty()).await;
+    let spare = spares(&h).remove(0);
+    let _runner = waiting_runner(&h, &spare, &["levers9"]).await;
+
+    h.images.push(&function("c2", 256).image);
+    h.start(function("c2", 256)).await;
+    assert!(
+        h.runtime.started().iter().any(|s| s.id.as_str() == "c2"),
+        "started as usual, on the image the tag names now"
+    );
+    let spare_id = spare.id.to_string();
+    wait_for("the spare stopped", || {
+        h.runtime.stops().iter().any(|(id, _)| id == &spare_id)
+    })
+    .await;
+    h.runtime.exit("c2", Exit::Code(0));
+}
