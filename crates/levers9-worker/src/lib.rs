@@ -253,7 +253,7 @@ pub async fn run(
         security::follow_seccomp_log(
             container_cgroups,
             options.pool.clone(),
-            Arc::new(move |id: &ContainerId| held.stub_of(id)),
+            Arc::new(move |id: &ContainerId| held.held_as(id)),
             metrics.clone(),
         );
     }

@@ -245,12 +245,15 @@ impl Supervisor {
         *self.security.lock() = Arc::new(policy);
     }
 
-    /// The stub of a container held now.
-    pub fn stub_of(&self, container_id: &ContainerId) -> Option<String> {
-        self.held
-            .lock()
-            .get(container_id)
-            .map(|h| h.stub_id.clone())
+    /// The container held now whose processes the runtime knows by
+    /// `runtime_id` (its own id, or the spare's it adopted), and its stub.
+    pub fn held_as(&self, runtime_id: &ContainerId) -> Option<(ContainerId, String)> {
+        let id = self
+            .runtime_ids
+            .container_of(runtime_id)
+            .unwrap_or_else(|| runtime_id.clone());
+        let stub_id = self.held.lock().get(&id)?.stub_id.clone();
+        Some((id, stub_id))
     }
 
     /// The containers held now, for a (re-)registration.

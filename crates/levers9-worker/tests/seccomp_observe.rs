@@ -20,7 +20,7 @@ async fn an_observed_call_is_logged_and_counted_and_allowed() {
     let following = follow_seccomp_log(
         prefix.clone(),
         "pool-x".into(),
-        Arc::new(|_: &ContainerId| Some("stub-x".into())),
+        Arc::new(|id: &ContainerId| Some((id.clone(), "stub-x".into()))),
         metrics.clone(),
     );
     // The follower starts at the end of the log: the call must come after.

@@ -91,8 +91,9 @@ fn syscall_name(nr: u32) -> Option<&'static str> {
     NAMES.iter().find(|(n, _)| *n == nr).map(|(_, name)| *name)
 }
 
-/// Finds the stub of a container this worker holds.
-pub type StubOf = Arc<dyn Fn(&ContainerId) -> Option<String> + Send + Sync>;
+/// Finds the container this worker holds whose processes run under a
+/// runtime id (a container's own, or the spare's it adopted), and its stub.
+pub type StubOf = Arc<dyn Fn(&ContainerId) -> Option<(ContainerId, String)> + Send + Sync>;
 
 /// Says when a follower started by [`follow`] reads the kernel log from
 /// its end, so that a record written after that is seen. The worker does
@@ -160,12 +161,13 @@ pub fn follow(
                 if cgroups.is_some() && container.is_none() {
                     continue; // a process of the host or of another worker
                 }
+                let (container_id, stub_id) = match container.as_ref().and_then(|id| stub_of(id)) {
+                    Some((held, stub_id)) => (Some(held), stub_id),
+                    None => (container, String::new()),
+                };
                 let subject = Subject {
-                    stub_id: container
-                        .as_ref()
-                        .and_then(|id| stub_of(id))
-                        .unwrap_or_default(),
-                    container_id: container,
+                    stub_id,
+                    container_id,
                     pool: pool.clone(),
                 };
                 let syscall = syscall_name(record.syscall).unwrap_or("unknown");

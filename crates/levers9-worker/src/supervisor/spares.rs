@@ -61,6 +61,14 @@ impl RuntimeIds {
     pub(crate) fn resolve(&self, id: &ContainerId) -> ContainerId {
         self.0.lock().get(id).cloned().unwrap_or_else(|| id.clone())
     }
+
+    /// The container that adopted the spare `runtime_id`, if one did.
+    pub(crate) fn container_of(&self, runtime_id: &ContainerId) -> Option<ContainerId> {
+        let ids = self.0.lock();
+        ids.iter()
+            .find(|(_, spare)| *spare == runtime_id)
+            .map(|(id, _)| id.clone())
+    }
 }
 
 /// A spare that started.

@@ -91,7 +91,10 @@ async fn the_spec_takes_the_image_defaults_under_the_request() {
         (250, 1000, 128),
         "a small container may burst to a core"
     );
-    assert_eq!(h.supervisor.stub_of(&id("c1")).as_deref(), Some("st-1"));
+    assert_eq!(
+        h.supervisor.held_as(&id("c1")),
+        Some((id("c1"), "st-1".to_owned()))
+    );
 
     let mut run = request("c2");
     run.args = vec!["sh".into(), "-c".into(), "true".into()];

@@ -187,6 +187,7 @@ async fn a_cold_start_adopts_a_waiting_spare_with_its_code_and_environment() {
 
     let mut second = function("c2", 256);
     second.env.insert("GREETING".into(), "hi".into());
+    second.env.insert("LEVERS9_STUB_ID".into(), "st-2".into());
     h.supervisor.run(second);
     let assign = frame(&mut runner).await;
     assert_eq!(
@@ -214,6 +215,11 @@ async fn a_cold_start_adopts_a_waiting_spare_with_its_code_and_environment() {
     assert!(
         !h.runtime.started().iter().any(|s| s.id.as_str() == "c2"),
         "no container of its own"
+    );
+    // What the spare's processes do (the seccomp log) is the container's.
+    assert_eq!(
+        h.supervisor.held_as(&spare.id),
+        Some((crate::fake_runtime::id("c2"), "st-2".to_owned()))
     );
 
     // The runtime knows it by the spare's id.
