@@ -373,13 +373,14 @@ impl ContainerServer {
             }),
             &[],
         );
+        // Before the frame goes out: the runner's hello names the new id.
+        let spare_id =
+            std::mem::replace(&mut *self.shared.container_id.lock(), container_id.clone());
         if writer.send(frame).is_err() {
+            *self.shared.container_id.lock() = spare_id;
             return false;
         }
         state.spare_modules = None;
-        // Under the state's lock, so no frame of the runner's is handled
-        // between the frame going out and the id it must name.
-        *self.shared.container_id.lock() = container_id.clone();
         true
     }
 
