@@ -87,13 +87,15 @@ impl Worker {
     /// its functions' warm containers keeps its reservation (125m by
     /// default) until its keep-warm window ends, and together they fill the
     /// usual two cores, so a later test's container would wait a minute for
-    /// room. Reservations only: the containers use far less.
+    /// room. Reservations only: the containers use far less. Sixteen cores:
+    /// the 1,000-input map alone scales to 40 containers (5 cores) on a
+    /// busy machine, with 20 more of the tests before it still warm.
     pub async fn start_roomy(cp: &Controlplane, admin: &str, pool: &str, runtime: &str) -> Worker {
         let state_dir = tempfile::Builder::new()
             .prefix("l9w-")
             .tempdir()
             .expect("state dir");
-        let room = ["--cpu-millicores", "8000", "--memory-mib", "8192"];
+        let room = ["--cpu-millicores", "16000", "--memory-mib", "16384"];
         let (worker, worker_id) = Self::spawn_in(cp, admin, pool, runtime, state_dir, &room).await;
         worker.wait_listed(cp, admin, &worker_id).await;
         worker
